@@ -1,0 +1,212 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/big"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf16"
+)
+
+// CanonicalJSON encodes v as RFC 8785 (JCS) canonical JSON: object keys
+// sorted by UTF-16 code units, no insignificant whitespace, numbers in the
+// ECMAScript shortest round-trip form, strings escaped minimally.
+//
+// NB: the bytes written here are hashed; changing them breaks every ledger.
+//
+// v is first encoded with encoding/json, so struct tags and MarshalJSON
+// methods apply. An integer that a float64 cannot hold exactly is refused
+// rather than silently rounded, since a rounded seed or byte count in a
+// ledger would be a quiet falsehood: store such values as strings.
+func CanonicalJSON(v any) ([]byte, error) {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return Canonicalize(raw)
+}
+
+// Canonicalize rewrites JSON text into its RFC 8785 canonical form.
+func Canonicalize(raw []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	if rest := bytes.Trim(raw[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, fmt.Errorf("canonical json: trailing data after the value")
+	}
+	var buf bytes.Buffer
+	if err := writeCanonical(&buf, v); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	return buf.Bytes(), nil
+}
+
+func writeCanonical(buf *bytes.Buffer, v any) error {
+	switch x := v.(type) {
+	case nil:
+		buf.WriteString("null")
+	case bool:
+		if x {
+			buf.WriteString("true")
+		} else {
+			buf.WriteString("false")
+		}
+	case json.Number:
+		s, err := canonicalNumber(string(x))
+		if err != nil {
+			return err
+		}
+		buf.WriteString(s)
+	case string:
+		writeCanonicalString(buf, x)
+	case []any:
+		buf.WriteByte('[')
+		for i, e := range x {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			if err := writeCanonical(buf, e); err != nil {
+				return err
+			}
+		}
+		buf.WriteByte(']')
+	case map[string]any:
+		keys := make([]string, 0, len(x))
+		for k := range x {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		buf.WriteByte('{')
+		for i, k := range keys {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeCanonicalString(buf, k)
+			buf.WriteByte(':')
+			if err := writeCanonical(buf, x[k]); err != nil {
+				return fmt.Errorf("key %q: %w", k, err)
+			}
+		}
+		buf.WriteByte('}')
+	default:
+		return fmt.Errorf("unexpected decoded type %T", v)
+	}
+	return nil
+}
+
+// lessUTF16 orders strings by their UTF-16 code units, as RFC 8785 requires;
+// this differs from byte order for characters above U+FFFF.
+func lessUTF16(a, b string) bool {
+	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
+	for i := 0; i < len(ua) && i < len(ub); i++ {
+		if ua[i] != ub[i] {
+			return ua[i] < ub[i]
+		}
+	}
+	return len(ua) < len(ub)
+}
+
+func writeCanonicalString(buf *bytes.Buffer, s string) {
+	const hexDigits = "0123456789abcdef"
+	buf.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"':
+			buf.WriteString(`\"`)
+		case r == '\\':
+			buf.WriteString(`\\`)
+		case r == '\b':
+			buf.WriteString(`\b`)
+		case r == '\f':
+			buf.WriteString(`\f`)
+		case r == '\n':
+			buf.WriteString(`\n`)
+		case r == '\r':
+			buf.WriteString(`\r`)
+		case r == '\t':
+			buf.WriteString(`\t`)
+		case r < 0x20:
+			buf.WriteString(`\u00`)
+			buf.WriteByte(hexDigits[r>>4])
+			buf.WriteByte(hexDigits[r&0xf])
+		default:
+			buf.WriteRune(r)
+		}
+	}
+	buf.WriteByte('"')
+}
+
+// canonicalNumber renders a JSON number literal the way ECMAScript's
+// Number.prototype.toString renders the float64 it denotes.
+func canonicalNumber(lit string) (string, error) {
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+		return "", fmt.Errorf("number %s is not a finite float64", lit)
+	}
+	if isIntegerLiteral(lit) {
+		want, _ := new(big.Int).SetString(lit, 10)
+		if got, acc := new(big.Float).SetFloat64(f).Int(nil); acc != big.Exact || got.Cmp(want) != 0 {
+			return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
+		}
+	}
+	return formatES6(f), nil
+}
+
+func isIntegerLiteral(lit string) bool {
+	return !strings.ContainsAny(lit, ".eE")
+}
+
+// formatES6 implements ECMAScript Number::toString for finite f.
+func formatES6(f float64) string {
+	if f == 0 {
+		return "0" // also for -0
+	}
+	neg := f < 0
+	if neg {
+		f = -f
+	}
+	// Shortest round-trip digits and decimal exponent: f = 0.d1d2...dk × 10^n.
+	e := strconv.FormatFloat(f, 'e', -1, 64) // d.ddddde±xx
+	mant, expPart, _ := strings.Cut(e, "e")
+	digits := strings.Replace(mant, ".", "", 1)
+	exp, _ := strconv.Atoi(expPart)
+	k := len(digits)
+	n := exp + 1
+	var s string
+	switch {
+	case k <= n && n <= 21:
+		s = digits + strings.Repeat("0", n-k)
+	case 0 < n && n <= 21:
+		s = digits[:n] + "." + digits[n:]
+	case -6 < n && n <= 0:
+		s = "0." + strings.Repeat("0", -n) + digits
+	default:
+		s = digits[:1]
+		if k > 1 {
+			s += "." + digits[1:]
+		}
+		sign := "+"
+		if n-1 < 0 {
+			sign = "-"
+		}
+		s += "e" + sign + strconv.Itoa(abs(n-1))
+	}
+	if neg {
+		s = "-" + s
+	}
+	return s
+}
+
+func abs(i int) int {
+	if i < 0 {
+		return -i
+	}
+	return i
+}

@@ -1,0 +1,115 @@
+package ledger
+
+import (
+	"bytes"
+	"encoding/json"
+	"math"
+	"testing"
+)
+
+func TestCanonicalJSON(t *testing.T) {
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{"sorted keys", `{"b":1,"a":2}`, `{"a":2,"b":1}`},
+		{"nested and spaces", `{ "z": [1, {"y":true, "x":null}] }`, `{"z":[1,{"x":null,"y":true}]}`},
+		{"integers", `[0, -0, 1, -1, 9007199254740991]`, `[0,0,1,-1,9007199254740991]`},
+		{"fractions", `[1.5, 0.1, 1e-7, 1e21, 1e20, 123456789.123, 0.000001]`, `[1.5,0.1,1e-7,1e+21,100000000000000000000,123456789.123,0.000001]`},
+		{"float exponent forms", `[1E3, 2.50e-1, 5e-324, 1.7976931348623157e308]`, `[1000,0.25,5e-324,1.7976931348623157e+308]`},
+		{"string escapes", `["\u0001\n\"\\/<>&\u2028é"]`, "[\"\\u0001\\n\\\"\\\\/<>&\u2028é\"]"},
+		// RFC 8785 §3.2.3: sort by UTF-16 code units, so U+1F600 (D83D DE00) sorts before U+FB33.
+		{"utf16 key order", `{"\ufb33":1,"\ud83d\ude00":2,"a":3}`, "{\"a\":3,\"\U0001F600\":2,\"\uFB33\":1}"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Canonicalize([]byte(tt.in))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if string(got) != tt.want {
+				t.Errorf("Canonicalize(%s)\n got %s\nwant %s", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestCanonicalJSONRefuses(t *testing.T) {
+	for name, in := range map[string]string{
+		"inexact integer": `{"seed": 18446744073709551615}`,
+		"above 2^53":      `[9007199254740993]`,
+		"trailing data":   `{} {}`,
+		"not json":        `{"a":`,
+	} {
+		t.Run(name, func(t *testing.T) {
+			if out, err := Canonicalize([]byte(in)); err == nil {
+				t.Errorf("Canonicalize(%s) = %s, want an error", in, out)
+			}
+		})
+	}
+}
+
+// TestFormatES6 checks number rendering against values from the RFC 8785
+// appendix B table (IEEE-754 bit patterns and their ECMAScript strings).
+func TestFormatES6(t *testing.T) {
+	cases := map[uint64]string{
+		0x0000000000000000: "0",
+		0x8000000000000000: "0",
+		0x0000000000000001: "5e-324",
+		0x8000000000000001: "-5e-324",
+		0x7fefffffffffffff: "1.7976931348623157e+308",
+		0x4340000000000000: "9007199254740992",
+		0xc340000000000000: "-9007199254740992",
+		0x4430000000000000: "295147905179352830000",
+		0x44b52d02c7e14af5: "9.999999999999997e+22",
+		0x44b52d02c7e14af6: "1e+23",
+		0x44b52d02c7e14af7: "1.0000000000000001e+23",
+		0x444b1ae4d6e2ef4e: "999999999999999700000",
+		0x444b1ae4d6e2ef50: "1e+21",
+		0x3eb0c6f7a0b5ed8d: "0.000001",
+		0x3eb0c6f7a0b5ed8e: "0.0000010000000000000002",
+		0x41b3de4355555553: "333333333.3333332",
+		0x41b3de4355555554: "333333333.33333325",
+		0x41b3de4355555555: "333333333.3333333",
+	}
+	for bits, want := range cases {
+		if got := formatES6(math.Float64frombits(bits)); got != want {
+			t.Errorf("formatES6(%#016x) = %s, want %s", bits, got, want)
+		}
+	}
+}
+
+// FuzzCanonicalJSON checks that canonicalisation is idempotent and that
+// equal values give equal bytes whatever their original spelling.
+func FuzzCanonicalJSON(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1.5,"x",null]}`, `[1e3,1000,1000.0]`, `"\u00e9"`, `{"\ud83d\ude00":{},"z":false}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		c1, err := Canonicalize(raw)
+		if err != nil {
+			return
+		}
+		c2, err := Canonicalize(c1)
+		if err != nil {
+			t.Fatalf("canonical output %s does not re-canonicalize: %v", c1, err)
+		}
+		if !bytes.Equal(c1, c2) {
+			t.Fatalf("not idempotent:\n%s\n%s", c1, c2)
+		}
+		// Equal values: decoding and re-encoding with encoding/json (other
+		// key order, other number spelling) must land on the same bytes.
+		var v any
+		if err := json.Unmarshal(raw, &v); err != nil {
+			t.Fatalf("canonicalized input that encoding/json rejects: %v", err)
+		}
+		c3, err := CanonicalJSON(v)
+		if err != nil {
+			return // float64 decoding may lose an integer's exactness; that is refused, not silently equal
+		}
+		if !bytes.Equal(c1, c3) {
+			t.Fatalf("equal values, different bytes:\n%s\n%s", c1, c3)
+		}
+	})
+}

@@ -1,0 +1,231 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// RunStart is the part of a run.start body the ledger reads; callers add
+// whatever else the run should record (argv, configs, code version).
+type RunStart struct {
+	Stage string `json:"stage"`
+}
+
+// RunEnd is the part of a run.end body the ledger reads. Status is one of
+// "ok", "failed" or "interrupted".
+type RunEnd struct {
+	Status   string `json:"status"`
+	ExitCode *int   `json:"exit_code,omitempty"`
+}
+
+// Artifact is the part of an artifact body the ledger reads: a dataset,
+// file, config or checkpoint a run took in or gave out, named by digest.
+type Artifact struct {
+	Role     string  `json:"role"` // "input", "output" or "dataset"
+	Name     string  `json:"name"`
+	Kind     string  `json:"kind"` // "dataset", "checkpoint", "file", "config"
+	Digest   Digest  `json:"digest"`
+	Manifest *Digest `json:"manifest,omitempty"` // blob holding the full manifest
+}
+
+// Metrics is a batch of scalar points for one run.
+type Metrics struct {
+	Points []MetricPoint `json:"points"`
+}
+
+// MetricPoint is one (step, key, value). It encodes as a JSON array
+// [step, "key", value] to keep large batches small; a NaN or infinite value,
+// which JSON cannot hold, is written as null and reads back as NaN.
+type MetricPoint struct {
+	Step  int64
+	Key   string
+	Value float64
+}
+
+// MarshalJSON writes [step, key, value|null].
+func (p MetricPoint) MarshalJSON() ([]byte, error) {
+	var v any = p.Value
+	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		v = nil
+	}
+	return json.Marshal([]any{p.Step, p.Key, v})
+}
+
+// UnmarshalJSON reads [step, key, value|null].
+func (p *MetricPoint) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 3 {
+		return fmt.Errorf("metric point %s: want [step, key, value]", b)
+	}
+	if err := json.Unmarshal(raw[0], &p.Step); err != nil {
+		return fmt.Errorf("metric point %s: step: %w", b, err)
+	}
+	if err := json.Unmarshal(raw[1], &p.Key); err != nil {
+		return fmt.Errorf("metric point %s: key: %w", b, err)
+	}
+	var v *float64
+	if err := json.Unmarshal(raw[2], &v); err != nil {
+		return fmt.Errorf("metric point %s: value: %w", b, err)
+	}
+	p.Value = math.NaN()
+	if v != nil {
+		p.Value = *v
+	}
+	return nil
+}
+
+// deriver fills the derived tables from entries inside one transaction. The
+// same code fills a ledger's own tables and, in verify, a scratch copy to
+// compare them with, so the two can never disagree by construction.
+type deriver struct {
+	ctx   context.Context
+	tx    execer
+	stmts map[string]*sql.Stmt
+}
+
+type execer interface {
+	ExecContext(ctx context.Context, query string, args ...any) (sql.Result, error)
+	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
+}
+
+func newDeriver(ctx context.Context, tx execer) *deriver {
+	return &deriver{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
+}
+
+func (d *deriver) close() {
+	for _, s := range d.stmts {
+		s.Close()
+	}
+}
+
+func (d *deriver) exec(query string, args ...any) (sql.Result, error) {
+	s, ok := d.stmts[query]
+	if !ok {
+		var err error
+		if s, err = d.tx.PrepareContext(d.ctx, query); err != nil {
+			return nil, err
+		}
+		d.stmts[query] = s
+	}
+	return s.ExecContext(d.ctx, args...)
+}
+
+// apply derives the rows of one entry.
+func (d *deriver) apply(e *Entry) error {
+	for _, b := range e.Blobs {
+		if _, err := d.exec("INSERT INTO blob_refs(digest, seq) VALUES (?, ?)", b.Hex(), e.Seq); err != nil {
+			return err
+		}
+	}
+	switch e.Kind {
+	case KindRunStart:
+		var b RunStart
+		if err := decodeBody(e, &b); err != nil {
+			return err
+		}
+		if e.Run == "" || b.Stage == "" {
+			return fmt.Errorf("%w: run.start needs a run id and a stage", ErrBadRecord)
+		}
+		if _, err := d.exec("INSERT INTO runs(run, stage, status, started_seq, started_at) VALUES (?, ?, 'running', ?, ?)",
+			e.Run, b.Stage, e.Seq, e.At); err != nil {
+			return fmt.Errorf("run %q: %w", e.Run, err)
+		}
+	case KindRunEnd:
+		var b RunEnd
+		if err := decodeBody(e, &b); err != nil {
+			return err
+		}
+		switch b.Status {
+		case "ok", "failed", "interrupted":
+		default:
+			return fmt.Errorf("%w: run.end status %q", ErrBadRecord, b.Status)
+		}
+		res, err := d.exec("UPDATE runs SET status = ?, ended_seq = ?, ended_at = ?, exit_code = ? WHERE run = ? AND ended_seq IS NULL",
+			b.Status, e.Seq, e.At, b.ExitCode, e.Run)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("%w: run.end for run %q, which is not running", ErrBadRecord, e.Run)
+		}
+	case KindArtifact:
+		var b Artifact
+		if err := decodeBody(e, &b); err != nil {
+			return err
+		}
+		if b.Role == "" || b.Name == "" || b.Kind == "" || b.Digest.IsZero() {
+			return fmt.Errorf("%w: artifact needs role, name, kind and digest", ErrBadRecord)
+		}
+		manifest := ""
+		if b.Manifest != nil {
+			manifest = b.Manifest.String()
+		}
+		if _, err := d.exec("INSERT INTO artifacts(seq, run, role, name, kind, digest, manifest) VALUES (?, ?, ?, ?, ?, ?, ?)",
+			e.Seq, e.Run, b.Role, b.Name, b.Kind, b.Digest.String(), manifest); err != nil {
+			return err
+		}
+	case KindMetrics:
+		var b Metrics
+		if err := decodeBody(e, &b); err != nil {
+			return err
+		}
+		for _, p := range b.Points {
+			var v any = p.Value
+			if math.IsNaN(p.Value) {
+				v = nil
+			}
+			if _, err := d.exec("INSERT INTO metrics(run, key, step, value, seq) VALUES (?, ?, ?, ?, ?)", e.Run, p.Key, p.Step, v, e.Seq); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func decodeBody(e *Entry, v any) error {
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		return fmt.Errorf("%w: %s body: %v", ErrBadRecord, e.Kind, err)
+	}
+	return nil
+}
+
+// rebuildDerived recreates the derived tables in dst from the entries read
+// through src, a page at a time so src and dst may be one transaction.
+func rebuildDerived(ctx context.Context, src queryer, dst execer) error {
+	if _, err := dst.ExecContext(ctx, dropDerivedDDL); err != nil {
+		return err
+	}
+	if _, err := dst.ExecContext(ctx, derivedDDL); err != nil {
+		return err
+	}
+	d := newDeriver(ctx, dst)
+	defer d.close()
+	return eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e) })
+}
+
+// entryPage is how many entries a scan holds in memory at once.
+const entryPage = 1000
+
+// eachEntryPage calls fn for every entry in seq order, reading a page at a
+// time and closing each page before fn runs on it.
+func eachEntryPage(ctx context.Context, q queryer, fn func(*Entry) error) error {
+	after := int64(0)
+	for {
+		page, err := queryEntries(ctx, q, "WHERE seq > ? ORDER BY seq LIMIT ?", after, entryPage)
+		if err != nil {
+			return err
+		}
+		for i := range page {
+			if err := fn(&page[i]); err != nil {
+				return fmt.Errorf("entry %d: %w", page[i].Seq, err)
+			}
+		}
+		if len(page) < entryPage {
+			return nil
+		}
+		after = page[len(page)-1].Seq
+	}
+}

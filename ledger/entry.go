@@ -1,0 +1,198 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"os"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Entry kinds written by the ledger itself and derived into query tables.
+// Other packages add their own kinds; those live only in the entries.
+const (
+	KindInit     = "ledger.init" // the first entry of every ledger
+	KindRunStart = "run.start"   // body RunStart
+	KindRunEnd   = "run.end"     // body RunEnd
+	KindArtifact = "artifact"    // body Artifact
+	KindMetrics  = "metrics"     // body Metrics
+)
+
+// Record is what a caller appends: the ledger assigns seq, prev, hash and time.
+type Record struct {
+	Kind  string
+	Run   string
+	Body  any      // encoded as canonical JSON
+	Blobs []Digest // blobs the entry refers to; each must already be stored
+}
+
+// Entry is one link of the hash chain, as stored.
+type Entry struct {
+	Seq   int64           `json:"seq"`
+	Prev  Digest          `json:"prev"`
+	Hash  Digest          `json:"hash"`
+	Kind  string          `json:"kind"`
+	Run   string          `json:"run,omitempty"`
+	At    string          `json:"at"`
+	Blobs []Digest        `json:"blobs,omitempty"`
+	Body  json.RawMessage `json:"body"`
+}
+
+// InitBody is the body of the genesis entry; it binds the chain to the
+// ledger id so two ledgers never share a chain.
+type InitBody struct {
+	LedgerID string `json:"ledger_id"`
+	Schema   int    `json:"schema"`
+}
+
+// entryTag separates entry hashes from every other BLAKE3 use.
+const entryTag = "rlgate/entry/v1\x00"
+
+// computeHash returns the entry hash.
+//
+// NB: the bytes hashed here define the chain; changing them breaks every
+// ledger. The layout is documented in docs/FORMAT.md ("Entry hash").
+func computeHash(e *Entry) Digest {
+	h := Hasher()
+	h.WriteString(entryTag)
+	h.Write(e.Prev[:])
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(e.Seq))
+	h.Write(n[:])
+	for _, s := range []string{e.Kind, e.Run, e.At} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.WriteString(s)
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(len(e.Blobs)))
+	h.Write(n[:])
+	for _, b := range e.Blobs {
+		h.Write(b[:])
+	}
+	binary.BigEndian.PutUint64(n[:], uint64(len(e.Body)))
+	h.Write(n[:])
+	h.Write(e.Body)
+	return SumDigest(h)
+}
+
+var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+
+// timeFormat keeps entry times in UTC with fixed width, so they sort as text.
+const timeFormat = "2006-01-02T15:04:05.000000000Z"
+
+// Append adds records to the chain in one transaction: either all of them
+// and their derived rows are committed, or none. It returns the entries as
+// stored. Concurrent appenders, in this or other processes, serialise on
+// SQLite's write lock, so the chain stays linear.
+func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
+	var out []Entry
+	err := l.withTx(ctx, func(tx *sql.Tx) error {
+		var err error
+		out, err = l.appendTx(ctx, tx, recs)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append to ledger %s: %w", l.dir, err)
+	}
+	return out, nil
+}
+
+func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Entry, error) {
+	prepared := make([]Entry, len(recs))
+	for i, r := range recs {
+		e, err := l.prepare(r)
+		if err != nil {
+			return nil, fmt.Errorf("record %d (%s): %w", i, r.Kind, err)
+		}
+		prepared[i] = e
+	}
+	var seq int64
+	var prevHex string
+	err := tx.QueryRowContext(ctx, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").Scan(&seq, &prevHex)
+	var prev Digest
+	switch {
+	case err == sql.ErrNoRows:
+	case err != nil:
+		return nil, err
+	default:
+		if prev, err = ParseDigest(prevHex); err != nil {
+			return nil, fmt.Errorf("head entry %d: %w", seq, err)
+		}
+	}
+	ins, err := tx.PrepareContext(ctx, "INSERT INTO entries(seq, prev, hash, kind, run, at, blobs, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+	if err != nil {
+		return nil, err
+	}
+	defer ins.Close()
+	d := newDeriver(ctx, tx)
+	defer d.close()
+	at := time.Now().UTC().Format(timeFormat)
+	for i := range prepared {
+		e := &prepared[i]
+		seq++
+		e.Seq, e.Prev, e.At = seq, prev, at
+		e.Hash = computeHash(e)
+		if _, err := ins.ExecContext(ctx, e.Seq, e.Prev.Hex(), e.Hash.Hex(), e.Kind, e.Run, e.At, joinDigests(e.Blobs), string(e.Body)); err != nil {
+			return nil, fmt.Errorf("insert entry %d: %w", e.Seq, err)
+		}
+		if err := d.apply(e); err != nil {
+			return nil, fmt.Errorf("entry %d (%s): %w", e.Seq, e.Kind, err)
+		}
+		prev = e.Hash
+	}
+	return prepared, nil
+}
+
+// prepare validates a record and encodes its body; it checks that every
+// referenced blob is already stored, which is the write-ordering rule.
+func (l *Ledger) prepare(r Record) (Entry, error) {
+	if !kindPattern.MatchString(r.Kind) {
+		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindPattern)
+	}
+	if strings.ContainsAny(r.Run, "\x00\n") || len(r.Run) > 256 {
+		return Entry{}, fmt.Errorf("%w: run id %q", ErrBadRecord, r.Run)
+	}
+	body, err := CanonicalJSON(r.Body)
+	if err != nil {
+		return Entry{}, fmt.Errorf("%w: body: %v", ErrBadRecord, err)
+	}
+	blobs := slices.Clone(r.Blobs)
+	slices.SortFunc(blobs, func(a, b Digest) int { return strings.Compare(a.Hex(), b.Hex()) })
+	blobs = slices.Compact(blobs)
+	for _, b := range blobs {
+		if _, err := os.Stat(l.blobPath(b)); err != nil {
+			return Entry{}, fmt.Errorf("%w: %s: %v", ErrBlobMissing, b, err)
+		}
+	}
+	return Entry{Kind: r.Kind, Run: r.Run, Blobs: blobs, Body: body}, nil
+}
+
+// joinDigests stores a blob list as space-separated hex, readable in the
+// sqlite3 shell.
+func joinDigests(ds []Digest) string {
+	parts := make([]string, len(ds))
+	for i, d := range ds {
+		parts[i] = d.Hex()
+	}
+	return strings.Join(parts, " ")
+}
+
+func splitDigests(s string) ([]Digest, error) {
+	if s == "" {
+		return nil, nil
+	}
+	var out []Digest
+	for _, f := range strings.Fields(s) {
+		d, err := ParseDigest(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}

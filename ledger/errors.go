@@ -1,0 +1,55 @@
+package ledger
+
+import "errors"
+
+var (
+	// ErrNoLedger is returned when the ledger directory or its database does
+	// not exist.
+	ErrNoLedger = errors.New("no ledger here")
+	// ErrExists is returned by Init when the directory already holds a ledger.
+	ErrExists = errors.New("a ledger already exists")
+	// ErrNotLedger is returned when ledger.db is not a SQLite database or is
+	// one that rlgate did not create.
+	ErrNotLedger = errors.New("not an rlgate ledger")
+	// ErrSchemaTooNew is returned when the ledger was written by a newer
+	// rlgate whose schema this build cannot read.
+	ErrSchemaTooNew = errors.New("ledger schema is newer than this rlgate supports")
+	// ErrSchemaUnsupported is returned for a schema version below the
+	// supported range, such as an interrupted init.
+	ErrSchemaUnsupported = errors.New("ledger schema version is not supported")
+	// ErrNotFound is returned when an entry or blob asked for does not exist.
+	ErrNotFound = errors.New("not found")
+	// ErrAmbiguous is returned when a hash prefix names more than one entry.
+	ErrAmbiguous = errors.New("ambiguous hash prefix")
+	// ErrBlobCorrupt is returned when a blob's bytes do not hash to its name.
+	ErrBlobCorrupt = errors.New("blob content does not match its digest")
+	// ErrBlobMissing is returned by Append when an entry names a blob that is
+	// not in the store: blobs must be durable before the entry naming them.
+	ErrBlobMissing = errors.New("entry references a blob that is not stored")
+	// ErrBadRecord is returned when a record's kind, run or body is invalid.
+	ErrBadRecord = errors.New("invalid record")
+)
+
+// Error is an error a user must act on: what was being done, to which path,
+// why it failed, and what to try next. It prints as
+// "open ledger /x: no ledger here. Try: rlgate init --ledger /x".
+type Error struct {
+	Op   string
+	Path string
+	Err  error
+	Hint string
+}
+
+func (e *Error) Error() string {
+	s := e.Op
+	if e.Path != "" {
+		s += " " + e.Path
+	}
+	s += ": " + e.Err.Error()
+	if e.Hint != "" {
+		s += ". Try: " + e.Hint
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }

@@ -1,0 +1,257 @@
+package ledger
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	_ "modernc.org/sqlite" // registers the "sqlite" driver
+)
+
+// DefaultDir is where commands look for a ledger when neither --ledger nor
+// RLGATE_LEDGER names one.
+const DefaultDir = ".rlgate"
+
+// EnvLedger names the environment variable every command reads for the
+// ledger directory.
+const EnvLedger = "RLGATE_LEDGER"
+
+const (
+	dbName   = "ledger.db"
+	blobsDir = "blobs"
+	tmpDir   = "tmp" // inside blobs/: blobs being written
+)
+
+// busyTimeoutMS is how long a writer waits for another process's write
+// transaction. Stage processes append concurrently; a long wait is better
+// than a lost entry.
+const busyTimeoutMS = 60000
+
+// Ledger is an open ledger directory. It is safe for concurrent use by
+// several goroutines, and several processes may open the same directory.
+type Ledger struct {
+	dir string
+	db  *sql.DB
+	id  string
+}
+
+// dsn builds the SQLite connection string. The file: prefix matters: without
+// it modernc.org/sqlite ignores mode= (see FIELD-NOTES). synchronous=FULL
+// makes every commit durable on power loss, not just on a process crash.
+func dsn(path, mode string) string {
+	u := url.URL{Scheme: "file", Path: path}
+	q := url.Values{}
+	q.Set("mode", mode)
+	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busyTimeoutMS)+")")
+	q.Add("_pragma", "journal_mode(WAL)")
+	q.Add("_pragma", "synchronous(FULL)")
+	q.Add("_pragma", "foreign_keys(1)")
+	q.Set("_txlock", "immediate")
+	u.RawQuery = q.Encode()
+	return u.String()
+}
+
+// Init creates a new ledger in dir (created if missing). It refuses a
+// directory that already holds one: a ledger is never wiped.
+func Init(ctx context.Context, dir string) (*Ledger, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(dir, dbName)
+	if _, err := os.Stat(dbPath); err == nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: ErrExists,
+			Hint: "use it as it is, or choose another directory with --ledger"}
+	}
+	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err, Hint: "check that the parent directory is writable"}
+	}
+	db, err := sql.Open("sqlite", dsn(dbPath, "rwc"))
+	if err != nil {
+		return nil, err
+	}
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		db.Close()
+		return nil, err
+	}
+	l := &Ledger{dir: dir, db: db, id: hex.EncodeToString(idb[:])}
+	// One transaction: an init interrupted half-way leaves user_version 0,
+	// which Open refuses, rather than a ledger without its first entry.
+	err = l.withTx(ctx, func(tx *sql.Tx) error {
+		stmts := []string{
+			fmt.Sprintf("PRAGMA application_id = %d", applicationID),
+			coreDDL, derivedDDL,
+		}
+		for _, s := range stmts {
+			if _, err := tx.ExecContext(ctx, s); err != nil {
+				return err
+			}
+		}
+		meta := map[string]string{"ledger_id": l.id, "derived_version": strconv.Itoa(derivedVersion)}
+		for k, v := range meta {
+			if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES (?, ?)", k, v); err != nil {
+				return err
+			}
+		}
+		genesis := Record{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}
+		if _, err := l.appendTx(ctx, tx, []Record{genesis}); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
+		return err
+	})
+	if err != nil {
+		db.Close()
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	}
+	return l, nil
+}
+
+// Open opens an existing ledger. It refuses a file that is not a ledger and
+// a schema version outside the supported range, saying what to do instead.
+func Open(ctx context.Context, dir string) (*Ledger, error) {
+	dir, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, err
+	}
+	dbPath := filepath.Join(dir, dbName)
+	if _, err := os.Stat(dbPath); err != nil {
+		return nil, &Error{Op: "open ledger", Path: dir, Err: ErrNoLedger,
+			Hint: "rlgate init --ledger " + dir + " (or set --ledger / " + EnvLedger + " to an existing ledger)"}
+	}
+	if err := checkBlobDir(filepath.Join(dir, blobsDir)); err != nil {
+		return nil, err
+	}
+	db, err := sql.Open("sqlite", dsn(dbPath, "rw"))
+	if err != nil {
+		return nil, err
+	}
+	l := &Ledger{dir: dir, db: db}
+	if err := l.checkFormat(ctx, dbPath); err != nil {
+		db.Close()
+		return nil, err
+	}
+	if err := l.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'ledger_id'").Scan(&l.id); err != nil {
+		db.Close()
+		return nil, &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("%w: no ledger id: %v", ErrNotLedger, err)}
+	}
+	if err := l.upgradeDerived(ctx); err != nil {
+		db.Close()
+		return nil, &Error{Op: "open ledger", Path: dbPath, Err: err}
+	}
+	return l, nil
+}
+
+// checkFormat reads the application id and schema version.
+func (l *Ledger) checkFormat(ctx context.Context, dbPath string) error {
+	var app, ver int64
+	notLedger := func(why error) error {
+		return &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("%w: %v", ErrNotLedger, why),
+			Hint: "point --ledger at a directory made by rlgate init, or run rlgate init in a new directory"}
+	}
+	if err := l.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
+		return notLedger(err)
+	}
+	if app != applicationID {
+		return notLedger(fmt.Errorf("application_id is %#x, want %#x", app, applicationID))
+	}
+	if err := l.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&ver); err != nil {
+		return notLedger(err)
+	}
+	switch {
+	case ver > SchemaVersion:
+		return &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("%w: schema %d, this rlgate reads %d", ErrSchemaTooNew, ver, SchemaVersion),
+			Hint: "upgrade rlgate to a release that reads schema " + strconv.FormatInt(ver, 10)}
+	case ver < 1:
+		return &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("%w: schema %d (an interrupted rlgate init?)", ErrSchemaUnsupported, ver),
+			Hint: "remove the directory if it holds nothing you need, and run rlgate init again"}
+	}
+	return nil
+}
+
+// checkBlobDir makes sure the blob store is a directory we can list, so a
+// permissions problem shows up at open, not half-way through a stage.
+func checkBlobDir(path string) error {
+	fi, err := os.Stat(path)
+	if err == nil && !fi.IsDir() {
+		err = errors.New("not a directory")
+	}
+	if err == nil {
+		var f *os.File
+		if f, err = os.Open(path); err == nil {
+			if _, err = f.Readdirnames(1); errors.Is(err, io.EOF) {
+				err = nil // empty, and readable
+			}
+			f.Close()
+		}
+	}
+	if err != nil {
+		return &Error{Op: "open blob store", Path: path, Err: err,
+			Hint: "restore " + path + " as a readable and writable directory (blobs are never recreated from the database)"}
+	}
+	return nil
+}
+
+// upgradeDerived rebuilds the derived tables when they are older than this
+// build's shape. They are pure functions of the entries, so nothing is lost.
+func (l *Ledger) upgradeDerived(ctx context.Context) error {
+	have, err := l.meta(ctx, l.db, "derived_version")
+	if err != nil {
+		return err
+	}
+	if have == strconv.Itoa(derivedVersion) {
+		return nil
+	}
+	return l.withTx(ctx, func(tx *sql.Tx) error {
+		if have, err = l.meta(ctx, tx, "derived_version"); err != nil || have == strconv.Itoa(derivedVersion) {
+			return err // another process rebuilt them meanwhile
+		}
+		if err := rebuildDerived(ctx, tx, tx); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'derived_version'", strconv.Itoa(derivedVersion))
+		return err
+	})
+}
+
+type queryer interface {
+	QueryRowContext(ctx context.Context, query string, args ...any) *sql.Row
+	QueryContext(ctx context.Context, query string, args ...any) (*sql.Rows, error)
+}
+
+func (l *Ledger) meta(ctx context.Context, q queryer, key string) (string, error) {
+	var v string
+	err := q.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = ?", key).Scan(&v)
+	return v, err
+}
+
+// withTx runs fn in an immediate (write-locking) transaction.
+func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return err
+	}
+	return tx.Commit()
+}
+
+// Close closes the database. Blobs need no closing.
+func (l *Ledger) Close() error { return l.db.Close() }
+
+// ID returns the ledger's random identifier, fixed at init.
+func (l *Ledger) ID() string { return l.id }
+
+// Dir returns the ledger directory as an absolute path.
+func (l *Ledger) Dir() string { return l.dir }

@@ -1,0 +1,284 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"iter"
+	"math"
+	"strconv"
+	"strings"
+)
+
+// rawEntry is a row of the entries table before its fields are checked, so
+// verify can report a damaged row instead of stopping at it.
+type rawEntry struct {
+	seq                                    int64
+	prev, hash, kind, run, at, blobs, body string
+}
+
+func (r rawEntry) entry() (Entry, error) {
+	e := Entry{Seq: r.seq, Kind: r.kind, Run: r.run, At: r.at, Body: []byte(r.body)}
+	var err error
+	if e.Prev, err = ParseDigest(r.prev); err != nil {
+		return e, fmt.Errorf("entry %d: prev: %w", r.seq, err)
+	}
+	if e.Hash, err = ParseDigest(r.hash); err != nil {
+		return e, fmt.Errorf("entry %d: hash: %w", r.seq, err)
+	}
+	if e.Blobs, err = splitDigests(r.blobs); err != nil {
+		return e, fmt.Errorf("entry %d: blobs: %w", r.seq, err)
+	}
+	return e, nil
+}
+
+const entryColumns = "SELECT seq, prev, hash, kind, run, at, blobs, body FROM entries "
+
+func queryRaw(ctx context.Context, q queryer, where string, args ...any) ([]rawEntry, error) {
+	rows, err := q.QueryContext(ctx, entryColumns+where, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []rawEntry
+	for rows.Next() {
+		var r rawEntry
+		if err := rows.Scan(&r.seq, &r.prev, &r.hash, &r.kind, &r.run, &r.at, &r.blobs, &r.body); err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func queryEntries(ctx context.Context, q queryer, where string, args ...any) ([]Entry, error) {
+	raw, err := queryRaw(ctx, q, where, args...)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Entry, len(raw))
+	for i, r := range raw {
+		if out[i], err = r.entry(); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// Head names the last entry of a ledger. Printed in reports, it lets a
+// reader check later that a ledger still extends the one a report came from.
+type Head struct {
+	LedgerID string `json:"ledger_id"`
+	Seq      int64  `json:"seq"`
+	Hash     Digest `json:"hash"`
+}
+
+// String renders a head as "<ledger id>/<seq>/blake3:<hex>".
+func (h Head) String() string {
+	return h.LedgerID + "/" + strconv.FormatInt(h.Seq, 10) + "/" + h.Hash.String()
+}
+
+// ParseHead reads what Head.String writes.
+func ParseHead(s string) (Head, error) {
+	parts := strings.SplitN(s, "/", 3)
+	if len(parts) != 3 {
+		return Head{}, fmt.Errorf("parse head %q: want <ledger id>/<seq>/blake3:<hex>", s)
+	}
+	seq, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil || seq < 1 {
+		return Head{}, fmt.Errorf("parse head %q: bad seq %q", s, parts[1])
+	}
+	d, err := ParseDigest(parts[2])
+	if err != nil {
+		return Head{}, fmt.Errorf("parse head %q: %w", s, err)
+	}
+	return Head{LedgerID: parts[0], Seq: seq, Hash: d}, nil
+}
+
+// Head returns the ledger's last entry as a Head.
+func (l *Ledger) Head(ctx context.Context) (Head, error) {
+	es, err := queryEntries(ctx, l.db, "ORDER BY seq DESC LIMIT 1")
+	if err != nil {
+		return Head{}, fmt.Errorf("read head: %w", err)
+	}
+	if len(es) == 0 {
+		return Head{}, fmt.Errorf("read head of %s: %w: the ledger has no entries", l.dir, ErrNotFound)
+	}
+	return Head{LedgerID: l.id, Seq: es[0].Seq, Hash: es[0].Hash}, nil
+}
+
+// EntryBySeq returns the entry with the given sequence number.
+func (l *Ledger) EntryBySeq(ctx context.Context, seq int64) (Entry, error) {
+	es, err := queryEntries(ctx, l.db, "WHERE seq = ?", seq)
+	if err != nil {
+		return Entry{}, err
+	}
+	if len(es) == 0 {
+		return Entry{}, fmt.Errorf("entry %d: %w", seq, ErrNotFound)
+	}
+	return es[0], nil
+}
+
+// EntryByHash returns the entry whose hash starts with prefix (hex digits,
+// with or without "blake3:"; at least 4 digits).
+func (l *Ledger) EntryByHash(ctx context.Context, prefix string) (Entry, error) {
+	p := strings.ToLower(strings.TrimPrefix(prefix, digestPrefix))
+	if len(p) < 4 || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
+		return Entry{}, fmt.Errorf("entry %q: want 4 to 64 hex digits of an entry hash", prefix)
+	}
+	es, err := queryEntries(ctx, l.db, "WHERE hash >= ? AND hash <= ? ORDER BY seq LIMIT 2", p, p+strings.Repeat("f", 64-len(p)))
+	if err != nil {
+		return Entry{}, err
+	}
+	switch len(es) {
+	case 0:
+		return Entry{}, fmt.Errorf("entry %s: %w", prefix, ErrNotFound)
+	case 1:
+		return es[0], nil
+	}
+	return Entry{}, fmt.Errorf("entry %s: %w: seq %d and %d both match; give more digits", prefix, ErrAmbiguous, es[0].Seq, es[1].Seq)
+}
+
+// Filter selects entries. Zero fields match everything.
+type Filter struct {
+	Kind     string
+	Run      string
+	AfterSeq int64
+}
+
+// Entries yields the entries that match f in seq order, reading a page at a
+// time, so it can walk a large ledger in little memory.
+func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
+	return func(yield func(Entry, error) bool) {
+		after := f.AfterSeq
+		for {
+			where := "WHERE seq > ?"
+			args := []any{after}
+			if f.Kind != "" {
+				where += " AND kind = ?"
+				args = append(args, f.Kind)
+			}
+			if f.Run != "" {
+				where += " AND run = ?"
+				args = append(args, f.Run)
+			}
+			page, err := queryEntries(ctx, l.db, where+" ORDER BY seq LIMIT ?", append(args, entryPage)...)
+			if err != nil {
+				yield(Entry{}, err)
+				return
+			}
+			for _, e := range page {
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if len(page) < entryPage {
+				return
+			}
+			after = page[len(page)-1].Seq
+		}
+	}
+}
+
+// Run is a row of the derived runs table.
+type Run struct {
+	Run        string `json:"run"`
+	Stage      string `json:"stage"`
+	Status     string `json:"status"`
+	StartedSeq int64  `json:"started_seq"`
+	StartedAt  string `json:"started_at"`
+	EndedSeq   *int64 `json:"ended_seq,omitempty"`
+	EndedAt    string `json:"ended_at,omitempty"`
+	ExitCode   *int   `json:"exit_code,omitempty"`
+}
+
+// Runs lists every run in start order.
+func (l *Ledger) Runs(ctx context.Context) ([]Run, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT run, stage, status, started_seq, started_at, ended_seq, COALESCE(ended_at, ''), exit_code FROM runs ORDER BY started_seq")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []Run
+	for rows.Next() {
+		var r Run
+		var ended sql.NullInt64
+		var code sql.NullInt64
+		if err := rows.Scan(&r.Run, &r.Stage, &r.Status, &r.StartedSeq, &r.StartedAt, &ended, &r.EndedAt, &code); err != nil {
+			return nil, err
+		}
+		if ended.Valid {
+			r.EndedSeq = &ended.Int64
+		}
+		if code.Valid {
+			c := int(code.Int64)
+			r.ExitCode = &c
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+// Series returns one metric key of one run in step order, with the seq of
+// the entry each point came from.
+func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT step, value, seq FROM metrics WHERE run = ? AND key = ? ORDER BY step, seq", run, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var pts []MetricPoint
+	var seqs []int64
+	for rows.Next() {
+		var p MetricPoint
+		var v sql.NullFloat64
+		var seq int64
+		if err := rows.Scan(&p.Step, &v, &seq); err != nil {
+			return nil, nil, err
+		}
+		p.Key, p.Value = key, math.NaN()
+		if v.Valid {
+			p.Value = v.Float64
+		}
+		pts = append(pts, p)
+		seqs = append(seqs, seq)
+	}
+	return pts, seqs, rows.Err()
+}
+
+// ArtifactRow is a row of the derived artifacts table.
+type ArtifactRow struct {
+	Seq int64  `json:"seq"`
+	Run string `json:"run,omitempty"`
+	Artifact
+}
+
+// ArtifactsByDigest lists the artifacts recorded with digest d, oldest
+// first; lineage uses it to find the run that produced an input.
+func (l *Ledger) ArtifactsByDigest(ctx context.Context, d Digest) ([]ArtifactRow, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT seq, run, role, name, kind, digest, manifest FROM artifacts WHERE digest = ? ORDER BY seq", d.String())
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []ArtifactRow
+	for rows.Next() {
+		var a ArtifactRow
+		var dg, man string
+		if err := rows.Scan(&a.Seq, &a.Run, &a.Role, &a.Name, &a.Kind, &dg, &man); err != nil {
+			return nil, err
+		}
+		if a.Digest, err = ParseDigest(dg); err != nil {
+			return nil, err
+		}
+		if man != "" {
+			m, err := ParseDigest(man)
+			if err != nil {
+				return nil, err
+			}
+			a.Manifest = &m
+		}
+		out = append(out, a)
+	}
+	return out, rows.Err()
+}

@@ -1,0 +1,92 @@
+package ledger
+
+// SchemaVersion is the ledger format this build writes and reads; it is
+// stored in PRAGMA user_version. Versions are never renumbered: a change to
+// the entry format or hashing gets a new number and a section in
+// docs/FORMAT.md.
+const SchemaVersion = 1
+
+// applicationID marks a SQLite file as an rlgate ledger ("rlgt").
+const applicationID = 0x726c6774
+
+// derivedVersion numbers the shape of the derived query tables. They hold
+// nothing that is not in the entries, so when it rises an existing ledger
+// rebuilds them from its entries on open instead of migrating them.
+const derivedVersion = 1
+
+// coreDDL creates the tables that are the source of truth. It never changes
+// within a schema version.
+const coreDDL = `
+CREATE TABLE meta (
+	key   TEXT PRIMARY KEY,
+	value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE entries (
+	seq   INTEGER PRIMARY KEY,
+	prev  TEXT NOT NULL,
+	hash  TEXT NOT NULL UNIQUE,
+	kind  TEXT NOT NULL,
+	run   TEXT NOT NULL,
+	at    TEXT NOT NULL,
+	blobs TEXT NOT NULL,
+	body  TEXT NOT NULL
+);
+CREATE INDEX entries_kind ON entries(kind, seq);
+CREATE INDEX entries_run ON entries(run, seq);
+`
+
+// derivedTables lists the derived tables with the ORDER BY that verify uses
+// to compare them row by row.
+var derivedTables = []struct{ name, order string }{
+	{"blob_refs", "digest, seq"},
+	{"runs", "run"},
+	{"artifacts", "seq, role, name"},
+	{"metrics", "run, key, step, seq"},
+}
+
+// derivedDDL creates the derived query tables; see derive.go for how each
+// entry kind fills them.
+const derivedDDL = `
+CREATE TABLE blob_refs (
+	digest TEXT NOT NULL,
+	seq    INTEGER NOT NULL,
+	PRIMARY KEY (digest, seq)
+) WITHOUT ROWID;
+CREATE TABLE runs (
+	run         TEXT PRIMARY KEY,
+	stage       TEXT NOT NULL,
+	status      TEXT NOT NULL,
+	started_seq INTEGER NOT NULL,
+	started_at  TEXT NOT NULL,
+	ended_seq   INTEGER,
+	ended_at    TEXT,
+	exit_code   INTEGER
+) WITHOUT ROWID;
+CREATE TABLE artifacts (
+	seq      INTEGER NOT NULL,
+	run      TEXT NOT NULL,
+	role     TEXT NOT NULL,
+	name     TEXT NOT NULL,
+	kind     TEXT NOT NULL,
+	digest   TEXT NOT NULL,
+	manifest TEXT NOT NULL,
+	PRIMARY KEY (seq, role, name)
+) WITHOUT ROWID;
+CREATE INDEX artifacts_digest ON artifacts(digest);
+CREATE TABLE metrics (
+	run   TEXT NOT NULL,
+	key   TEXT NOT NULL,
+	step  INTEGER NOT NULL,
+	value REAL,
+	seq   INTEGER NOT NULL
+);
+CREATE INDEX metrics_series ON metrics(run, key, step);
+`
+
+// dropDerivedDDL removes the derived tables before a rebuild.
+const dropDerivedDDL = `
+DROP TABLE IF EXISTS blob_refs;
+DROP TABLE IF EXISTS runs;
+DROP TABLE IF EXISTS artifacts;
+DROP TABLE IF EXISTS metrics;
+`
