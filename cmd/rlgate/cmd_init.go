@@ -1,0 +1,52 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/urfave/cli/v3"
+)
+
+func newInitCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "init",
+		Usage: "create a new ledger",
+		Description: "Creates a ledger directory (default ./.rlgate, or --ledger / RLGATE_LEDGER)\n" +
+			"holding ledger.db and the blob store. An existing ledger is never touched.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type initOptions struct {
+	Dir  string
+	JSON bool
+}
+
+type initSummary struct {
+	LedgerID string      `json:"ledger_id"`
+	Dir      string      `json:"dir"`
+	Head     ledger.Head `json:"head"`
+}
+
+func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, error) {
+	l, err := ledger.Init(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	head, err := l.Head(ctx)
+	if err != nil {
+		return nil, err
+	}
+	s := &initSummary{LedgerID: l.ID(), Dir: l.Dir(), Head: head}
+	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
+		return err
+	})
+}

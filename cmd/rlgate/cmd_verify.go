@@ -1,0 +1,67 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/urfave/cli/v3"
+)
+
+func newVerifyCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "verify",
+		Usage: "check the hash chain, every blob and the derived tables",
+		Description: "Walks the whole chain (links, entry hashes, canonical bodies), re-hashes\n" +
+			"every referenced blob and rebuilds the derived tables from the entries to\n" +
+			"compare them. Lists every finding; an unreferenced blob is a note, not a\n" +
+			"failure. With --against HEAD (from 'rlgate head' or a report) it also checks\n" +
+			"that the ledger still extends that head.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "against", Usage: "a head printed earlier, `ID/SEQ/blake3:HASH`"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			opts := verifyOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}
+			if s := cmd.String("against"); s != "" {
+				h, err := ledger.ParseHead(s)
+				if err != nil {
+					return usagef("--against: %v", err)
+				}
+				opts.Against = &h
+			}
+			_, err := runVerify(ctx, opts, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type verifyOptions struct {
+	Dir     string
+	JSON    bool
+	Against *ledger.Head
+}
+
+func runVerify(ctx context.Context, opts verifyOptions, w io.Writer) (*ledger.VerifyReport, error) {
+	l, err := ledger.Open(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	rep, err := l.Verify(ctx, ledger.VerifyOptions{Against: opts.Against})
+	if err != nil {
+		return nil, err
+	}
+	err = emit(w, opts.JSON, rep, func(w io.Writer) error {
+		for _, f := range rep.Findings {
+			fmt.Fprintln(w, f)
+		}
+		_, err := fmt.Fprintf(w, "%d entries, %d blobs (%d bytes) checked: %d errors, %d notes\nhead %s\n",
+			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, rep.Head)
+		return err
+	})
+	if err == nil && !rep.OK() {
+		err = checkFailed{fmt.Sprintf("verify %s: %d errors", l.Dir(), rep.Errors)}
+	}
+	return rep, err
+}

@@ -1,0 +1,130 @@
+// Command rlgate records agentic RL runs in a hash-chained ledger, audits
+// them and gates claims on paired statistics. See README.md and docs/.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/urfave/cli/v3"
+)
+
+// Exit codes, the same for every command (documented in each command's help
+// through exitCodesHelp).
+const (
+	exitOK          = 0
+	exitError       = 1
+	exitUsage       = 2
+	exitCheckFailed = 3 // verify, an audit or the gate found problems
+	exitInterrupted = 130
+)
+
+const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted.`
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// run executes one command line and maps its outcome to an exit code in one
+// place, so every command means the same by each code.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	app := newApp(stdout, stderr)
+	err := app.Run(ctx, args)
+	code := exitCode(ctx, err)
+	switch {
+	case err == nil:
+	case code == exitInterrupted:
+		fmt.Fprintln(stderr, "rlgate: interrupted")
+	default:
+		fmt.Fprintln(stderr, "rlgate:", err)
+	}
+	return code
+}
+
+func exitCode(ctx context.Context, err error) int {
+	var ue usageError
+	var cf checkFailed
+	switch {
+	case err == nil:
+		return exitOK
+	case ctx.Err() != nil || errors.Is(err, context.Canceled):
+		return exitInterrupted
+	case errors.As(err, &ue):
+		return exitUsage
+	case errors.As(err, &cf):
+		return exitCheckFailed
+	}
+	return exitError
+}
+
+// usageError is a command line that cannot be run as written.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg + " (see rlgate help)" }
+
+func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+
+// checkFailed means a check ran and found problems, which the command has
+// already printed; it exits 3, not 1.
+type checkFailed struct{ msg string }
+
+func (e checkFailed) Error() string { return e.msg }
+
+func newApp(stdout, stderr io.Writer) *cli.Command {
+	app := &cli.Command{
+		Name:  "rlgate",
+		Usage: "an evidence-gated experiment ledger for agentic RL on Text-to-SQL",
+		Description: "rlgate records every stage of a run in a hash-chained ledger, checks it,\n" +
+			"and lets a claim through only when audits and paired statistics pass.\n\n" + exitCodesHelp,
+		Writer:    stdout,
+		ErrWriter: stderr,
+		Flags: []cli.Flag{
+			&cli.StringFlag{
+				Name:    "ledger",
+				Usage:   "ledger directory",
+				Value:   ledger.DefaultDir,
+				Sources: cli.EnvVars(ledger.EnvLedger),
+			},
+		},
+		Commands: []*cli.Command{
+			newInitCommand(),
+			newHashCommand(),
+			newLogCommand(),
+			newShowCommand(),
+			newHeadCommand(),
+			newVerifyCommand(),
+		},
+		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Present() {
+				return usagef("no command %q", cmd.Args().First())
+			}
+			return cli.ShowRootCommandHelp(cmd)
+		},
+	}
+	setUsageErrors(app)
+	return app
+}
+
+// setUsageErrors makes flag-parsing errors of every command exit 2.
+func setUsageErrors(c *cli.Command) {
+	c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
+		return usageError{err.Error()}
+	}
+	for _, sub := range c.Commands {
+		setUsageErrors(sub)
+	}
+}
+
+// ledgerDir is the ledger directory from --ledger, RLGATE_LEDGER or the
+// default, whichever comes first.
+func ledgerDir(cmd *cli.Command) string { return cmd.String("ledger") }

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+
+	"github.com/olekukonko/tablewriter"
+	"github.com/urfave/cli/v3"
+)
+
+// jsonFlag is the --json flag every reporting command takes. Its output is
+// a contract: fields are only ever added.
+var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}
+
+// emit prints a command's summary: as indented JSON with --json, else
+// through text.
+func emit(w io.Writer, asJSON bool, summary any, text func(io.Writer) error) error {
+	if asJSON {
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
+		return enc.Encode(summary)
+	}
+	return text(w)
+}
+
+// newTable returns a table writer with the house look.
+func newTable(w io.Writer, header ...any) *tablewriter.Table {
+	t := tablewriter.NewTable(w)
+	t.Header(header...)
+	return t
+}

@@ -1,0 +1,34 @@
+// Package ledger is rlgate's store of record: an append-only, hash-chained
+// log of entries in SQLite, and a content-addressed blob store beside it.
+//
+// A ledger is a directory:
+//
+//	ledger.db              SQLite (WAL), PRAGMA user_version = SchemaVersion
+//	blobs/ab/<64 hex>      immutable blobs named by the BLAKE3-256 of their bytes
+//	blobs/tmp/             blobs being written
+//
+// Entries are the source of truth. Each has a seq (1, 2, 3, ...), the hash
+// of the entry before it (prev), a kind, an optional run id, a UTC time, the
+// blobs it names, and a canonical JSON body (RFC 8785, see CanonicalJSON);
+// its hash covers all of these (docs/FORMAT.md, "Entry hash"). The first
+// entry is always a ledger.init entry naming the ledger's random id.
+//
+// The query tables (runs, artifacts, metrics, blob_refs) are derived from
+// entries by one deriver, in the same transaction as the entries, so they
+// never disagree with them; Verify replays every entry through that deriver
+// into a scratch database and compares. They can be rebuilt at any time.
+//
+// Writes: a blob is fsynced and renamed into place before any entry names
+// it (Append refuses an entry naming a missing blob). Append runs in an
+// immediate transaction, so several processes may append at once and the
+// chain stays linear; SQLite's busy timeout makes them wait their turn.
+// Nothing is ever updated or deleted.
+//
+// Reads: OpenBlob and ReadBlob re-hash what they return and fail with
+// ErrBlobCorrupt on a mismatch. Verify walks everything and returns every
+// finding rather than the first. Head names the last entry; printed in a
+// report, it lets a reader detect later that the chain was cut short.
+//
+// Tests get a ledger that verifies itself at cleanup from package
+// ledgertest.
+package ledger
