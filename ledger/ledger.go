@@ -148,6 +148,10 @@ func Open(ctx context.Context, dir string) (*Ledger, error) {
 		db.Close()
 		return nil, &Error{Op: "open ledger", Path: dbPath, Err: err}
 	}
+	if err := l.recoverInterrupted(ctx); err != nil {
+		db.Close()
+		return nil, &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("close interrupted runs: %w", err)}
+	}
 	return l, nil
 }
 

@@ -37,6 +37,21 @@ func TestChild(t *testing.T) {
 		os.Exit(1)
 	}
 	out := bufio.NewWriter(os.Stdout)
+	if mode == "run" {
+		// Start a run, log one metric batch, say so, then wait to be killed.
+		r, err := l.StartRun(ctx, run, ledger.RunStart{Stage: "rl"})
+		if err == nil {
+			_, err = l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.5}}}})
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		fmt.Fprintf(out, "committed %d started\n", r.Seq)
+		out.Flush()
+		time.Sleep(time.Minute)
+		os.Exit(1)
+	}
 	rng := rand.New(rand.NewPCG(uint64(os.Getpid()), 1))
 	for i := 0; count == 0 || i < count; i++ {
 		var recs []ledger.Record
@@ -203,5 +218,53 @@ func TestConcurrentProcesses(t *testing.T) {
 		if n != each {
 			t.Errorf("writer %d: %d entries, want %d", p, n, each)
 		}
+	}
+}
+
+func TestKilledRunIsMarkedInterrupted(t *testing.T) {
+	dir := t.TempDir()
+	initLedger(t, dir)
+	cmd := childCmd(t, "run", dir, "rl-stage-1", 0)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil || !strings.HasSuffix(line, "started\n") {
+		t.Fatalf("child: %q, %v", line, err)
+	}
+	status := func() string {
+		l, err := ledger.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		runs, err := l.Runs(ctx)
+		if err != nil || len(runs) != 1 {
+			t.Fatalf("runs %+v, %v", runs, err)
+		}
+		return runs[0].Status
+	}
+	if s := status(); s != "running" {
+		t.Fatalf("a live run was closed by another process's open: status %s", s)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+	if s := status(); s != "interrupted" {
+		t.Fatalf("after SIGKILL: status %s, want interrupted", s)
+	}
+	l, err := ledger.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if pts, _, _ := l.Series(ctx, "rl-stage-1", "reward"); len(pts) != 1 {
+		t.Errorf("metrics logged before the kill were lost: %v", pts)
+	}
+	if rep, err := l.Verify(ctx, ledger.VerifyOptions{}); err != nil || !rep.OK() {
+		t.Errorf("verify: %v %s", err, findings(rep))
 	}
 }

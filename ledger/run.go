@@ -1,0 +1,108 @@
+package ledger
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// locksDir holds one lock file per running run. A process recording a run
+// holds an exclusive lock on it; the kernel drops the lock when the process
+// dies, however it dies, which is how a later open tells a run that is still
+// going from one whose recorder was killed.
+const locksDir = "locks"
+
+// ActiveRun is a run this process is recording: it was started with
+// StartRun and holds the run's lock until End.
+type ActiveRun struct {
+	l    *Ledger
+	ID   string
+	Seq  int64 // the run.start entry
+	lock *os.File
+}
+
+// StartRun takes the run's lock and appends its run.start entry. body must
+// carry at least the RunStart fields; blobs are blobs the entry names.
+func (l *Ledger) StartRun(ctx context.Context, run string, body any, blobs ...Digest) (*ActiveRun, error) {
+	if err := os.MkdirAll(filepath.Join(l.dir, locksDir), 0o755); err != nil {
+		return nil, fmt.Errorf("start run %q: %w", run, err)
+	}
+	f, err := lockFile(l.lockPath(run))
+	if err != nil {
+		return nil, fmt.Errorf("start run %q: %w", run, err)
+	}
+	es, err := l.Append(ctx, Record{Kind: KindRunStart, Run: run, Body: body, Blobs: blobs})
+	if err != nil {
+		unlockFile(f, true)
+		return nil, fmt.Errorf("start run %q: %w", run, err)
+	}
+	return &ActiveRun{l: l, ID: run, Seq: es[0].Seq, lock: f}, nil
+}
+
+// End appends the run.end entry (body must carry the RunEnd fields) and
+// releases the run's lock.
+func (r *ActiveRun) End(ctx context.Context, body any, blobs ...Digest) (Entry, error) {
+	es, err := r.l.Append(ctx, Record{Kind: KindRunEnd, Run: r.ID, Body: body, Blobs: blobs})
+	if err != nil {
+		return Entry{}, fmt.Errorf("end run %q: %w", r.ID, err)
+	}
+	unlockFile(r.lock, true)
+	return es[0], nil
+}
+
+func (l *Ledger) lockPath(run string) string {
+	return filepath.Join(l.dir, locksDir, Sum([]byte(run)).Hex()[:32]+".lock")
+}
+
+// InterruptedBody is the run.end body written for a run whose recorder died.
+type InterruptedBody struct {
+	RunEnd
+	Reason string `json:"reason"`
+}
+
+// recoverInterrupted closes every run that is still marked running but
+// whose lock nobody holds: its recorder was killed or crashed. What it
+// logged before dying stays in the ledger.
+func (l *Ledger) recoverInterrupted(ctx context.Context) error {
+	runs, err := l.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Status != "running" {
+			continue
+		}
+		path := l.lockPath(r.Run)
+		if _, err := os.Stat(path); err != nil {
+			continue // not recorded by a lock-holding process here; leave it
+		}
+		f, err := tryLockFile(path)
+		if err != nil {
+			continue // still held: the run is alive
+		}
+		if err := l.closeInterrupted(ctx, r.Run); err != nil {
+			unlockFile(f, false)
+			return err
+		}
+		unlockFile(f, true)
+	}
+	return nil
+}
+
+func (l *Ledger) closeInterrupted(ctx context.Context, run string) error {
+	runs, err := l.Runs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, r := range runs {
+		if r.Run == run && r.Status == "running" { // re-checked under the lock
+			_, err := l.Append(ctx, Record{Kind: KindRunEnd, Run: run, Body: InterruptedBody{
+				RunEnd: RunEnd{Status: "interrupted"},
+				Reason: "the process recording this run ended without closing it (killed or crashed)",
+			}})
+			return err
+		}
+	}
+	return nil
+}
