@@ -102,6 +102,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newShowCommand(),
 			newHeadCommand(),
 			newVerifyCommand(),
+			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/olekukonko/tablewriter"
+	"github.com/olekukonko/tablewriter/tw"
 	"github.com/urfave/cli/v3"
 )
 
@@ -26,7 +27,9 @@ func emit(w io.Writer, asJSON bool, summary any, text func(io.Writer) error) err
 
 // newTable returns a table writer with the house look.
 func newTable(w io.Writer, header ...any) *tablewriter.Table {
-	t := tablewriter.NewTable(w)
+	// Headers are printed as written: the default upper-cases them and
+	// spaces out punctuation ("0.05" became "0 . 05").
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft))
 	t.Header(header...)
 	return t
 }
