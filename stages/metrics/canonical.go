@@ -1,0 +1,117 @@
+package metrics
+
+// Trainer names a training framework whose metric keys Canonical knows.
+type Trainer string
+
+// The trainers with a key table.
+const (
+	TrainerVerl  Trainer = "verl"
+	TrainerSkyRL Trainer = "skyrl"
+	TrainerTRL   Trainer = "trl"
+)
+
+// Canon is a trainer-independent name for one of the few quantities the
+// audits read. Points keep the trainer's own keys; audits look them up
+// through Canonical and Keys.
+type Canon string
+
+const (
+	// RewardMean is the mean raw (task) reward of a training batch.
+	RewardMean Canon = "reward_mean"
+	// KL is a KL divergence the trainer reports; see the table for which.
+	KL Canon = "kl"
+	// LearningRate is the optimizer's learning rate at the step.
+	LearningRate Canon = "learning_rate"
+	// GradNorm is the gradient norm before clipping.
+	GradNorm Canon = "grad_norm"
+	// ZeroVarianceGroups counts prompt groups whose rewards were all equal,
+	// which carry no GRPO advantage.
+	ZeroVarianceGroups Canon = "zero_variance_groups"
+	// ZeroVarianceFraction is the fraction of such groups.
+	ZeroVarianceFraction Canon = "zero_variance_fraction"
+	// Groups counts prompt groups, the denominator for ZeroVarianceGroups.
+	Groups Canon = "groups"
+	// GenBatches is how many generation batches DAPO's dynamic sampling drew
+	// to fill one training batch after dropping zero-variance groups: an
+	// indirect zero-variance signal (1 means none were dropped or filling
+	// was off).
+	GenBatches Canon = "gen_batches"
+	// OptimizerStep is the trainer's count of optimizer updates.
+	OptimizerStep Canon = "optimizer_step"
+)
+
+// canonRow lists the keys a trainer logs for one quantity, preferred first.
+type canonRow struct {
+	canon Canon
+	keys  []string
+}
+
+// canonTables holds, per trainer, the keys behind each canonical quantity,
+// as listed in FIELD-NOTES.md. Where two keys measure related but different
+// things the preferred one comes first and the comment says how they differ.
+var canonTables = map[Trainer][]canonRow{
+	TrainerVerl: {
+		{RewardMean, []string{"critic/score/mean"}}, // raw score; critic/rewards/mean includes KL penalties
+		// actor/kl_loss is the KL to the reference policy (use_kl_loss);
+		// actor/ppo_kl the KL between the rollout and updated policy,
+		// logged always.
+		{KL, []string{"actor/kl_loss", "actor/ppo_kl"}},
+		{LearningRate, []string{"actor/lr"}},
+		{GradNorm, []string{"actor/grad_norm"}},
+		{OptimizerStep, []string{"training/global_step"}},
+		{ZeroVarianceGroups, []string{"training/n_zero_adv_groups"}}, // Agent Lightning on veRL
+		{Groups, []string{"training/n_groups"}},                      // Agent Lightning on veRL
+		{GenBatches, []string{"train/num_gen_batches"}},              // DAPO recipe
+	},
+	TrainerSkyRL: {
+		{RewardMean, []string{"reward/avg_raw_reward"}},
+		{KL, []string{"policy/policy_kl"}},
+		{LearningRate, []string{"policy/policy_lr"}},
+		{GradNorm, []string{"policy/grad_norm"}},
+		{OptimizerStep, []string{"trainer/global_step"}},
+		{ZeroVarianceGroups, []string{"reward/num_zero_variance_filtered"}},
+	},
+	TrainerTRL: {
+		{RewardMean, []string{"reward"}},
+		{KL, []string{"kl"}}, // logged only when beta > 0
+		{LearningRate, []string{"learning_rate"}},
+		{GradNorm, []string{"grad_norm"}},
+		// TRL's step counts optimizer updates and becomes every point's
+		// Step rather than a key; the row records that for audits asking
+		// where a trainer keeps its optimizer step.
+		{OptimizerStep, []string{"step"}},
+		{ZeroVarianceFraction, []string{"frac_reward_zero_std"}}, // GRPOTrainer, recent TRL
+	},
+}
+
+// canonIndex maps trainer and key to the canonical quantity.
+var canonIndex = func() map[Trainer]map[string]Canon {
+	idx := make(map[Trainer]map[string]Canon, len(canonTables))
+	for t, rows := range canonTables {
+		m := make(map[string]Canon)
+		for _, r := range rows {
+			for _, k := range r.keys {
+				m[k] = r.canon
+			}
+		}
+		idx[t] = m
+	}
+	return idx
+}()
+
+// Canonical returns the canonical quantity a trainer's key measures.
+func Canonical(t Trainer, key string) (Canon, bool) {
+	c, ok := canonIndex[t][key]
+	return c, ok
+}
+
+// Keys returns the trainer's keys for c, preferred first, so that an audit
+// can take the first one present in a run.
+func Keys(t Trainer, c Canon) []string {
+	for _, r := range canonTables[t] {
+		if r.canon == c {
+			return append([]string(nil), r.keys...)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+// Package metrics reads the step metrics that RL trainers log and turns them
+// into a stream of points (step, key, value), keeping the trainer's own key
+// names.
+//
+// # Formats
+//
+// A format is named after a colon in the CLI (--metrics log.jsonl:verl) and
+// parsed by ParseFormat or ParseSpec; without one, Detect decides from the
+// file name or its first 64 KiB.
+//
+//   - verl: veRL's file logger, JSONL lines {"step": N, "data": {...}}.
+//     Numeric leaves of data become points; nested objects are flattened
+//     with "/" ({"a": {"b": 1}} gives a/b); strings, bools, nulls and arrays
+//     are skipped and counted. Python's NaN, Infinity and -Infinity literals
+//     are accepted, since json.dumps writes them.
+//   - verl-console: veRL's console logger, "step:N - key:value - ...". Ray's
+//     "(TaskRunner pid=N)" prefix, its "[repeated Nx across cluster]"
+//     suffix and ANSI colours are removed; values may be written as
+//     np.float64(0.1), np.int64(5), tensor(0.1, ...), nan or inf; a
+//     carriage return starts a new line, as on a terminal. A record
+//     continues on the next line when a line ends with " -" or the next
+//     starts with "- ". The line must start with "step:" once those
+//     decorations are gone; any other line is ignored and counted.
+//   - trl: TRL's trainer_state.json. Every log_history entry is a record at
+//     its "step"; every other numeric member is a point, summary entries
+//     (train_runtime, ...) included.
+//   - tensorboard: TFRecord-framed Event protobufs. Scalars are
+//     Summary.Value simple_value or a tensor holding exactly one float,
+//     double, int32 or int64; images, histograms and text are skipped and
+//     counted.
+//   - jsonl: one object per line with a step member (Options.StepKey,
+//     default "step"); every other numeric member, flattened as for verl,
+//     is a point.
+//
+// # Duplicates
+//
+// A key repeated within one record keeps its first value and is counted in
+// Stats.Duplicates. veRL builds each line from a dict, so a repeat is a
+// formatting slip; in the veRL documentation's example log
+// (testdata/trainer-logs/verl-console-doc-excerpt.log, step 1) the second
+// actor/reward_kl_penalty holds the value of actor/reward_kl_penalty_coeff,
+// so the first is the true one. The same (step, key) in two records (a
+// trainer resumed from a checkpoint logs some steps again) is returned as
+// is: points come in file order and the consumer decides.
+//
+// # Reading a growing file
+//
+// A stage's trainer appends to its log while rlgate ingests it. A Tailer
+// returns only complete records: a last line without a newline, a console
+// record whose continuation may still come, a truncated TensorBoard record,
+// a trainer_state.json caught mid-rewrite are held back and reported in
+// Stats.PendingBytes. Its Cursor says where to resume; store the cursor in
+// the same transaction as the points it follows and a restarted process
+// continues with NewTailer(path, opts, cursor), neither losing nor repeating
+// a point. Call Final once the trainer has exited. ParseFile reads a
+// finished file in one call.
+//
+// A truncated last TensorBoard record is never an error (a killed trainer
+// leaves one); a checksum mismatch before it is, reported as a *ParseError
+// with the file and byte offset and wrapping ErrBadCRC. Text formats report
+// file, line and, for JSON syntax, column.
+//
+// # Canonical keys
+//
+// Audits need a few quantities whatever the trainer: mean reward, KL,
+// learning rate, gradient norm, zero-variance group counts, optimizer step.
+// Canonical maps a trainer's key to such a Canon and Keys gives the keys
+// behind one, preferred first; the tables are in canonical.go.
+package metrics
