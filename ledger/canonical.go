@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -150,13 +149,15 @@ func canonicalNumber(lit string) (string, error) {
 	if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
 		return "", fmt.Errorf("number %s is not a finite float64", lit)
 	}
-	if isIntegerLiteral(lit) {
-		want, _ := new(big.Int).SetString(lit, 10)
-		if got, acc := new(big.Float).SetFloat64(f).Int(nil); acc != big.Exact || got.Cmp(want) != 0 {
-			return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
-		}
+	out := formatES6(f)
+	// An integer literal must come out as written: otherwise it held more
+	// digits than a float64 keeps (a uint64 seed, say) and would be
+	// silently rounded. Floats that encoding/json spells without a point
+	// (1e17 as 100000000000000000) come out as written and pass.
+	if isIntegerLiteral(lit) && out != lit && !(lit == "-0" && out == "0") {
+		return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
 	}
-	return formatES6(f), nil
+	return out, nil
 }
 
 func isIntegerLiteral(lit string) bool {

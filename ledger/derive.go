@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
-	"math"
 )
 
 // RunStart is the part of a run.start body the ledger reads; callers add
@@ -29,52 +28,6 @@ type Artifact struct {
 	Kind     string  `json:"kind"` // "dataset", "checkpoint", "file", "config"
 	Digest   Digest  `json:"digest"`
 	Manifest *Digest `json:"manifest,omitempty"` // blob holding the full manifest
-}
-
-// Metrics is a batch of scalar points for one run.
-type Metrics struct {
-	Points []MetricPoint `json:"points"`
-}
-
-// MetricPoint is one (step, key, value). It encodes as a JSON array
-// [step, "key", value] to keep large batches small; a NaN or infinite value,
-// which JSON cannot hold, is written as null and reads back as NaN.
-type MetricPoint struct {
-	Step  int64
-	Key   string
-	Value float64
-}
-
-// MarshalJSON writes [step, key, value|null].
-func (p MetricPoint) MarshalJSON() ([]byte, error) {
-	var v any = p.Value
-	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-		v = nil
-	}
-	return json.Marshal([]any{p.Step, p.Key, v})
-}
-
-// UnmarshalJSON reads [step, key, value|null].
-func (p *MetricPoint) UnmarshalJSON(b []byte) error {
-	var raw []json.RawMessage
-	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 3 {
-		return fmt.Errorf("metric point %s: want [step, key, value]", b)
-	}
-	if err := json.Unmarshal(raw[0], &p.Step); err != nil {
-		return fmt.Errorf("metric point %s: step: %w", b, err)
-	}
-	if err := json.Unmarshal(raw[1], &p.Key); err != nil {
-		return fmt.Errorf("metric point %s: key: %w", b, err)
-	}
-	var v *float64
-	if err := json.Unmarshal(raw[2], &v); err != nil {
-		return fmt.Errorf("metric point %s: value: %w", b, err)
-	}
-	p.Value = math.NaN()
-	if v != nil {
-		p.Value = *v
-	}
-	return nil
 }
 
 // deriver fills the derived tables from entries inside one transaction. The
@@ -113,8 +66,10 @@ func (d *deriver) exec(query string, args ...any) (sql.Result, error) {
 	return s.ExecContext(d.ctx, args...)
 }
 
-// apply derives the rows of one entry.
-func (d *deriver) apply(e *Entry) error {
+// apply derives the rows of one entry. typed, when not nil, is the body as
+// the caller appended it, which spares decoding the JSON again; verify and
+// rebuilds pass nil and decode.
+func (d *deriver) apply(e *Entry, typed any) error {
 	for _, b := range e.Blobs {
 		if _, err := d.exec("INSERT INTO blob_refs(digest, seq) VALUES (?, ?)", b.Hex(), e.Seq); err != nil {
 			return err
@@ -168,19 +123,13 @@ func (d *deriver) apply(e *Entry) error {
 			return err
 		}
 	case KindMetrics:
-		var b Metrics
-		if err := decodeBody(e, &b); err != nil {
-			return err
-		}
-		for _, p := range b.Points {
-			var v any = p.Value
-			if math.IsNaN(p.Value) {
-				v = nil
-			}
-			if _, err := d.exec("INSERT INTO metrics(run, key, step, value, seq) VALUES (?, ?, ?, ?, ?)", e.Run, p.Key, p.Step, v, e.Seq); err != nil {
+		m, ok := typed.(Metrics)
+		if !ok {
+			if err := decodeBody(e, &m); err != nil {
 				return err
 			}
 		}
+		return d.deriveMetrics(e, m)
 	}
 	return nil
 }
@@ -203,7 +152,7 @@ func rebuildDerived(ctx context.Context, src queryer, dst execer) error {
 	}
 	d := newDeriver(ctx, dst)
 	defer d.close()
-	return eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e) })
+	return eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e, nil) })
 }
 
 // entryPage is how many entries a scan holds in memory at once.

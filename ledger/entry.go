@@ -140,7 +140,7 @@ func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Ent
 		if _, err := ins.ExecContext(ctx, e.Seq, e.Prev.Hex(), e.Hash.Hex(), e.Kind, e.Run, e.At, joinDigests(e.Blobs), string(e.Body)); err != nil {
 			return nil, fmt.Errorf("insert entry %d: %w", e.Seq, err)
 		}
-		if err := d.apply(e); err != nil {
+		if err := d.apply(e, recs[i].Body); err != nil {
 			return nil, fmt.Errorf("entry %d (%s): %w", e.Seq, e.Kind, err)
 		}
 		prev = e.Hash
@@ -157,7 +157,13 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	if strings.ContainsAny(r.Run, "\x00\n") || len(r.Run) > 256 {
 		return Entry{}, fmt.Errorf("%w: run id %q", ErrBadRecord, r.Run)
 	}
-	body, err := CanonicalJSON(r.Body)
+	var body []byte
+	var err error
+	if m, ok := r.Body.(Metrics); ok {
+		body, err = m.canonical() // large batches: skip the generic re-encoding
+	} else {
+		body, err = CanonicalJSON(r.Body)
+	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: body: %v", ErrBadRecord, err)
 	}

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"fmt"
 	"iter"
-	"math"
 	"strconv"
 	"strings"
 )
@@ -217,33 +216,6 @@ func (l *Ledger) Runs(ctx context.Context) ([]Run, error) {
 		out = append(out, r)
 	}
 	return out, rows.Err()
-}
-
-// Series returns one metric key of one run in step order, with the seq of
-// the entry each point came from.
-func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
-	rows, err := l.db.QueryContext(ctx, "SELECT step, value, seq FROM metrics WHERE run = ? AND key = ? ORDER BY step, seq", run, key)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer rows.Close()
-	var pts []MetricPoint
-	var seqs []int64
-	for rows.Next() {
-		var p MetricPoint
-		var v sql.NullFloat64
-		var seq int64
-		if err := rows.Scan(&p.Step, &v, &seq); err != nil {
-			return nil, nil, err
-		}
-		p.Key, p.Value = key, math.NaN()
-		if v.Valid {
-			p.Value = v.Float64
-		}
-		pts = append(pts, p)
-		seqs = append(seqs, seq)
-	}
-	return pts, seqs, rows.Err()
 }
 
 // ArtifactRow is a row of the derived artifacts table.

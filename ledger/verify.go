@@ -94,7 +94,7 @@ func (l *Ledger) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	}
 	d := newDeriver(ctx, tx)
 	err = l.verifyChain(ctx, rep, refs, func(e *Entry) {
-		if err := d.apply(e); err != nil {
+		if err := d.apply(e, nil); err != nil {
 			rep.add(Finding{Severity: SeverityError, Check: "derived", Seq: e.Seq, Message: "entry cannot be derived: " + err.Error()})
 		}
 	})

@@ -77,7 +77,7 @@ func TestVerifyDetectsTampering(t *testing.T) {
 			rawExec(t, dir, `DELETE FROM entries WHERE seq = 6`)
 		}, []ledger.Finding{{Check: "chain", Seq: 6, Message: "entry is missing"}, {Check: "derived", Message: "table blob_refs"}}},
 		{"derived row edited", func(t *testing.T, dir string, _ []ledger.Digest) {
-			rawExec(t, dir, `UPDATE metrics SET value = 0.99`)
+			rawExec(t, dir, `UPDATE metrics SET vals = zeroblob(8)`)
 		}, []ledger.Finding{{Check: "derived", Message: "table metrics row 1"}}},
 		{"whole entry rewritten with a recomputed hash", func(t *testing.T, dir string, _ []ledger.Digest) {
 			rawExec(t, dir, `UPDATE entries SET hash = '`+strings.Repeat("ab", 32)+`' WHERE seq = 4`)

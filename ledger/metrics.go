@@ -1,0 +1,210 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+)
+
+// Metrics is a batch of scalar points for one run, with where they came
+// from: Source and Format name the file, Cursor the position after the
+// batch, so ingestion can resume exactly there.
+type Metrics struct {
+	Points []MetricPoint    `json:"points"`
+	Source string           `json:"source,omitempty"`
+	Format string           `json:"format,omitempty"`
+	Cursor map[string]int64 `json:"cursor,omitempty"`
+}
+
+// MetricPoint is one (step, key, value). It encodes as a JSON array
+// [step, "key", value] to keep large batches small; a NaN or infinite value,
+// which JSON cannot hold, is written as null and reads back as NaN.
+type MetricPoint struct {
+	Step  int64
+	Key   string
+	Value float64
+}
+
+// MarshalJSON writes [step, key, value|null].
+func (p MetricPoint) MarshalJSON() ([]byte, error) {
+	var v any = p.Value
+	if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+		v = nil
+	}
+	return json.Marshal([]any{p.Step, p.Key, v})
+}
+
+// UnmarshalJSON reads [step, key, value|null].
+func (p *MetricPoint) UnmarshalJSON(b []byte) error {
+	var raw []json.RawMessage
+	if err := json.Unmarshal(b, &raw); err != nil || len(raw) != 3 {
+		return fmt.Errorf("metric point %s: want [step, key, value]", b)
+	}
+	if err := json.Unmarshal(raw[0], &p.Step); err != nil {
+		return fmt.Errorf("metric point %s: step: %w", b, err)
+	}
+	if err := json.Unmarshal(raw[1], &p.Key); err != nil {
+		return fmt.Errorf("metric point %s: key: %w", b, err)
+	}
+	var v *float64
+	if err := json.Unmarshal(raw[2], &v); err != nil {
+		return fmt.Errorf("metric point %s: value: %w", b, err)
+	}
+	p.Value = math.NaN()
+	if v != nil {
+		p.Value = *v
+	}
+	return nil
+}
+
+// canonical writes m as CanonicalJSON would, directly: a batch of a
+// million points takes a fraction of the generic route's time. A test
+// checks the two agree byte for byte.
+//
+// NB: the bytes written here are hashed; changing them breaks every ledger.
+func (m Metrics) canonical() ([]byte, error) {
+	var buf bytes.Buffer
+	buf.Grow(len(m.Points) * 32)
+	buf.WriteByte('{')
+	first := true
+	field := func(name string) {
+		if !first {
+			buf.WriteByte(',')
+		}
+		first = false
+		writeCanonicalString(&buf, name)
+		buf.WriteByte(':')
+	}
+	// Keys in sorted order: cursor, format, points, source.
+	if len(m.Cursor) > 0 {
+		field("cursor")
+		c, err := CanonicalJSON(m.Cursor)
+		if err != nil {
+			return nil, err
+		}
+		buf.Write(c)
+	}
+	if m.Format != "" {
+		field("format")
+		writeCanonicalString(&buf, m.Format)
+	}
+	field("points")
+	if m.Points == nil {
+		buf.WriteString("null") // as encoding/json writes a nil slice
+	} else {
+		buf.WriteByte('[')
+	}
+	for i, p := range m.Points {
+		if i > 0 {
+			buf.WriteByte(',')
+		}
+		if float64(p.Step) > 1<<53 || float64(p.Step) < -(1<<53) {
+			return nil, fmt.Errorf("metric point %d: step %d is not exactly representable as a float64", i, p.Step)
+		}
+		buf.WriteByte('[')
+		buf.WriteString(strconv.FormatInt(p.Step, 10))
+		buf.WriteByte(',')
+		writeCanonicalString(&buf, p.Key)
+		buf.WriteByte(',')
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			buf.WriteString("null")
+		} else {
+			buf.WriteString(formatES6(p.Value))
+		}
+		buf.WriteByte(']')
+	}
+	if m.Points != nil {
+		buf.WriteByte(']')
+	}
+	if m.Source != "" {
+		field("source")
+		writeCanonicalString(&buf, m.Source)
+	}
+	buf.WriteByte('}')
+	return buf.Bytes(), nil
+}
+
+// deriveMetrics packs each key's points of one entry into one row.
+func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
+	if e.Run == "" {
+		return fmt.Errorf("%w: metrics need a run id", ErrBadRecord)
+	}
+	byKey := map[string][]MetricPoint{}
+	var keys []string
+	for _, p := range m.Points {
+		if _, ok := byKey[p.Key]; !ok {
+			keys = append(keys, p.Key)
+		}
+		byKey[p.Key] = append(byKey[p.Key], p)
+	}
+	for _, k := range keys {
+		pts := byKey[k]
+		steps := make([]byte, 8*len(pts))
+		vals := make([]byte, 8*len(pts))
+		for i, p := range pts {
+			binary.LittleEndian.PutUint64(steps[8*i:], uint64(p.Step))
+			binary.LittleEndian.PutUint64(vals[8*i:], math.Float64bits(normNaN(p.Value)))
+		}
+		if _, err := d.exec("INSERT INTO metrics(run, key, seq, n, steps, vals) VALUES (?, ?, ?, ?, ?, ?)",
+			e.Run, k, e.Seq, len(pts), steps, vals); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// normNaN maps ±Inf to NaN, as the JSON body does (both are null there),
+// so derived rows equal what a replay of the entries gives.
+func normNaN(v float64) float64 {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
+		return math.NaN()
+	}
+	return v
+}
+
+// Series returns one metric key of one run in step order (a step logged
+// twice keeps both, in ledger order), with the seq of the entry behind
+// each point.
+func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT seq, n, steps, vals FROM metrics WHERE run = ? AND key = ? ORDER BY seq", run, key)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	var pts []MetricPoint
+	var seqs []int64
+	for rows.Next() {
+		var seq int64
+		var n int
+		var steps, vals []byte
+		if err := rows.Scan(&seq, &n, &steps, &vals); err != nil {
+			return nil, nil, err
+		}
+		if len(steps) != 8*n || len(vals) != 8*n {
+			return nil, nil, fmt.Errorf("series %s/%s: entry %d: packed row is damaged (run rlgate verify)", run, key, seq)
+		}
+		for i := range n {
+			pts = append(pts, MetricPoint{Step: int64(binary.LittleEndian.Uint64(steps[8*i:])), Key: key,
+				Value: math.Float64frombits(binary.LittleEndian.Uint64(vals[8*i:]))})
+			seqs = append(seqs, seq)
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	idx := make([]int, len(pts))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return pts[idx[a]].Step < pts[idx[b]].Step })
+	sp, ss := make([]MetricPoint, len(pts)), make([]int64, len(pts))
+	for i, j := range idx {
+		sp[i], ss[i] = pts[j], seqs[j]
+	}
+	return sp, ss, nil
+}
