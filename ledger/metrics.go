@@ -148,7 +148,7 @@ func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
 		vals := make([]byte, 8*len(pts))
 		for i, p := range pts {
 			binary.LittleEndian.PutUint64(steps[8*i:], uint64(p.Step))
-			binary.LittleEndian.PutUint64(vals[8*i:], math.Float64bits(normNaN(p.Value)))
+			binary.LittleEndian.PutUint64(vals[8*i:], math.Float64bits(asRecorded(p.Value)))
 		}
 		if _, err := d.exec("INSERT INTO metrics(run, key, seq, n, steps, vals) VALUES (?, ?, ?, ?, ?, ?)",
 			e.Run, k, e.Seq, len(pts), steps, vals); err != nil {
@@ -158,11 +158,15 @@ func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
 	return nil
 }
 
-// normNaN maps ±Inf to NaN, as the JSON body does (both are null there),
-// so derived rows equal what a replay of the entries gives.
-func normNaN(v float64) float64 {
-	if math.IsInf(v, 0) || math.IsNaN(v) {
+// asRecorded maps a value to what its JSON form reads back as: ±Inf and NaN
+// are null (NaN), -0 is 0. Derived rows must equal what a replay of the
+// entries gives, and verify checks that they do.
+func asRecorded(v float64) float64 {
+	switch {
+	case math.IsInf(v, 0) || math.IsNaN(v):
 		return math.NaN()
+	case v == 0:
+		return 0
 	}
 	return v
 }
