@@ -130,6 +130,12 @@ func (d *deriver) apply(e *Entry, typed any) error {
 			}
 		}
 		return d.deriveMetrics(e, m)
+	case KindOutcomes:
+		var o Outcomes
+		if err := decodeBody(e, &o); err != nil {
+			return err
+		}
+		return d.deriveOutcomes(e, o)
 	}
 	return nil
 }

@@ -13,7 +13,7 @@
 // its hash covers all of these (docs/FORMAT.md, "Entry hash"). The first
 // entry is always a ledger.init entry naming the ledger's random id.
 //
-// The query tables (runs, artifacts, metrics, blob_refs) are derived from
+// The query tables (runs, artifacts, metrics, outcomes, blob_refs) are derived from
 // entries by one deriver, in the same transaction as the entries, so they
 // never disagree with them; Verify replays every entry through that deriver
 // into a scratch database and compares. They can be rebuilt at any time.

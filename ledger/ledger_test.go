@@ -260,3 +260,27 @@ func flipByte(t *testing.T, path string, off int64) {
 		t.Fatal(err)
 	}
 }
+
+func TestOutcomesDerivedAndDuplicatesRefused(t *testing.T) {
+	l := ledgertest.New(t)
+	half := 0.5
+	type item struct {
+		ledger.Outcome
+		DBID string `json:"db_id"` // grader detail beside the derived fields
+	}
+	body := map[string]any{"items": []item{
+		{ledger.Outcome{TaskID: "spider-dev-0001", Correct: true, Reward: &half}, "concert_singer"},
+		{ledger.Outcome{TaskID: "spider-dev-0000", Correct: false}, "concert_singer"},
+	}}
+	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: "eval-rl", Body: body}); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := l.Outcomes(ctx, "eval-rl")
+	if err != nil || len(rows) != 2 || rows[0].TaskID != "spider-dev-0000" || !rows[1].Correct || *rows[1].Reward != 0.5 || rows[0].Seq != 2 {
+		t.Fatalf("outcomes %+v, %v", rows, err)
+	}
+	again := ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "spider-dev-0001", Correct: false}}}
+	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: "eval-rl", Body: again}); err == nil {
+		t.Error("grading the same (task, sample) twice in one run was accepted")
+	}
+}

@@ -42,6 +42,7 @@ var derivedTables = []struct{ name, order string }{
 	{"runs", "run"},
 	{"artifacts", "seq, role, name"},
 	{"metrics", "run, key, seq"},
+	{"outcomes", "run, task_id, sample"},
 }
 
 // derivedDDL creates the derived query tables; see derive.go for how each
@@ -85,6 +86,15 @@ CREATE TABLE metrics (
 	vals  BLOB NOT NULL,
 	PRIMARY KEY (run, key, seq)
 ) WITHOUT ROWID;
+CREATE TABLE outcomes (
+	run     TEXT NOT NULL,
+	task_id TEXT NOT NULL,
+	sample  INTEGER NOT NULL,
+	correct INTEGER NOT NULL,
+	reward  REAL,
+	seq     INTEGER NOT NULL,
+	PRIMARY KEY (run, task_id, sample)
+) WITHOUT ROWID;
 `
 
 // dropDerivedDDL removes the derived tables before a rebuild.
@@ -93,4 +103,5 @@ DROP TABLE IF EXISTS blob_refs;
 DROP TABLE IF EXISTS runs;
 DROP TABLE IF EXISTS artifacts;
 DROP TABLE IF EXISTS metrics;
+DROP TABLE IF EXISTS outcomes;
 `

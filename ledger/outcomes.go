@@ -1,0 +1,78 @@
+package ledger
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math"
+)
+
+// KindOutcomes is the entry kind of a batch of per-task evaluation outcomes.
+const KindOutcomes = "outcomes"
+
+// Outcomes is the part of an outcomes body the ledger derives; graders add
+// per-item detail (index, db_id, difficulty, error, ...) beside these fields.
+type Outcomes struct {
+	Items []Outcome `json:"items"`
+}
+
+// Outcome is one graded (task, sample) of an evaluation run. Sample is 0
+// for greedy decoding; a task evaluated with n samples has 0..n-1.
+type Outcome struct {
+	TaskID  string   `json:"task_id"`
+	Sample  int      `json:"sample"`
+	Correct bool     `json:"correct"`
+	Reward  *float64 `json:"reward,omitempty"`
+}
+
+// deriveOutcomes adds one row per item; a (run, task, sample) graded twice
+// is refused, which keeps a resumed evaluation free of duplicates.
+func (d *deriver) deriveOutcomes(e *Entry, o Outcomes) error {
+	if e.Run == "" {
+		return fmt.Errorf("%w: outcomes need a run id", ErrBadRecord)
+	}
+	for _, it := range o.Items {
+		if it.TaskID == "" {
+			return fmt.Errorf("%w: outcome without a task_id", ErrBadRecord)
+		}
+		var reward any
+		if it.Reward != nil && !math.IsNaN(*it.Reward) {
+			reward = asRecorded(*it.Reward)
+		}
+		if _, err := d.exec("INSERT INTO outcomes(run, task_id, sample, correct, reward, seq) VALUES (?, ?, ?, ?, ?, ?)",
+			e.Run, it.TaskID, it.Sample, it.Correct, reward, e.Seq); err != nil {
+			return fmt.Errorf("outcome %s/%s sample %d: %w", e.Run, it.TaskID, it.Sample, err)
+		}
+	}
+	return nil
+}
+
+// OutcomeRow is a row of the derived outcomes table, with the seq of the
+// entry it came from.
+type OutcomeRow struct {
+	Outcome
+	Seq int64 `json:"seq"`
+}
+
+// Outcomes lists a run's outcomes ordered by task id and sample.
+func (l *Ledger) Outcomes(ctx context.Context, run string) ([]OutcomeRow, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT task_id, sample, correct, reward, seq FROM outcomes WHERE run = ? ORDER BY task_id, sample", run)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []OutcomeRow
+	for rows.Next() {
+		var r OutcomeRow
+		var reward sql.NullFloat64
+		if err := rows.Scan(&r.TaskID, &r.Sample, &r.Correct, &reward, &r.Seq); err != nil {
+			return nil, err
+		}
+		if reward.Valid {
+			v := reward.Float64
+			r.Reward = &v
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
