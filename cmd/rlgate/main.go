@@ -102,6 +102,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newShowCommand(),
 			newHeadCommand(),
 			newVerifyCommand(),
+			newRunCommand(),
+			newReproCommand(),
+			newCompareCommand(),
 			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes

@@ -1,0 +1,252 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stats"
+)
+
+// KindComparison is the entry kind a comparison is recorded under.
+const KindComparison = "comparison"
+
+// LabeledRun is an evaluation run under the name a comparison gives it
+// (base, sft, rl, noupdate).
+type LabeledRun struct {
+	Label string `json:"label"`
+	Run   string `json:"run"`
+}
+
+// CompareOptions selects what Compare pairs and how.
+type CompareOptions struct {
+	Runs     []LabeledRun
+	Baseline string  // label; empty: the first run
+	Alpha    float64 // 0: stats.DefaultAlpha
+	Seed     uint64  // bootstrap seed, reported with the result
+	B        int     // bootstrap resamples; 0: stats.DefaultResamples
+	// Power is the power at which the minimum detectable effect is given;
+	// 0 means 0.8.
+	Power float64
+}
+
+// ModelResult is one run's accuracy over the paired tasks.
+type ModelResult struct {
+	LabeledRun
+	N        int            `json:"n"`
+	Correct  int            `json:"correct"`
+	Accuracy float64        `json:"accuracy"`
+	Wilson   stats.Interval `json:"wilson"`
+}
+
+// PairResult compares one run with the baseline on the same tasks.
+// B counts tasks only this run solved, C tasks only the baseline solved.
+type PairResult struct {
+	Label     string                `json:"label"`
+	Baseline  string                `json:"baseline"`
+	Delta     float64               `json:"delta"`
+	Bootstrap stats.BootstrapResult `json:"bootstrap"`
+	B         int                   `json:"b"`
+	C         int                   `json:"c"`
+	McNemar   stats.McNemarResult   `json:"mcnemar"`
+	HolmP     float64               `json:"holm_p"`
+	// MDE is the smallest accuracy difference the exact McNemar test would
+	// detect with the configured power at Alpha, given the observed
+	// discordance: a Delta well below it means "no evidence", not "no gain".
+	MDE stats.Value `json:"mde,omitzero"`
+}
+
+// Comparison is the result of Compare, as recorded in the ledger.
+type Comparison struct {
+	Tasks       int           `json:"tasks"`
+	TaskSet     ledger.Digest `json:"task_set"` // BLAKE3 of the sorted task ids, one per line
+	Baseline    string        `json:"baseline"`
+	Alpha       float64       `json:"alpha"`
+	Power       float64       `json:"power"`
+	Seed        uint64        `json:"seed"`
+	B           int           `json:"resamples"`
+	Models      []ModelResult `json:"models"`
+	Pairs       []PairResult  `json:"pairs"`
+	Seq         int64         `json:"seq,omitempty"` // the comparison entry
+	OutcomeSeqs []int64       `json:"outcome_seqs"`  // the entries the outcomes came from
+}
+
+// Compare pairs the greedy (sample 0) outcomes of the runs by task id and
+// compares each run with the baseline: accuracy with a Wilson interval,
+// the paired difference with a bootstrap interval, the discordant counts,
+// the exact McNemar p, Holm-adjusted across the comparisons, and the
+// minimum detectable effect. Runs over different task sets are refused.
+func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Comparison, error) {
+	if len(opts.Runs) < 2 {
+		return nil, fmt.Errorf("compare: need at least two runs, got %d", len(opts.Runs))
+	}
+	if opts.Alpha == 0 {
+		opts.Alpha = stats.DefaultAlpha
+	}
+	if opts.B == 0 {
+		opts.B = stats.DefaultResamples
+	}
+	if opts.Power == 0 {
+		opts.Power = 0.8
+	}
+	if opts.Baseline == "" {
+		opts.Baseline = opts.Runs[0].Label
+	}
+	results := make([]map[string]bool, len(opts.Runs))
+	seqSet := map[int64]bool{}
+	base := -1
+	for i, r := range opts.Runs {
+		if r.Label == opts.Baseline {
+			base = i
+		}
+		rows, err := l.Outcomes(ctx, r.Run)
+		if err != nil {
+			return nil, err
+		}
+		results[i] = map[string]bool{}
+		for _, o := range rows {
+			if o.Sample == 0 {
+				results[i][o.TaskID] = o.Correct
+				seqSet[o.Seq] = true
+			}
+		}
+		if len(results[i]) == 0 {
+			return nil, fmt.Errorf("compare: run %s (%s) has no graded outcomes. Try: rlgate log --run %s", r.Run, r.Label, r.Run)
+		}
+	}
+	if base < 0 {
+		return nil, fmt.Errorf("compare: baseline %q is not one of the labels given", opts.Baseline)
+	}
+	tasks := sortedTasks(results[base])
+	for i, r := range opts.Runs {
+		if err := sameTasks(results[base], results[i], opts.Runs[base], r); err != nil {
+			return nil, err
+		}
+	}
+
+	c := &Comparison{Tasks: len(tasks), TaskSet: taskSetDigest(tasks), Baseline: opts.Baseline, Alpha: opts.Alpha,
+		Power: opts.Power, Seed: opts.Seed, B: opts.B}
+	scores := make([][]float64, len(opts.Runs))
+	for i, r := range opts.Runs {
+		scores[i] = make([]float64, len(tasks))
+		m := ModelResult{LabeledRun: r, N: len(tasks)}
+		for j, t := range tasks {
+			if results[i][t] {
+				scores[i][j] = 1
+				m.Correct++
+			}
+		}
+		m.Accuracy = float64(m.Correct) / float64(m.N)
+		var err error
+		if m.Wilson, err = stats.Wilson(m.Correct, m.N, opts.Alpha); err != nil {
+			return nil, err
+		}
+		c.Models = append(c.Models, m)
+	}
+	var ps []float64
+	for i, r := range opts.Runs {
+		if i == base {
+			continue
+		}
+		p := PairResult{Label: r.Label, Baseline: opts.Baseline}
+		for j := range tasks {
+			switch {
+			case scores[i][j] > scores[base][j]:
+				p.B++
+			case scores[i][j] < scores[base][j]:
+				p.C++
+			}
+		}
+		p.Delta = c.Models[i].Accuracy - c.Models[base].Accuracy
+		var err error
+		if p.Bootstrap, err = stats.PairedBootstrap(scores[i], scores[base], stats.BootstrapOptions{B: opts.B, Seed: opts.Seed, Alpha: opts.Alpha}); err != nil {
+			return nil, err
+		}
+		if p.McNemar, err = stats.McNemar(p.B, p.C); err != nil {
+			return nil, err
+		}
+		if p.MDE, err = stats.MinDetectableEffect(len(tasks), p.B+p.C, opts.Alpha, opts.Power); err != nil {
+			return nil, err
+		}
+		ps = append(ps, p.McNemar.ExactP)
+		c.Pairs = append(c.Pairs, p)
+	}
+	holm, err := stats.Holm(ps, opts.Alpha)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Pairs {
+		c.Pairs[i].HolmP = holm.Adjusted[i]
+	}
+	for s := range seqSet {
+		c.OutcomeSeqs = append(c.OutcomeSeqs, s)
+	}
+	sort.Slice(c.OutcomeSeqs, func(i, j int) bool { return c.OutcomeSeqs[i] < c.OutcomeSeqs[j] })
+	return c, nil
+}
+
+// Record appends the comparison to the ledger and sets its Seq.
+func (c *Comparison) Record(ctx context.Context, l *ledger.Ledger) error {
+	es, err := l.Append(ctx, ledger.Record{Kind: KindComparison, Body: c})
+	if err != nil {
+		return err
+	}
+	c.Seq = es[0].Seq
+	return nil
+}
+
+func sortedTasks(m map[string]bool) []string {
+	out := make([]string, 0, len(m))
+	for t := range m {
+		out = append(out, t)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// maxListed caps how many differing task ids an error lists.
+const maxListed = 10
+
+// sameTasks refuses two runs whose task sets differ, listing the difference.
+func sameTasks(a, b map[string]bool, ra, rb LabeledRun) error {
+	var onlyA, onlyB []string
+	for t := range a {
+		if _, ok := b[t]; !ok {
+			onlyA = append(onlyA, t)
+		}
+	}
+	for t := range b {
+		if _, ok := a[t]; !ok {
+			onlyB = append(onlyB, t)
+		}
+	}
+	if len(onlyA) == 0 && len(onlyB) == 0 {
+		return nil
+	}
+	sort.Strings(onlyA)
+	sort.Strings(onlyB)
+	list := func(ts []string) string {
+		if len(ts) > maxListed {
+			return strings.Join(ts[:maxListed], ", ") + fmt.Sprintf(" and %d more", len(ts)-maxListed)
+		}
+		return strings.Join(ts, ", ")
+	}
+	msg := fmt.Sprintf("compare: runs %s (%s) and %s (%s) were evaluated on different tasks, so they cannot be paired", ra.Label, ra.Run, rb.Label, rb.Run)
+	if len(onlyA) > 0 {
+		msg += fmt.Sprintf("; only in %s: %d (%s)", ra.Label, len(onlyA), list(onlyA))
+	}
+	if len(onlyB) > 0 {
+		msg += fmt.Sprintf("; only in %s: %d (%s)", rb.Label, len(onlyB), list(onlyB))
+	}
+	return fmt.Errorf("%s. Try: evaluate both on the same tasks file", msg)
+}
+
+// taskSetDigest names a set of task ids; equal sets give equal digests.
+//
+// NB: the bytes hashed here are recorded; changing them breaks comparisons
+// of recorded task sets.
+func taskSetDigest(sorted []string) ledger.Digest {
+	return ledger.Sum([]byte(strings.Join(sorted, "\n") + "\n"))
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/pipeline"
+	"github.com/urfave/cli/v3"
+)
+
+func newReproCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "repro",
+		Usage:     "run a pipeline's stages that are out of date, in dependency order",
+		ArgsUsage: "[STAGE...]",
+		Description: "Reads rlgate.yaml (or --file) and, for the named stages and everything\n" +
+			"upstream of them (all stages if none are named), runs each stage whose\n" +
+			"command, params, configs or input digests differ from its last successful\n" +
+			"run, or whose outputs no longer have the digests that run recorded. Says\n" +
+			"why each stage runs or is skipped. --dry-run only says.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			opts := reproOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), File: cmd.String("file"), DryRun: cmd.Bool("dry-run"),
+				Stages: cmd.Args().Slice(), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
+			_, err := runRepro(ctx, opts, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type reproOptions struct {
+	Dir, File      string
+	JSON, DryRun   bool
+	Stages         []string
+	Stdout, Stderr io.Writer
+}
+
+func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.Decision, error) {
+	f, err := pipeline.Load(opts.File)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.Open(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	po := pipeline.Options{DryRun: opts.DryRun}
+	if !opts.JSON {
+		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
+		po.Progress = func(d pipeline.Decision) {
+			fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
+		}
+	}
+	ds, err := pipeline.Repro(ctx, l, f, opts.Stages, po)
+	if err != nil {
+		return ds, err
+	}
+	if opts.JSON {
+		if err := emit(w, true, ds, nil); err != nil {
+			return ds, err
+		}
+	}
+	for _, d := range ds {
+		if d.Action == pipeline.ActionFailed || (d.Action == pipeline.ActionBlocked && !opts.DryRun) {
+			return ds, fmt.Errorf("repro: stage %s %s: %s", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
+		}
+	}
+	return ds, nil
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/metrics"
+	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/urfave/cli/v3"
+)
+
+func newRunCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "run",
+		Usage:     "run one stage (SFT, RL, export, ...) through the ledger",
+		ArgsUsage: "-- CMD [ARGS...]",
+		// --param lr=1e-6,2e-6 is one value: commas never split a flag here.
+		DisableSliceFlagSeparator: true,
+		Description: "Hashes the inputs (checkpoint manifests for safetensors directories, dataset\n" +
+			"manifests otherwise) and configs, records the git commit and diff, an\n" +
+			"allow-listed environment (secrets redacted) and the host; runs CMD by argv\n" +
+			"(no shell unless CMD is one), teeing its output into the ledger and ingesting\n" +
+			"--metrics files and GPU telemetry while it runs; then hashes the outputs.\n" +
+			"A failed stage is recorded as failed and exits 1; a stage whose recorder is\n" +
+			"killed is marked interrupted at the ledger's next open.\n\n" +
+			"Metric formats: verl, verl-console, trl, tensorboard, jsonl (FILE:FORMAT;\n" +
+			"without :FORMAT it is detected).\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
+			&cli.StringFlag{Name: "run", Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
+			&cli.StringSliceFlag{Name: "in", Usage: "input `NAME=PATH` (repeatable)"},
+			&cli.StringSliceFlag{Name: "out", Usage: "output `NAME=PATH` (repeatable)"},
+			&cli.StringSliceFlag{Name: "param", Usage: "parameter `KEY=VALUE` (repeatable)"},
+			&cli.StringSliceFlag{Name: "config", Usage: "config `FILE` (YAML/JSON get a canonical form; repeatable)"},
+			&cli.StringSliceFlag{Name: "metrics", Usage: "metrics `FILE[:FORMAT]` to ingest while the stage runs (repeatable)"},
+			&cli.StringFlag{Name: "gpu", Value: "auto", Usage: "GPU telemetry: `auto` (sample nvidia-smi if present) or off"},
+			&cli.DurationFlag{Name: "flush", Value: runner.DefaultFlush, Usage: "send output and metrics to the ledger every `DURATION` (bounds what a crash can lose)"},
+			&cli.DurationFlag{Name: "timeout", Usage: "stop the stage after `DURATION` (SIGTERM, then SIGKILL after 10s)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			spec, err := runSpec(cmd)
+			if err != nil {
+				return err
+			}
+			_, err = runRun(ctx, runOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Spec: spec}, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+// runSpec turns the command line into a stage spec.
+func runSpec(cmd *cli.Command) (runner.Spec, error) {
+	spec := runner.Spec{Stage: cmd.String("stage"), Run: cmd.String("run"), Argv: cmd.Args().Slice(),
+		Configs: cmd.StringSlice("config"), Timeout: cmd.Duration("timeout"), FlushEvery: cmd.Duration("flush"),
+		Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
+	if len(spec.Argv) == 0 {
+		return spec, usagef("run: give the stage's command after --")
+	}
+	var err error
+	if spec.Inputs, err = namedPaths("in", cmd.StringSlice("in")); err != nil {
+		return spec, err
+	}
+	if spec.Outputs, err = namedPaths("out", cmd.StringSlice("out")); err != nil {
+		return spec, err
+	}
+	if ps := cmd.StringSlice("param"); len(ps) > 0 {
+		spec.Params = map[string]string{}
+		for _, p := range ps {
+			k, v, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return spec, usagef("--param %q: want KEY=VALUE", p)
+			}
+			spec.Params[k] = v
+		}
+	}
+	for _, m := range cmd.StringSlice("metrics") {
+		path, format, err := metrics.ParseSpec(m)
+		if err != nil {
+			return spec, usagef("--metrics %q: %v", m, err)
+		}
+		spec.Metrics = append(spec.Metrics, runner.MetricFile{Path: path, Format: format})
+	}
+	switch cmd.String("gpu") {
+	case "auto":
+		spec.GPU = true
+	case "off":
+	default:
+		return spec, usagef("--gpu %q: want auto or off", cmd.String("gpu"))
+	}
+	return spec, nil
+}
+
+func namedPaths(flag string, vals []string) ([]runner.Named, error) {
+	var out []runner.Named
+	for _, v := range vals {
+		k, p, ok := strings.Cut(v, "=")
+		if !ok || k == "" || p == "" {
+			return nil, usagef("--%s %q: want NAME=PATH", flag, v)
+		}
+		out = append(out, runner.Named{Name: k, Path: p})
+	}
+	return out, nil
+}
+
+type runOptions struct {
+	Dir  string
+	JSON bool
+	Spec runner.Spec
+}
+
+func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, error) {
+	l, err := ledger.Open(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if opts.JSON {
+		opts.Spec.Stdout = nil // keep stdout clean for the JSON; the output is in the ledger
+	}
+	res, err := runner.Run(ctx, l, opts.Spec)
+	if err != nil {
+		return nil, err
+	}
+	err = emit(w, opts.JSON, res, func(w io.Writer) error {
+		fmt.Fprintf(w, "rlgate: run %s (stage %s) %s", res.Run, res.Stage, res.Status)
+		if res.Reason != "" {
+			fmt.Fprintf(w, ": %s", res.Reason)
+		}
+		fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points, %.1fs\n", res.StartSeq, res.EndSeq, res.MetricPoints, res.DurationS)
+		for name, d := range res.Outputs {
+			fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
+		}
+		return nil
+	})
+	if err != nil {
+		return res, err
+	}
+	switch res.Status {
+	case "ok":
+		return res, nil
+	case "interrupted":
+		return res, context.Canceled
+	}
+	return res, fmt.Errorf("stage %s failed (%s); its record is run %s", res.Stage, res.Reason, res.Run)
+}

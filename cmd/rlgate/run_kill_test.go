@@ -1,0 +1,108 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// TestMain lets the test binary act as the rlgate command in child-process
+// tests: with RLGATE_TEST_MAIN set it runs the CLI on its arguments.
+func TestMain(m *testing.M) {
+	if os.Getenv("RLGATE_TEST_MAIN") == "1" {
+		os.Exit(run(context.Background(), append([]string{"rlgate"}, os.Args[1:]...), os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+// rlgateProcess starts the CLI as a real child process.
+func rlgateProcess(t *testing.T, args ...string) *exec.Cmd {
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), "RLGATE_TEST_MAIN=1")
+	return cmd
+}
+
+func TestSIGKILLMidStage(t *testing.T) {
+	dir := t.TempDir()
+	ldir := filepath.Join(dir, "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	work := filepath.Join(dir, "work")
+	os.MkdirAll(work, 0o755)
+	script := `echo $$ > stage.pid; i=0; while true; do i=$((i+1)); echo "{\"step\": $i, \"data\": {\"critic/score/mean\": 0.5}}" >> m.jsonl; echo "step $i"; sleep 0.05; done`
+	cmd := rlgateProcess(t, "--ledger", ldir, "run", "--stage", "rl1", "--run", "rl1-killed", "--gpu", "off", "--flush", "100ms",
+		"--metrics", filepath.Join(work, "m.jsonl")+":verl", "--", "sh", "-c", "cd "+work+" && "+script)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	// Wait until metrics have reached the ledger, then kill rlgate.
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		l, err := ledger.Open(context.Background(), ldir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts, _, _ := l.Series(context.Background(), "rl1-killed", "critic/score/mean")
+		l.Close()
+		if len(pts) >= 5 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatal("no metrics reached the ledger within 20s")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Signal(syscall.SIGKILL)
+	cmd.Wait()
+
+	// The stage itself must not outlive its recorder.
+	pidText, _ := os.ReadFile(filepath.Join(work, "stage.pid"))
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(pidText)))
+	for i := 0; ; i++ {
+		if err := syscall.Kill(pid, 0); err != nil {
+			break
+		}
+		if i > 100 {
+			t.Fatalf("stage process %d still running 5s after rlgate was killed", pid)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+
+	l, err := ledger.Open(context.Background(), ldir) // this open closes the run
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	runs, _ := l.Runs(context.Background())
+	if len(runs) != 1 || runs[0].Status != "interrupted" {
+		t.Fatalf("runs after SIGKILL: %+v", runs)
+	}
+	pts, _, _ := l.Series(context.Background(), "rl1-killed", "critic/score/mean")
+	if len(pts) < 5 {
+		t.Errorf("metrics logged before the kill were lost: %d points", len(pts))
+	}
+	logs := 0
+	for _, err := range l.Entries(context.Background(), ledger.Filter{Run: "rl1-killed", Kind: "log"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs++
+	}
+	if logs == 0 {
+		t.Error("output logged before the kill was lost")
+	}
+	rep, err := l.Verify(context.Background(), ledger.VerifyOptions{})
+	if err != nil || !rep.OK() {
+		t.Fatalf("verify after SIGKILL: %v %+v", err, rep.Findings)
+	}
+}

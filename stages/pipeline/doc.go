@@ -1,0 +1,16 @@
+// Package pipeline reads rlgate.yaml pipeline files and reproduces them
+// through the ledger.
+//
+// A pipeline names stages, each with a cmd (a list is an argv, a string is
+// run by sh -c), deps and outs (name: path), params, configs, metrics files
+// and an optional timeout and gpu setting. A stage depends on the stages
+// whose outs hold its deps; Load orders the stages and refuses unknown
+// fields, cycles and an output with two producers.
+//
+// Repro walks the stages in order and runs a stage only when it must: when
+// it never succeeded, or its command, params, configs or input digests
+// differ from its last successful run, or an output no longer has the digest
+// that run recorded. Every decision comes with its reasons. Lineage is by
+// digest, so re-running an upstream stage that writes the same bytes does
+// not force the downstream ones to run.
+package pipeline

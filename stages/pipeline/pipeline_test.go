@@ -1,0 +1,146 @@
+package pipeline
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/rlgate/rlgate/ledger/ledgertest"
+)
+
+var ctx = context.Background()
+
+// threeStages is a pipeline whose stages each copy their input forward and
+// add their own param, so a change upstream really changes what flows down.
+const threeStages = `stages:
+  c:
+    cmd: "cat out/b.txt > out/c.txt && echo c-$RLGATE_PARAM_TAG >> out/c.txt"
+    deps: {b: out/b.txt}
+    outs: {c: out/c.txt}
+    params: {tag: "1"}
+    gpu: off
+  a:
+    cmd: "mkdir -p out && cat in.txt > out/a.txt && echo a-$RLGATE_PARAM_TAG >> out/a.txt"
+    deps: {in: in.txt}
+    outs: {a: out/a.txt}
+    params: {tag: "1"}
+    gpu: off
+  b:
+    cmd: [sh, -c, "cat out/a.txt > out/b.txt && echo b-$RLGATE_PARAM_TAG >> out/b.txt"]
+    deps: {a: out/a.txt}
+    outs: {b: out/b.txt}
+    params: {tag: "one"}
+    gpu: off
+`
+
+func actions(t *testing.T, ds []Decision) string {
+	t.Helper()
+	var parts []string
+	for _, d := range ds {
+		parts = append(parts, d.Stage+":"+d.Action)
+	}
+	return strings.Join(parts, " ")
+}
+
+func TestReproRunsOnlyWhatChanged(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "rlgate.yaml")
+	os.WriteFile(pf, []byte(threeStages), 0o644)
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("v1\n"), 0o644)
+	l := ledgertest.New(t)
+	repro := func(names ...string) string {
+		t.Helper()
+		f, err := Load(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Repro(ctx, l, f, names, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return actions(t, ds)
+	}
+	steps := []struct {
+		name   string
+		change func()
+		names  []string
+		want   string
+	}{
+		{"first run executes every stage in dependency order", nil, nil, "a:ran b:ran c:ran"},
+		{"re-running executes nothing", nil, nil, "a:skip b:skip c:skip"},
+		{"an input change re-runs its stage and those downstream", func() {
+			os.WriteFile(filepath.Join(dir, "in.txt"), []byte("v2\n"), 0o644)
+		}, nil, "a:ran b:ran c:ran"},
+		{"a param change re-runs that stage and downstream only", func() {
+			os.WriteFile(pf, []byte(strings.Replace(threeStages, `tag: "one"`, `tag: "two"`, 1)), 0o644)
+		}, nil, "a:skip b:ran c:ran"},
+		{"a command change that writes the same bytes stops there", func() {
+			cur, _ := os.ReadFile(pf)
+			os.WriteFile(pf, []byte(strings.Replace(string(cur), "cat out/a.txt > out/b.txt", "cat out/a.txt  > out/b.txt", 1)), 0o644)
+		}, nil, "a:skip b:ran c:skip"},
+		{"a tampered output re-runs its producer", func() {
+			os.WriteFile(filepath.Join(dir, "out/c.txt"), []byte("edited by hand\n"), 0o644)
+		}, nil, "a:skip b:skip c:ran"},
+		{"naming a stage selects it and its upstream", nil, []string{"b"}, "a:skip b:skip"},
+	}
+	for _, s := range steps {
+		if s.change != nil {
+			s.change()
+		}
+		if got := repro(s.names...); got != s.want {
+			t.Fatalf("%s: got %s, want %s", s.name, got, s.want)
+		}
+	}
+	got, _ := os.ReadFile(filepath.Join(dir, "out/c.txt"))
+	if string(got) != "v2\na-1\nb-two\nc-1\n" {
+		t.Errorf("out/c.txt = %q", got)
+	}
+}
+
+func TestLoadRefusesBadFiles(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"unknown field", "stages:\n  a:\n    cmd: [true]\n    dependencies: {x: y}\n", "field dependencies not found"},
+		{"no cmd", "stages:\n  a:\n    outs: {x: y}\n", "no cmd"},
+		{"cycle", "stages:\n  a:\n    cmd: [true]\n    deps: {x: b.txt}\n    outs: {y: a.txt}\n  b:\n    cmd: [true]\n    deps: {x: a.txt}\n    outs: {y: b.txt}\n", "cycle"},
+		{"two producers", "stages:\n  a:\n    cmd: [true]\n    outs: {y: o}\n  b:\n    cmd: [true]\n    outs: {z: o}\n", "written by both"},
+		{"bad timeout", "stages:\n  a:\n    cmd: [true]\n    timeout: soon\n", "timeout"},
+		{"no stages", "stages: {}\n", "non-empty"},
+		{"top-level typo", "stage:\n  a:\n    cmd: [true]\n", "field stage not found"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := filepath.Join(t.TempDir(), "rlgate.yaml")
+			os.WriteFile(p, []byte(tt.yaml), 0o644)
+			_, err := Load(p)
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), p) {
+				t.Errorf("got %v, want an error naming %s and saying %q", err, p, tt.want)
+			}
+		})
+	}
+}
+
+// TestSeedPipelineValidates checks the shipped example: it loads, orders
+// its five stages, and a dry run decides without running anything.
+func TestSeedPipelineValidates(t *testing.T) {
+	f, err := Load("../../examples/seed-pipeline/rlgate.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, s := range f.Stages {
+		names = append(names, s.Name)
+	}
+	if got := strings.Join(names, " "); got != "synthesize sft rl_stage1 rl_stage2 evaluate" {
+		t.Errorf("order %s", got)
+	}
+	l := ledgertest.New(t)
+	ds, err := Repro(ctx, l, f, nil, Options{DryRun: true})
+	if err != nil || len(ds) != 5 {
+		t.Fatalf("%v %v", ds, err)
+	}
+	if runs, _ := l.Runs(ctx); len(runs) != 0 {
+		t.Errorf("a dry run ran %d stages", len(runs))
+	}
+}

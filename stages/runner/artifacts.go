@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+)
+
+// artifactBody is the body of the artifact entries a run writes: the
+// fields the ledger derives, plus where the bytes were and where they came
+// from.
+type artifactBody struct {
+	ledger.Artifact
+	Path       string         `json:"path"`
+	Files      int            `json:"files,omitempty"`
+	Bytes      int64          `json:"bytes,omitempty"`
+	Canonical  *ledger.Digest `json:"canonical,omitempty"`   // configs: canonical JSON blob
+	ProducedBy *Lineage       `json:"produced_by,omitempty"` // inputs: the run whose output this was
+}
+
+// Lineage links an input to the run that wrote the same digest as output.
+type Lineage struct {
+	Run string `json:"run"`
+	Seq int64  `json:"seq"`
+}
+
+// isCheckpoint reports whether path is a safetensors file or a directory
+// holding safetensors files at its top level.
+func isCheckpoint(path string) bool {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return false
+	}
+	if !fi.IsDir() {
+		return filepath.Ext(path) == ".safetensors"
+	}
+	m, _ := filepath.Glob(filepath.Join(path, "*.safetensors"))
+	return len(m) > 0
+}
+
+// Digested is a path digested the way runs record it.
+type Digested struct {
+	Kind     string // "checkpoint" or "dataset"
+	Digest   ledger.Digest
+	Files    int
+	Bytes    int64
+	Manifest any // *manifests.CheckpointManifest or *manifests.DatasetManifest
+}
+
+// DigestPath digests path as a checkpoint (its digest is the model
+// identity, which survives re-sharding) when it is a safetensors file or a
+// directory holding them, and as a dataset tree otherwise.
+func DigestPath(ctx context.Context, path string) (Digested, error) {
+	if isCheckpoint(path) {
+		m, err := manifests.BuildCheckpointManifest(ctx, path)
+		if err != nil {
+			return Digested{}, err
+		}
+		return Digested{Kind: "checkpoint", Digest: m.Identity, Files: len(m.Files), Bytes: m.Size, Manifest: m}, nil
+	}
+	m, err := manifests.HashTree(path)
+	if err != nil {
+		return Digested{}, err
+	}
+	return Digested{Kind: "dataset", Digest: m.Digest, Files: m.Files, Bytes: m.Bytes, Manifest: m}, nil
+}
+
+// hashArtifact digests path and stores its manifest as a blob.
+func hashArtifact(ctx context.Context, l *ledger.Ledger, role, name, path string) (artifactBody, ledger.Digest, error) {
+	a := artifactBody{Artifact: ledger.Artifact{Role: role, Name: name}, Path: path}
+	dg, err := DigestPath(ctx, path)
+	if err != nil {
+		return a, ledger.Digest{}, fmt.Errorf("%s %s: %w", role, name, err)
+	}
+	a.Kind, a.Digest, a.Files, a.Bytes = dg.Kind, dg.Digest, dg.Files, dg.Bytes
+	body, err := ledger.CanonicalJSON(dg.Manifest)
+	if err != nil {
+		return a, ledger.Digest{}, err
+	}
+	blob, _, err := l.PutBlob(bytes.NewReader(body))
+	if err != nil {
+		return a, ledger.Digest{}, err
+	}
+	a.Manifest = &blob
+	return a, blob, nil
+}
+
+// lineage finds the latest run that recorded d as an output.
+func lineage(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (*Lineage, error) {
+	rows, err := l.ArtifactsByDigest(ctx, d)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Role == "output" {
+			return &Lineage{Run: rows[i].Run, Seq: rows[i].Seq}, nil
+		}
+	}
+	return nil, nil
+}

@@ -1,0 +1,105 @@
+package runner
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+	"go.yaml.in/yaml/v3"
+)
+
+// canonicalConfig returns the canonical JSON of a YAML or JSON config, so
+// two configs that differ only in layout, key order or number spelling
+// (1e-6 vs 0.000001) hash alike. Other files have no canonical form (nil).
+func canonicalConfig(path string, raw []byte) ([]byte, error) {
+	switch strings.ToLower(filepath.Ext(path)) {
+	case ".yaml", ".yml":
+		var v any
+		dec := yaml.NewDecoder(bytes.NewReader(raw))
+		if err := dec.Decode(&v); err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		return ledger.CanonicalJSON(stringKeys(v))
+	case ".json":
+		return ledger.Canonicalize(raw)
+	}
+	return nil, nil
+}
+
+// stringKeys turns YAML maps with non-string keys into string-keyed maps,
+// which JSON requires.
+func stringKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = stringKeys(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = stringKeys(e)
+		}
+	}
+	return v
+}
+
+// ConfigDigest is the digest repro compares for a config file: of its
+// canonical form for YAML and JSON, of its bytes otherwise.
+func ConfigDigest(path string) (ledger.Digest, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return ledger.Digest{}, fmt.Errorf("config: %w", err)
+	}
+	canon, err := canonicalConfig(path, raw)
+	if err != nil {
+		return ledger.Digest{}, err
+	}
+	if canon != nil {
+		return ledger.Sum(canon), nil
+	}
+	return ledger.Sum(raw), nil
+}
+
+// configArtifact stores a config's raw bytes and canonical form as blobs.
+func configArtifact(l *ledger.Ledger, path string) (artifactBody, []ledger.Digest, error) {
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		return artifactBody{}, nil, fmt.Errorf("config: %w", err)
+	}
+	canon, err := canonicalConfig(path, raw)
+	if err != nil {
+		return artifactBody{}, nil, err
+	}
+	rawBlob, err := l.PutBlobBytes(raw)
+	if err != nil {
+		return artifactBody{}, nil, err
+	}
+	a := artifactBody{Artifact: ledger.Artifact{Role: "config", Name: path, Kind: "config", Digest: rawBlob}, Path: path}
+	blobs := []ledger.Digest{rawBlob}
+	if canon != nil {
+		c, err := l.PutBlobBytes(canon)
+		if err != nil {
+			return artifactBody{}, nil, err
+		}
+		a.Canonical = &c
+		blobs = append(blobs, c)
+	}
+	return a, blobs, nil
+}
+
+// canonicalDigest is what makes two configs "the same" for repro.
+func (a artifactBody) canonicalDigest() ledger.Digest {
+	if a.Canonical != nil {
+		return *a.Canonical
+	}
+	return a.Digest
+}

@@ -1,0 +1,394 @@
+package runner
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rlgate/rlgate/gpu"
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// Named is a declared input or output: a name the pipeline uses and a path.
+type Named struct {
+	Name string `json:"name"`
+	Path string `json:"path"`
+}
+
+// Spec is one stage to run through the ledger.
+type Spec struct {
+	Stage   string
+	Run     string   // run id; empty: <stage>-<UTC time>-<4 hex>
+	Argv    []string // run as is: no shell unless Argv names one
+	Dir     string   // working directory; empty: the current one
+	Inputs  []Named
+	Outputs []Named
+	Params  map[string]string
+	Configs []string
+	Metrics []MetricFile
+	GPU     bool          // sample nvidia-smi while the stage runs
+	Timeout time.Duration // 0: none
+	Stdout  io.Writer     // the terminal; nil: output goes only to the ledger
+	Stderr  io.Writer
+	// FlushEvery is how often output and metrics go to the ledger while the
+	// stage runs; 0 means DefaultFlush.
+	FlushEvery  time.Duration
+	GPUInterval time.Duration // 0: gpu.DefaultInterval
+	Environ     []string      // nil: os.Environ()
+}
+
+// DefaultFlush bounds what a crash of rlgate itself can lose.
+const DefaultFlush = 2 * time.Second
+
+// killGrace is how long a stage has to exit after SIGTERM (timeout or an
+// interrupt) before it is killed.
+const killGrace = 10 * time.Second
+
+// StartBody is the body of a stage's run.start entry. Repro compares Argv,
+// Params, Inputs and Configs with a later invocation.
+type StartBody struct {
+	Stage    string                   `json:"stage"`
+	Argv     []string                 `json:"argv"`
+	Dir      string                   `json:"dir"`
+	Params   map[string]string        `json:"params,omitempty"`
+	Inputs   map[string]ledger.Digest `json:"inputs,omitempty"`
+	Configs  map[string]ledger.Digest `json:"configs,omitempty"` // path -> canonical digest
+	Outputs  []Named                  `json:"outputs,omitempty"`
+	Metrics  []MetricFile             `json:"metrics,omitempty"`
+	Code     CodeVersion              `json:"code"`
+	Env      map[string]string        `json:"env"`
+	Host     Host                     `json:"host"`
+	TimeoutS float64                  `json:"timeout_s,omitempty"`
+	PID      int                      `json:"pid"`
+}
+
+// EndBody is the body of a stage's run.end entry.
+type EndBody struct {
+	ledger.RunEnd
+	Reason       string                   `json:"reason,omitempty"`
+	Signal       string                   `json:"signal,omitempty"`
+	DurationS    float64                  `json:"duration_s"`
+	Outputs      map[string]ledger.Digest `json:"outputs,omitempty"`
+	MetricPoints int64                    `json:"metric_points"`
+	LogBytes     map[string]int64         `json:"log_bytes"`
+	GPU          *gpu.Summary             `json:"gpu,omitempty"`
+	GPUState     gpu.State                `json:"gpu_state,omitempty"`
+}
+
+// Result is what Run reports.
+type Result struct {
+	Run      string `json:"run"`
+	Stage    string `json:"stage"`
+	StartSeq int64  `json:"start_seq"`
+	EndSeq   int64  `json:"end_seq"`
+	EndBody
+}
+
+// Run records and runs one stage: it hashes inputs and configs and records
+// the code version, environment and host; runs the command, teeing its
+// output into the ledger and ingesting metrics and GPU telemetry while it
+// runs; then hashes outputs and closes the run. A stage that fails is
+// recorded as failed and is not an error; an error means the ledger could
+// not record the stage.
+func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
+	if err := spec.check(); err != nil {
+		return nil, err
+	}
+	// Recording must outlive an interrupt, which cancels ctx.
+	rec := context.WithoutCancel(ctx)
+	if spec.Run == "" {
+		spec.Run = newRunID(spec.Stage)
+	}
+	if spec.Dir == "" {
+		spec.Dir = "."
+	}
+	if spec.Environ == nil {
+		spec.Environ = os.Environ()
+	}
+	if spec.FlushEvery <= 0 {
+		spec.FlushEvery = DefaultFlush
+	}
+
+	var arts []artifactBody
+	var blobs []ledger.Digest
+	start := StartBody{Stage: spec.Stage, Argv: spec.Argv, Params: spec.Params, Outputs: spec.Outputs, Metrics: spec.Metrics,
+		Env: CaptureEnv(spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid()}
+	start.Dir, _ = filepath.Abs(spec.Dir)
+	if len(spec.Inputs) > 0 {
+		start.Inputs = map[string]ledger.Digest{}
+	}
+	for _, in := range spec.Inputs {
+		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
+		if err != nil {
+			return nil, err
+		}
+		if a.ProducedBy, err = lineage(ctx, l, a.Digest); err != nil {
+			return nil, err
+		}
+		start.Inputs[in.Name] = a.Digest
+		arts, blobs = append(arts, a), append(blobs, blob)
+	}
+	if len(spec.Configs) > 0 {
+		start.Configs = map[string]ledger.Digest{}
+	}
+	for _, c := range spec.Configs {
+		a, bs, err := configArtifact(l, c)
+		if err != nil {
+			return nil, err
+		}
+		start.Configs[c] = a.canonicalDigest()
+		arts, blobs = append(arts, a), append(blobs, bs...)
+	}
+	var err error
+	if start.Code, err = captureCode(ctx, l, spec.Dir); err != nil {
+		return nil, fmt.Errorf("record code version: %w", err)
+	}
+	start.Host = DescribeHost(ctx)
+	var codeBlobs []ledger.Digest
+	if start.Code.Diff != nil {
+		codeBlobs = append(codeBlobs, *start.Code.Diff)
+	}
+
+	run, err := l.StartRun(rec, spec.Run, start, codeBlobs...)
+	if err != nil {
+		return nil, err
+	}
+	res := &Result{Run: spec.Run, Stage: spec.Stage, StartSeq: run.Seq}
+	recs := make([]ledger.Record, len(arts))
+	for i, a := range arts {
+		var bs []ledger.Digest
+		if a.Manifest != nil {
+			bs = append(bs, *a.Manifest)
+		}
+		if a.Canonical != nil {
+			bs = append(bs, *a.Canonical, a.Digest)
+		}
+		recs[i] = ledger.Record{Kind: ledger.KindArtifact, Run: spec.Run, Body: a, Blobs: bs}
+	}
+	if _, err := l.Append(rec, recs...); err != nil {
+		return nil, err
+	}
+
+	began := time.Now()
+	res.EndBody = execute(ctx, rec, l, spec)
+	res.DurationS = time.Since(began).Seconds()
+	if err := recordOutputs(rec, l, spec, &res.EndBody); err != nil {
+		res.Status, res.Reason = "failed", err.Error()
+	}
+	end, err := run.End(rec, res.EndBody)
+	if err != nil {
+		return nil, err
+	}
+	res.EndSeq = end.Seq
+	return res, nil
+}
+
+func (s *Spec) check() error {
+	switch {
+	case s.Stage == "":
+		return errors.New("run: a stage name is required (--stage)")
+	case len(s.Argv) == 0:
+		return errors.New("run: no command given (put it after --)")
+	}
+	seen := map[string]bool{}
+	for _, n := range append(append([]Named{}, s.Inputs...), s.Outputs...) {
+		if n.Name == "" || n.Path == "" {
+			return fmt.Errorf("run: input/output %q: want name=path", n.Name+"="+n.Path)
+		}
+		if seen[n.Name] {
+			return fmt.Errorf("run: %q is declared twice", n.Name)
+		}
+		seen[n.Name] = true
+	}
+	return nil
+}
+
+func newRunID(stage string) string {
+	var b [2]byte
+	rand.Read(b[:])
+	return stage + "-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
+}
+
+// execute runs the command and records its output, metrics and telemetry
+// while it runs. It returns the end body without outputs.
+func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec) EndBody {
+	runCtx := ctx
+	if spec.Timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(runCtx, spec.Argv[0], spec.Argv[1:]...)
+	cmd.Dir = spec.Dir
+	cmd.Env = spec.Environ
+	for k, v := range spec.Params {
+		cmd.Env = append(cmd.Env, ParamEnv(k)+"="+v)
+	}
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd.WaitDelay = killGrace
+	setDeathSignal(cmd)
+	stdout := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stdout", term: spec.Stdout}
+	stderr := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stderr", term: spec.Stderr}
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+
+	var end EndBody
+	var recordErr error
+	note := func(err error) {
+		if err != nil && recordErr == nil {
+			recordErr = err
+		}
+	}
+	ingesters := make([]*ingester, len(spec.Metrics))
+	for i, m := range spec.Metrics {
+		ingesters[i] = &ingester{file: m}
+	}
+
+	if err := cmd.Start(); err != nil {
+		end.Status, end.Reason = "failed", fmt.Sprintf("start %s: %v", spec.Argv[0], err)
+		return end
+	}
+	var samples []gpu.Sample
+	var smu sync.Mutex
+	gpuDone := make(chan gpu.Result, 1)
+	gpuCtx, stopGPU := context.WithCancel(rec)
+	if spec.GPU {
+		s := &gpu.Sampler{Interval: spec.GPUInterval, OnSample: func(s gpu.Sample) error {
+			smu.Lock()
+			samples = append(samples, s)
+			smu.Unlock()
+			return nil
+		}}
+		go func() { r, _ := s.Run(gpuCtx); gpuDone <- r }()
+	} else {
+		gpuDone <- gpu.Result{}
+	}
+	waited := make(chan error, 1)
+	go func() { waited <- cmd.Wait() }()
+
+	var gpuRecorded int
+	flushAll := func(final bool) {
+		note(stdout.flush())
+		note(stderr.flush())
+		for _, g := range ingesters {
+			note(g.poll(rec, l, spec.Run, final))
+		}
+		smu.Lock()
+		batch := samples[gpuRecorded:]
+		gpuRecorded = len(samples)
+		smu.Unlock()
+		if len(batch) > 0 {
+			_, err := l.Append(rec, ledger.Record{Kind: KindGPUSamples, Run: spec.Run, Body: GPUSamples{Samples: batch}})
+			note(err)
+		}
+	}
+	tick := time.NewTicker(spec.FlushEvery)
+	defer tick.Stop()
+	var waitErr error
+loop:
+	for {
+		select {
+		case <-tick.C:
+			flushAll(false)
+		case waitErr = <-waited:
+			break loop
+		}
+	}
+	stopGPU()
+	gres := <-gpuDone
+	flushAll(true)
+
+	end.LogBytes = map[string]int64{"stdout": stdout.offset, "stderr": stderr.offset}
+	for _, g := range ingesters {
+		end.MetricPoints += g.points
+	}
+	if spec.GPU {
+		end.GPUState = gres.State
+		if len(samples) > 0 {
+			s := gpu.Summarize(samples)
+			end.GPU = &s
+		}
+	}
+	code := cmd.ProcessState.ExitCode()
+	end.ExitCode = &code
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		end.Signal = ws.Signal().String()
+	}
+	switch {
+	case ctx.Err() != nil:
+		end.Status, end.Reason = "interrupted", "rlgate was interrupted; the stage was sent SIGTERM"
+	case runCtx.Err() != nil:
+		end.Status, end.Reason = "failed", fmt.Sprintf("timed out after %s", spec.Timeout)
+	case waitErr != nil:
+		end.Status, end.Reason = "failed", waitErr.Error()
+	default:
+		end.Status = "ok"
+	}
+	if recordErr != nil {
+		end.Status = "failed"
+		end.Reason = "recording the stage: " + recordErr.Error()
+	}
+	return end
+}
+
+// recordOutputs hashes the declared outputs that exist; a stage that
+// succeeded but left a declared output missing has failed.
+func recordOutputs(rec context.Context, l *ledger.Ledger, spec Spec, end *EndBody) error {
+	if len(spec.Outputs) == 0 {
+		return nil
+	}
+	end.Outputs = map[string]ledger.Digest{}
+	var recs []ledger.Record
+	var missing []string
+	for _, out := range spec.Outputs {
+		if _, err := os.Lstat(out.Path); err != nil {
+			missing = append(missing, out.Name+"="+out.Path)
+			continue
+		}
+		a, blob, err := hashArtifact(rec, l, "output", out.Name, out.Path)
+		if err != nil {
+			return err
+		}
+		end.Outputs[out.Name] = a.Digest
+		recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: spec.Run, Body: a, Blobs: []ledger.Digest{blob}})
+	}
+	if len(recs) > 0 {
+		if _, err := l.Append(rec, recs...); err != nil {
+			return err
+		}
+	}
+	if len(missing) > 0 && end.Status == "ok" {
+		sort.Strings(missing)
+		return fmt.Errorf("the stage exited 0 but did not write %v", missing)
+	}
+	return nil
+}
+
+// ParamEnv names the environment variable through which a stage sees a
+// parameter: lr -> RLGATE_PARAM_LR.
+func ParamEnv(key string) string {
+	return "RLGATE_PARAM_" + strings.ToUpper(strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' {
+			return r
+		}
+		return '_'
+	}, key))
+}
+
+// KindGPUSamples is the entry kind of a batch of nvidia-smi samples.
+const KindGPUSamples = "gpu.samples"
+
+// GPUSamples is the body of a gpu.samples entry.
+type GPUSamples struct {
+	Samples []gpu.Sample `json:"samples"`
+}

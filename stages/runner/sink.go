@@ -1,0 +1,78 @@
+package runner
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"sync"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// KindLog is the entry kind of a chunk of a stage's output.
+const KindLog = "log"
+
+// LogChunk is the body of a log entry: Bytes bytes of one stream starting
+// at Offset, stored as the entry's blob. Concatenating a run's chunks of a
+// stream in seq order gives the stream.
+type LogChunk struct {
+	Stream string `json:"stream"` // "stdout" or "stderr"
+	Offset int64  `json:"offset"`
+	Bytes  int    `json:"bytes"`
+}
+
+// logChunkMax is how much output is buffered before it goes to the ledger
+// even between ticks.
+const logChunkMax = 1 << 20
+
+// logSink tees one output stream of the stage to the terminal and, in
+// chunks, to the ledger, so output up to the last flush survives a crash.
+type logSink struct {
+	mu     sync.Mutex
+	ctx    context.Context
+	l      *ledger.Ledger
+	run    string
+	stream string
+	term   io.Writer
+	buf    bytes.Buffer
+	offset int64
+	err    error // the first ledger error; later writes still reach the terminal
+}
+
+func (s *logSink) Write(p []byte) (int, error) {
+	if s.term != nil {
+		s.term.Write(p)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.buf.Write(p)
+	if s.buf.Len() >= logChunkMax {
+		s.flushLocked()
+	}
+	return len(p), nil
+}
+
+// flush writes what is buffered as a blob and a log entry.
+func (s *logSink) flush() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.flushLocked()
+	return s.err
+}
+
+func (s *logSink) flushLocked() {
+	if s.buf.Len() == 0 || s.err != nil {
+		return
+	}
+	d, n, err := s.l.PutBlob(bytes.NewReader(s.buf.Bytes()))
+	if err == nil {
+		_, err = s.l.Append(s.ctx, ledger.Record{Kind: KindLog, Run: s.run,
+			Body: LogChunk{Stream: s.stream, Offset: s.offset, Bytes: int(n)}, Blobs: []ledger.Digest{d}})
+	}
+	if err != nil {
+		s.err = err
+		return
+	}
+	s.offset += n
+	s.buf.Reset()
+}
