@@ -1,0 +1,27 @@
+package grade
+
+import "errors"
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrUnknownMetric is returned when a metric name is not bird, spider
+	// or strict.
+	ErrUnknownMetric = errors.New("unknown metric")
+
+	// ErrResultTooLarge is returned, as a denotation's error, when a
+	// query's result exceeds the grader's row or byte cap; the official
+	// evaluators have no cap, so such a query counts as failed and says so.
+	ErrResultTooLarge = errors.New("result exceeds the grading caps")
+
+	// ErrNoPrediction is returned, as a denotation's error, when a
+	// trajectory ended without SQL to grade.
+	ErrNoPrediction = errors.New("no predicted SQL")
+
+	// ErrPredictions is returned when a predictions file cannot be read;
+	// the message names the line or key.
+	ErrPredictions = errors.New("malformed predictions")
+
+	// ErrUnknownFormat is returned when a predictions format name is not
+	// bird-json, spider-txt or jsonl.
+	ErrUnknownFormat = errors.New("unknown predictions format")
+)

@@ -1,0 +1,197 @@
+package grade
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/sqlenv"
+)
+
+// Options are the grader's budgets. A zero field takes its value from
+// DefaultOptions.
+type Options struct {
+	// BirdBudget is the time the bird rule gives prediction and gold
+	// together (evaluation_ex.py's meta_time_out).
+	BirdBudget time.Duration
+	// QueryTimeout bounds each query under the spider and strict rules.
+	// The Spider evaluator's 60 s limit (asyncio.wait_for around a
+	// blocking call) never fires; we keep its value as a real limit.
+	QueryTimeout time.Duration
+	// MaxRows and MaxBytes cap a result; a query over them counts as
+	// failed (ErrResultTooLarge). The official evaluators have no cap.
+	MaxRows  int
+	MaxBytes int64
+	// MaxConns is the number of connections per database.
+	MaxConns int
+}
+
+// DefaultOptions: 30 s for a bird pair, 60 s per spider or strict query,
+// results up to a million rows or 512 MiB.
+func DefaultOptions() Options {
+	return Options{
+		BirdBudget:   30 * time.Second,
+		QueryTimeout: 60 * time.Second,
+		MaxRows:      1_000_000,
+		MaxBytes:     512 << 20,
+	}
+}
+
+func (o Options) withDefaults() Options {
+	d := DefaultOptions()
+	if o.BirdBudget <= 0 {
+		o.BirdBudget = d.BirdBudget
+	}
+	if o.QueryTimeout <= 0 {
+		o.QueryTimeout = d.QueryTimeout
+	}
+	if o.MaxRows <= 0 {
+		o.MaxRows = d.MaxRows
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = d.MaxBytes
+	}
+	return o
+}
+
+// Grader executes predictions and golds and compares them. It owns a
+// read-only executor; gold denotations go through a GoldCache. It is safe
+// for concurrent use.
+type Grader struct {
+	opts Options
+	exec *sqlenv.Executor
+	gold *GoldCache
+
+	mu      sync.Mutex
+	digests map[string]*digestEntry
+	schemas map[string]schema
+}
+
+type digestEntry struct {
+	once sync.Once
+	d    ledger.Digest
+	err  error
+}
+
+// NewGrader returns a grader with opts, keeping gold denotations in cache
+// (a fresh one when nil).
+func NewGrader(opts Options, cache *GoldCache) *Grader {
+	opts = opts.withDefaults()
+	if cache == nil {
+		cache = NewGoldCache()
+	}
+	return &Grader{
+		opts: opts,
+		exec: sqlenv.NewExecutor(sqlenv.Options{
+			Timeout:        max(opts.BirdBudget, opts.QueryTimeout),
+			MaxRows:        opts.MaxRows,
+			MaxBytes:       opts.MaxBytes,
+			MaxValueLength: 64 << 20,
+			MaxConns:       opts.MaxConns,
+		}),
+		gold:    cache,
+		digests: make(map[string]*digestEntry),
+		schemas: make(map[string]schema),
+	}
+}
+
+// Options returns the options in force, so a caller can record them.
+func (g *Grader) Options() Options { return g.opts }
+
+// Close releases the grader's database connections.
+func (g *Grader) Close() error { return g.exec.Close() }
+
+// Execute runs q as metric m runs it (Metric.Query) on the database at
+// dbPath within timeout.
+func (g *Grader) Execute(ctx context.Context, m Metric, dbPath, q string, timeout time.Duration) Denotation {
+	d := Denotation{SQL: m.Query(q)}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	res, err := g.exec.Execute(ctx, dbPath, d.SQL)
+	switch {
+	case err != nil:
+		d.Err = err
+	case res.Truncated:
+		d.Err = ErrResultTooLarge
+	default:
+		d.Columns, d.Rows, d.Elapsed = res.Columns, res.Rows, res.Elapsed
+	}
+	return d
+}
+
+// Gold returns the denotation of the gold query under m on the database
+// at dbPath, from the cache when it is there. The error is not the gold's
+// (that is in the denotation) but the failure to hash the database.
+func (g *Grader) Gold(ctx context.Context, m Metric, dbPath, goldSQL string) (Denotation, error) {
+	digest, err := g.digest(dbPath)
+	if err != nil {
+		return Denotation{}, err
+	}
+	return g.gold.Do(GoldKey{DB: digest, SQL: m.Query(goldSQL)}, func() Denotation {
+		return g.Execute(ctx, m, dbPath, goldSQL, g.timeout(m))
+	}), nil
+}
+
+// timeout is the time one gold query gets under m.
+func (g *Grader) timeout(m Metric) time.Duration {
+	if m == MetricBird {
+		return g.opts.BirdBudget
+	}
+	return g.opts.QueryTimeout
+}
+
+// Grade executes predSQL and (through the cache) goldSQL on the database
+// at dbPath and compares them under m. Under the bird rule the prediction
+// gets what is left of the budget once the gold's own time is taken, as
+// if both ran in one call. An empty predSQL is graded as
+// ErrNoPrediction. The error reports only a database that cannot be
+// hashed; everything about the queries is in the Outcome.
+func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Outcome, error) {
+	gold, err := g.Gold(ctx, m, dbPath, goldSQL)
+	if err != nil {
+		return Outcome{}, err
+	}
+	var pred Denotation
+	switch budget := g.timeout(m); {
+	case predSQL == "":
+		pred = Denotation{Err: ErrNoPrediction}
+	case m == MetricBird && gold.Err == nil:
+		pred = g.Execute(ctx, m, dbPath, predSQL, budget-gold.Elapsed)
+	default:
+		pred = g.Execute(ctx, m, dbPath, predSQL, budget)
+	}
+	return Compare(m, pred, gold), nil
+}
+
+// digest returns the BLAKE3 digest of the database file, hashed once per
+// path for the grader's life: databases are inputs and must not change
+// while graded.
+func (g *Grader) digest(dbPath string) (ledger.Digest, error) {
+	abs, err := filepath.Abs(dbPath)
+	if err != nil {
+		return ledger.Digest{}, fmt.Errorf("hash database %s: %w", dbPath, err)
+	}
+	g.mu.Lock()
+	e := g.digests[abs]
+	if e == nil {
+		e = &digestEntry{}
+		g.digests[abs] = e
+	}
+	g.mu.Unlock()
+	e.once.Do(func() {
+		f, err := os.Open(abs)
+		if err != nil {
+			e.err = fmt.Errorf("hash database: %w", err)
+			return
+		}
+		defer f.Close()
+		if e.d, _, err = ledger.SumReader(f); err != nil {
+			e.err = fmt.Errorf("hash database %s: %w", dbPath, err)
+		}
+	})
+	return e.d, e.err
+}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package sqlenv
+
+const raceEnabled = false
