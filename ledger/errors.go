@@ -26,6 +26,8 @@ var (
 	// ErrBlobMissing is returned by Append when an entry names a blob that is
 	// not in the store: blobs must be durable before the entry naming them.
 	ErrBlobMissing = errors.New("entry references a blob that is not stored")
+	// ErrRunExists is returned by StartRun for a run id the ledger already has.
+	ErrRunExists = errors.New("run id already in the ledger")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 )

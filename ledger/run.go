@@ -25,6 +25,13 @@ type ActiveRun struct {
 // StartRun takes the run's lock and appends its run.start entry. body must
 // carry at least the RunStart fields; blobs are blobs the entry names.
 func (l *Ledger) StartRun(ctx context.Context, run string, body any, blobs ...Digest) (*ActiveRun, error) {
+	var n int
+	if err := l.db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE run = ?", run).Scan(&n); err != nil {
+		return nil, err
+	}
+	if n > 0 {
+		return nil, &Error{Op: "start run", Path: run, Err: ErrRunExists, Hint: "choose another run id (--run), or leave it out to get a fresh one"}
+	}
 	if err := os.MkdirAll(filepath.Join(l.dir, locksDir), 0o755); err != nil {
 		return nil, fmt.Errorf("start run %q: %w", run, err)
 	}

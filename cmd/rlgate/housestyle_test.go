@@ -30,8 +30,9 @@ var allowedImports = map[string][]string{
 
 // forbiddenImports are finer rules: the policy side never sees gold.
 var forbiddenImports = map[string][]string{
-	"stages/rollout": {"stages/grade"},
-	"stages/sqlenv":  {"stages/grade"},
+	"stages/rollout": {"stages/grade", "stages/gold"},
+	"stages/sqlenv":  {"stages/grade", "stages/gold"},
+	"stages/tasks":   {"stages/grade", "stages/gold"},
 }
 
 // goFiles yields the repository's non-test Go files with their import paths.

@@ -102,6 +102,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newShowCommand(),
 			newHeadCommand(),
 			newVerifyCommand(),
+			newDataCommand(),
+			newGradeCommand(),
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),

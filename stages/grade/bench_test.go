@@ -1,28 +1,33 @@
 package grade
 
 import (
-	"path/filepath"
+	"context"
+	"fmt"
 	"testing"
+
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // BenchmarkGradeSpiderDAIL grades the 972 DAIL-SQL + GPT-4 predictions on
-// Spider dev whose database is present (wta_1 skipped) with the spider
-// metric, GOMAXPROCS workers, a fresh grader and gold cache each time, so
-// every gold and every prediction is executed once per operation.
+// Spider dev whose database is present through GradeFile, ledger writes
+// included, with a fresh grader and gold cache each time, so every gold
+// and every prediction is executed once per operation.
 func BenchmarkGradeSpiderDAIL(b *testing.B) {
-	gold := readGold(b, filepath.Join(spiderDir, "dev_gold.sql"))
-	preds := readPredictionsFile(b, filepath.Join(spiderDir, "predictions/dail-sql-gpt4.txt"), FormatSpiderTxt, len(gold))
-	root := filepath.Join(spiderDir, "database")
-	graded := 0
+	dir := importSpider(b)
+	l, err := ledger.Init(context.Background(), b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	n := 0
 	for b.Loop() {
 		g := NewGrader(Options{}, nil)
-		graded = 0
-		for _, o := range gradeAll(b, g, MetricSpider, root, gold, preds) {
-			if o != nil {
-				graded++
-			}
+		n++
+		s, err := GradeFile(context.Background(), l, g, FileOptions{Run: fmt.Sprintf("bench-%d", n),
+			Predictions: spiderDir + "/predictions/dail-sql-gpt4.txt", Format: FormatSpiderTxt, Dataset: dir, Metric: MetricSpider})
+		if err != nil || s.Total != 972 {
+			b.Fatal(err)
 		}
 		g.Close()
 	}
-	b.ReportMetric(float64(graded), "items/op")
 }

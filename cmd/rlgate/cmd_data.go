@@ -1,0 +1,119 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/urfave/cli/v3"
+)
+
+func newDataCommand() *cli.Command {
+	out := &cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write tasks.jsonl, gold.jsonl and manifest.json to"}
+	name := &cli.StringFlag{Name: "name", Usage: "dataset `NAME`, the prefix of task ids (default: the benchmark's name)"}
+	dbRoot := &cli.StringFlag{Name: "db-root", Required: true, Usage: "`DIR` holding <db_id>/<db_id>.sqlite"}
+	importHelp := "Writes the public tasks (id, position, db_id, question, evidence, a schema\n" +
+		"rendered from the database) and the gold (id, SQL, difficulty) to separate\n" +
+		"files with both digests in manifest.json, and records a dataset entry.\n" +
+		"Questions whose database is missing are listed and skipped.\n\n" + exitCodesHelp
+	action := func(kind string) cli.ActionFunc {
+		return func(ctx context.Context, cmd *cli.Command) error {
+			_, err := runDataImport(ctx, dataImportOptions{Kind: kind, Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"),
+				Name: cmd.String("name"), DBRoot: cmd.String("db-root"), Dev: cmd.String("dev"), Gold: cmd.String("gold"),
+				Tables: cmd.String("tables"), Parquet: cmd.String("parquet")}, cmd.Root().Writer)
+			return err
+		}
+	}
+	return &cli.Command{
+		Name:        "data",
+		Usage:       "import benchmarks into public tasks and gold",
+		Description: "Benchmarks are split into what a policy may see and what only grading reads.\n\n" + exitCodesHelp,
+		Commands: []*cli.Command{{
+			Name:        "import",
+			Usage:       "import Spider, BIRD or SkyRL parquet",
+			Description: importHelp,
+			Commands: []*cli.Command{
+				{Name: "spider", Usage: "import Spider (dev.json, dev_gold.sql, tables.json, database/)", Description: importHelp,
+					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json`"},
+						&cli.StringFlag{Name: "gold", Required: true, Usage: "`dev_gold.sql` (SQL<TAB>db_id per line)"},
+						&cli.StringFlag{Name: "tables", Usage: "`tables.json` (hashed as a source)"}},
+					Action: action("spider")},
+				{Name: "bird", Usage: "import BIRD dev or mini-dev (dev.json / mini_dev_sqlite.json, dev_databases/)", Description: importHelp,
+					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json` or mini_dev_sqlite.json"}},
+					Action: action("bird")},
+				{Name: "skyrl", Usage: "import a SkyRL text2sql parquet file", Description: importHelp,
+					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+						&cli.StringFlag{Name: "parquet", Required: true, Usage: "`FILE`.parquet with prompt, db_id, data, reward_spec"}},
+					Action: action("skyrl")},
+			},
+		}},
+	}
+}
+
+type dataImportOptions struct {
+	Kind, Dir, Out, Name, DBRoot, Dev, Gold, Tables, Parquet string
+	JSON                                                     bool
+}
+
+type dataImportSummary struct {
+	dataset.Manifest
+	Out string `json:"out"`
+	Seq int64  `json:"seq"` // the dataset entry
+}
+
+func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*dataImportSummary, error) {
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	var im *dataset.Imported
+	switch o.Kind {
+	case "spider":
+		im, err = dataset.ImportSpider(ctx, dataset.SpiderOptions{Name: o.Name, Dev: o.Dev, Gold: o.Gold, Tables: o.Tables, DBRoot: o.DBRoot})
+	case "bird":
+		im, err = dataset.ImportBird(ctx, dataset.BirdOptions{Name: o.Name, Dev: o.Dev, DBRoot: o.DBRoot})
+	case "skyrl":
+		im, err = dataset.ImportSkyRL(ctx, dataset.SkyRLOptions{Name: o.Name, Parquet: o.Parquet, DBRoot: o.DBRoot})
+	}
+	if err != nil {
+		return nil, err
+	}
+	if err := im.WriteDir(o.Out); err != nil {
+		return nil, err
+	}
+	raw, err := os.ReadFile(filepath.Join(o.Out, dataset.ManifestFile))
+	if err != nil {
+		return nil, err
+	}
+	blob, _, err := l.PutBlob(bytes.NewReader(raw))
+	if err != nil {
+		return nil, err
+	}
+	m := im.Manifest
+	es, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Blobs: []ledger.Digest{blob},
+		Body: ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest, Manifest: &blob}})
+	if err != nil {
+		return nil, err
+	}
+	s := &dataImportSummary{Manifest: m, Out: o.Out, Seq: es[0].Seq}
+	return s, emit(w, o.JSON, s, func(w io.Writer) error {
+		fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", m.Dataset, m.Tasks.Count, o.Out, m.Tasks.Digest, m.Gold.Digest)
+		if n := len(m.Skipped); n > 0 {
+			missing := map[string]int{}
+			for _, sk := range m.Skipped {
+				missing[sk.DBID]++
+			}
+			fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %v\n", n, o.DBRoot, missing)
+		}
+		_, err := fmt.Fprintf(w, "  recorded as dataset entry %d\n", s.Seq)
+		return err
+	})
+}

@@ -1,0 +1,9 @@
+// Package dataset imports benchmarks (Spider, BIRD, SkyRL parquet) into
+// two files kept apart: tasks.jsonl, the public side a policy may see (id,
+// position in the source file, db_id, question, evidence and a schema
+// rendered from the database), and gold.jsonl (id, db_id, SQL,
+// difficulty), with both digests and the source and database digests in
+// manifest.json. Questions whose database is missing are skipped and
+// listed, not fatal; every task keeps its position in the source file so
+// predictions aligned by position still find it.
+package dataset

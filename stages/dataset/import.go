@@ -1,0 +1,176 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/sqlenv"
+	"github.com/rlgate/rlgate/stages/tasks"
+)
+
+// ManifestFormat names the layout of manifest.json in an imported dataset.
+const ManifestFormat = "rlgate.dataset-import/v1"
+
+// File names in an imported dataset directory.
+const (
+	TasksFile    = "tasks.jsonl"
+	GoldFile     = "gold.jsonl"
+	ManifestFile = "manifest.json"
+)
+
+// Manifest describes an imported dataset: where it came from, the digests
+// of its public and gold files (kept apart), and what was skipped.
+type Manifest struct {
+	Format    string                   `json:"format"`
+	Dataset   string                   `json:"dataset"`
+	Kind      string                   `json:"kind"`   // spider, bird, skyrl
+	Source    map[string]ledger.Digest `json:"source"` // input file -> digest
+	DBRoot    string                   `json:"db_root"`
+	Databases map[string]ledger.Digest `json:"databases"` // db_id -> digest of its .sqlite
+	Tasks     FileRef                  `json:"tasks"`
+	Gold      FileRef                  `json:"gold"`
+	Skipped   []Skipped                `json:"skipped"`
+}
+
+// FileRef names one written file by digest.
+type FileRef struct {
+	Path   string        `json:"path"`
+	Digest ledger.Digest `json:"digest"`
+	Count  int           `json:"count"`
+}
+
+// Skipped is a source question that was not imported, and why.
+type Skipped struct {
+	Index  int    `json:"index"`
+	DBID   string `json:"db_id"`
+	Reason string `json:"reason"`
+}
+
+// Imported is a dataset read from its source format, ready to write.
+type Imported struct {
+	Tasks    []tasks.Task
+	Gold     []gold.Gold
+	Manifest Manifest
+}
+
+// row is one source question in any format.
+type row struct {
+	dbID, question, evidence, sql, difficulty string
+}
+
+// DBPath is where a database lives under a root: {root}/{db_id}/{db_id}.sqlite.
+func DBPath(root, dbID string) string {
+	return filepath.Join(root, dbID, dbID+".sqlite")
+}
+
+// build turns source rows into tasks and gold, rendering each database's
+// schema once and skipping (and reporting) questions whose database is
+// missing.
+func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources map[string]string) (*Imported, error) {
+	im := &Imported{Manifest: Manifest{Format: ManifestFormat, Dataset: name, Kind: kind, DBRoot: dbRoot,
+		Source: map[string]ledger.Digest{}, Databases: map[string]ledger.Digest{}, Skipped: []Skipped{}}}
+	for label, path := range sources {
+		d, _, err := manifests.HashFile(path)
+		if err != nil {
+			return nil, err
+		}
+		im.Manifest.Source[label] = d
+	}
+	ex := sqlenv.NewExecutor(sqlenv.Options{})
+	defer ex.Close()
+	schemas := map[string]string{}
+	missing := map[string]string{}
+	for i, r := range rows {
+		if why, ok := missing[r.dbID]; ok {
+			im.Manifest.Skipped = append(im.Manifest.Skipped, Skipped{Index: i, DBID: r.dbID, Reason: why})
+			continue
+		}
+		schema, ok := schemas[r.dbID]
+		if !ok {
+			path := DBPath(dbRoot, r.dbID)
+			d, _, err := manifests.HashFile(path)
+			if err != nil {
+				missing[r.dbID] = "database missing: " + path
+				im.Manifest.Skipped = append(im.Manifest.Skipped, Skipped{Index: i, DBID: r.dbID, Reason: missing[r.dbID]})
+				continue
+			}
+			if schema, err = RenderSchema(ctx, ex, path); err != nil {
+				return nil, err
+			}
+			schemas[r.dbID], im.Manifest.Databases[r.dbID] = schema, d
+		}
+		id := fmt.Sprintf("%s-%04d", name, i)
+		im.Tasks = append(im.Tasks, tasks.Task{ID: id, Index: i, Dataset: name, DBID: r.dbID, Question: r.question, Evidence: r.evidence, Schema: schema})
+		im.Gold = append(im.Gold, gold.Gold{ID: id, Index: i, DBID: r.dbID, SQL: r.sql, Difficulty: r.difficulty})
+	}
+	if len(im.Tasks) == 0 {
+		return nil, fmt.Errorf("import %s: no question has its database under %s. Try: --db-root pointing at the directory holding <db_id>/<db_id>.sqlite", name, dbRoot)
+	}
+	return im, nil
+}
+
+// WriteDir writes tasks.jsonl, gold.jsonl and manifest.json into dir. Each
+// file is written to a temporary name and renamed, so a failed import
+// never leaves a half-written file under the final name.
+func (im *Imported) WriteDir(dir string) error {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("write dataset: %w", err)
+	}
+	var err error
+	if im.Manifest.Tasks, err = writeAtomic(dir, TasksFile, len(im.Tasks), func(f *os.File) error { return tasks.Write(f, im.Tasks) }); err != nil {
+		return err
+	}
+	if im.Manifest.Gold, err = writeAtomic(dir, GoldFile, len(im.Gold), func(f *os.File) error { return gold.Write(f, im.Gold) }); err != nil {
+		return err
+	}
+	sort.Slice(im.Manifest.Skipped, func(i, j int) bool { return im.Manifest.Skipped[i].Index < im.Manifest.Skipped[j].Index })
+	body, err := ledger.CanonicalJSON(im.Manifest)
+	if err != nil {
+		return err
+	}
+	_, err = writeAtomic(dir, ManifestFile, 0, func(f *os.File) error { _, err := f.Write(body); return err })
+	return err
+}
+
+func writeAtomic(dir, name string, count int, write func(*os.File) error) (FileRef, error) {
+	f, err := os.CreateTemp(dir, "."+name+"-*")
+	if err != nil {
+		return FileRef{}, fmt.Errorf("write %s: %w", name, err)
+	}
+	defer os.Remove(f.Name())
+	err = write(f)
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	final := filepath.Join(dir, name)
+	if err == nil {
+		err = os.Rename(f.Name(), final)
+	}
+	if err != nil {
+		return FileRef{}, fmt.Errorf("write %s: %w", final, err)
+	}
+	d, _, err := manifests.HashFile(final)
+	return FileRef{Path: name, Digest: d, Count: count}, err
+}
+
+// ReadManifest reads the manifest.json of an imported dataset directory.
+func ReadManifest(dir string) (*Manifest, error) {
+	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("read dataset %s: %w. Try: rlgate data import ... --out %s", dir, err, dir)
+	}
+	var m Manifest
+	if err := jsonUnmarshalStrict(raw, &m); err != nil {
+		return nil, fmt.Errorf("read dataset %s/%s: %w", dir, ManifestFile, err)
+	}
+	return &m, nil
+}

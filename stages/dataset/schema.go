@@ -1,0 +1,72 @@
+package dataset
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rlgate/rlgate/stages/sqlenv"
+)
+
+// examplesPerColumn and exampleMaxLen shape the example values shown
+// under each table, as the seeds' db_details does.
+const (
+	examplesPerColumn = 3
+	exampleMaxLen     = 60
+)
+
+// RenderSchema renders a database for the prompt: each table's CREATE
+// statement as stored, in creation order, followed by up to three distinct
+// non-null example values per column. The same database file always gives
+// the same text.
+func RenderSchema(ctx context.Context, ex *sqlenv.Executor, dbPath string) (string, error) {
+	tables, err := ex.Execute(ctx, dbPath, "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'")
+	if err != nil {
+		return "", fmt.Errorf("render schema of %s: %w", dbPath, err)
+	}
+	var b strings.Builder
+	for i, row := range tables.Rows {
+		name, create := row[0].String(), strings.TrimSpace(row[1].String())
+		if i > 0 {
+			b.WriteString("\n\n")
+		}
+		b.WriteString(create)
+		if !strings.HasSuffix(create, ";") {
+			b.WriteByte(';')
+		}
+		cols, err := ex.Execute(ctx, dbPath, "SELECT name FROM pragma_table_info("+quoteString(name)+")")
+		if err != nil {
+			return "", fmt.Errorf("render schema of %s: table %s: %w", dbPath, name, err)
+		}
+		b.WriteString("\n-- Example values:")
+		for _, c := range cols.Rows {
+			col := c[0].String()
+			q := fmt.Sprintf("SELECT DISTINCT %s FROM %s WHERE %s IS NOT NULL LIMIT %d", quoteIdent(col), quoteIdent(name), quoteIdent(col), examplesPerColumn)
+			vals, err := ex.Execute(ctx, dbPath, q)
+			if err != nil {
+				return "", fmt.Errorf("render schema of %s: %s.%s: %w", dbPath, name, col, err)
+			}
+			var shown []string
+			for _, v := range vals.Rows {
+				shown = append(shown, exampleValue(v[0]))
+			}
+			fmt.Fprintf(&b, "\n--   %s: %s", col, strings.Join(shown, ", "))
+		}
+	}
+	return b.String(), nil
+}
+
+// exampleValue shows a value as a SQL literal, text cut at exampleMaxLen.
+func exampleValue(c sqlenv.Cell) string {
+	s := c.String()
+	if c.Kind != sqlenv.KindText {
+		return s
+	}
+	if r := []rune(s); len(r) > exampleMaxLen {
+		s = string(r[:exampleMaxLen]) + "…"
+	}
+	return quoteString(s)
+}
+
+func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
+func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }

@@ -1,0 +1,258 @@
+package grade
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+)
+
+// FileOptions name one predictions file to grade against an imported
+// dataset, the way the official evaluators grade one.
+type FileOptions struct {
+	Predictions string
+	Format      string // FormatBirdJSON, FormatSpiderTxt or FormatJSONL
+	Dataset     string // a directory written by rlgate data import
+	DBRoot      string // empty: the one recorded at import
+	Metric      Metric
+	Run         string // run id; empty: one is made from the file name
+}
+
+// Item is the grade of one task, as recorded in the ledger's outcomes
+// entries beside the derived fields.
+type Item struct {
+	ledger.Outcome
+	Index      int     `json:"index"` // position in the source dataset
+	DBID       string  `json:"db_id"`
+	Difficulty string  `json:"difficulty,omitempty"`
+	Verdict    Verdict `json:"verdict"`
+	Error      string  `json:"error,omitempty"`
+}
+
+// Bucket counts one difficulty level (or the total).
+type Bucket struct {
+	Correct int     `json:"correct"`
+	Total   int     `json:"total"`
+	EX      float64 `json:"ex"` // percent, as the official scripts print it
+}
+
+// FileSummary is what grading one predictions file reports.
+type FileSummary struct {
+	Run          string            `json:"run"`
+	Metric       Metric            `json:"metric"`
+	Predictions  string            `json:"predictions"`
+	PredDigest   ledger.Digest     `json:"predictions_digest"`
+	Dataset      string            `json:"dataset"`
+	Correct      int               `json:"correct"`
+	Total        int               `json:"total"`
+	EX           float64           `json:"ex"`
+	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
+	GoldDefects  int               `json:"gold_defects"`
+	Skipped      int               `json:"skipped"` // source items without a database, not graded
+	Warnings     []Warning         `json:"warnings"`
+	Items        []Item            `json:"items"`
+	StartSeq     int64             `json:"start_seq"`
+	EndSeq       int64             `json:"end_seq"`
+}
+
+// gradeStart is the body of a grading run's run.start entry.
+type gradeStart struct {
+	Stage       string        `json:"stage"`
+	Metric      Metric        `json:"metric"`
+	Format      string        `json:"format"`
+	Predictions string        `json:"predictions"`
+	PredDigest  ledger.Digest `json:"predictions_digest"`
+	Dataset     string        `json:"dataset"`
+	TasksDigest ledger.Digest `json:"tasks_digest"`
+	GoldDigest  ledger.Digest `json:"gold_digest"`
+	Options     Options       `json:"grader_options"`
+}
+
+// gradeEnd is the body of its run.end entry.
+type gradeEnd struct {
+	ledger.RunEnd
+	Correct      int               `json:"correct"`
+	Total        int               `json:"total"`
+	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
+	GoldDefects  int               `json:"gold_defects"`
+}
+
+// outcomeBatch is how many items go in one outcomes entry.
+const outcomeBatch = 1000
+
+// GradeFile grades a predictions file against an imported dataset with g
+// and records the run in l: its inputs by digest, an outcome per task, and
+// the totals. Predictions pair with tasks by position in the source file.
+func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) (*FileSummary, error) {
+	man, err := dataset.ReadManifest(o.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
+	if err != nil {
+		return nil, err
+	}
+	dbRoot := o.DBRoot
+	if dbRoot == "" {
+		dbRoot = man.DBRoot
+	}
+	raw, err := os.ReadFile(o.Predictions)
+	if err != nil {
+		return nil, fmt.Errorf("grade: %w", err)
+	}
+	sourceCount := man.Tasks.Count + len(man.Skipped)
+	preds, warns, err := ReadPredictions(bytes.NewReader(raw), o.Format, sourceCount)
+	if err != nil {
+		return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
+	}
+	s := &FileSummary{Run: o.Run, Metric: o.Metric, Predictions: o.Predictions, PredDigest: ledger.Sum(raw), Dataset: man.Dataset,
+		Skipped: len(man.Skipped), Warnings: warns}
+	if s.Warnings == nil {
+		s.Warnings = []Warning{}
+	}
+	if s.Run == "" {
+		s.Run = fmt.Sprintf("grade-%s-%s-%s", filepath.Base(o.Predictions), s.PredDigest.Hex()[:8], time.Now().UTC().Format("20060102T150405.000"))
+	}
+
+	predBlob, err := l.PutBlobBytes(raw)
+	if err != nil {
+		return nil, err
+	}
+	run, err := l.StartRun(ctx, s.Run, gradeStart{Stage: "grade", Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
+		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options()})
+	if err != nil {
+		return nil, err
+	}
+	s.StartSeq = run.Seq
+	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
+		Body: ledger.Artifact{Role: "input", Name: "predictions", Kind: "file", Digest: s.PredDigest}}); err != nil {
+		return nil, err
+	}
+
+	s.Items, err = gradeTasks(ctx, g, o.Metric, dbRoot, golds, preds)
+	if err != nil {
+		return nil, err
+	}
+	for i := 0; i < len(s.Items); i += outcomeBatch {
+		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
+		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
+			return nil, err
+		}
+	}
+	s.tally()
+	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects})
+	if err != nil {
+		return nil, err
+	}
+	s.EndSeq = end.Seq
+	return s, nil
+}
+
+// gradeTasks grades every gold task against its prediction on all cores,
+// keeping the results in gold order.
+func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction) ([]Item, error) {
+	items := make([]Item, len(golds))
+	errs := make([]error, len(golds))
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range runtime.GOMAXPROCS(0) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				gd := golds[i]
+				out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
+				errs[i] = err
+				items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
+					Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail}
+			}
+		}()
+	}
+	for i := range golds {
+		if golds[i].Index >= len(preds) {
+			close(work)
+			wg.Wait()
+			return nil, fmt.Errorf("grade: gold %s is at position %d but there are %d predictions", golds[i].ID, golds[i].Index, len(preds))
+		}
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("grade %s: %w", golds[i].ID, err)
+		}
+	}
+	return items, ctx.Err()
+}
+
+// tally fills the totals, per difficulty when the dataset has difficulty.
+func (s *FileSummary) tally() {
+	buckets := map[string]*Bucket{}
+	for _, it := range s.Items {
+		s.Total++
+		if it.Correct {
+			s.Correct++
+		}
+		if it.Verdict == VerdictGoldDefect {
+			s.GoldDefects++
+		}
+		if it.Difficulty != "" {
+			b := buckets[it.Difficulty]
+			if b == nil {
+				b = &Bucket{}
+				buckets[it.Difficulty] = b
+			}
+			b.Total++
+			if it.Correct {
+				b.Correct++
+			}
+		}
+	}
+	s.EX = percent(s.Correct, s.Total)
+	if len(buckets) > 0 {
+		s.ByDifficulty = map[string]Bucket{}
+		for k, b := range buckets {
+			b.EX = percent(b.Correct, b.Total)
+			s.ByDifficulty[k] = *b
+		}
+	}
+}
+
+func percent(k, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return 100 * float64(k) / float64(n)
+}
+
+// DifficultyOrder lists difficulty levels in the order the BIRD script
+// prints them, then any others alphabetically.
+func DifficultyOrder(by map[string]Bucket) []string {
+	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2}
+	keys := make([]string, 0, len(by))
+	for k := range by {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		ri, oki := rank[keys[i]]
+		rj, okj := rank[keys[j]]
+		switch {
+		case oki && okj:
+			return ri < rj
+		case oki != okj:
+			return oki
+		}
+		return keys[i] < keys[j]
+	})
+	return keys
+}

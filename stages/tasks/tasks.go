@@ -1,0 +1,63 @@
+// Package tasks holds the public side of a benchmark: what a policy may
+// see of each task. It cannot hold gold: the Task type has no field for it,
+// the reader refuses a file that carries gold fields, and the rollout side
+// imports this package and never package gold (a test checks the imports).
+package tasks
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/stages/jsonl"
+)
+
+// Task is one benchmark question as the policy sees it.
+type Task struct {
+	ID       string `json:"id"`    // stable across imports: <dataset>-<index>
+	Index    int    `json:"index"` // position in the source file, so predictions aligned by position find it
+	Dataset  string `json:"dataset"`
+	DBID     string `json:"db_id"`
+	Question string `json:"question"`
+	Evidence string `json:"evidence,omitempty"` // BIRD's external knowledge
+	Schema   string `json:"schema"`             // rendered from the database
+}
+
+// goldFields are member names that carry answers in the source formats; a
+// tasks file holding any of them has leaked gold to the policy side.
+var goldFields = []string{"sql", "SQL", "query", "gold", "gold_sql", "ground_truth", "reward_spec", "answer", "difficulty", "query_toks"}
+
+// ErrGoldField is returned when a tasks file carries a gold field.
+var ErrGoldField = errors.New("tasks file carries gold")
+
+// Read reads a tasks.jsonl file, refusing unknown fields and, with its own
+// error, any gold field.
+func Read(path string) ([]Task, error) {
+	ts, err := jsonl.Read[Task](path, refuseGold)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks %w", err)
+	}
+	for i, t := range ts {
+		if t.ID == "" || t.DBID == "" {
+			return nil, fmt.Errorf("read tasks %s: task %d has no id or db_id", path, i)
+		}
+	}
+	return ts, nil
+}
+
+func refuseGold(raw []byte) error {
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &members); err != nil {
+		return err
+	}
+	for _, g := range goldFields {
+		if _, ok := members[g]; ok {
+			return fmt.Errorf("%w: field %q must never reach the policy side. Try: rlgate data import, which writes gold to its own file", ErrGoldField, g)
+		}
+	}
+	return nil
+}
+
+// Write writes tasks as JSON lines.
+func Write(w io.Writer, ts []Task) error { return jsonl.Write(w, ts) }
