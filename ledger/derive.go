@@ -106,6 +106,14 @@ func (d *deriver) apply(e *Entry, typed any) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: run.end for run %q, which is not running", ErrBadRecord, e.Run)
 		}
+	case KindRunResume:
+		res, err := d.exec("UPDATE runs SET status = 'running', ended_seq = NULL, ended_at = NULL, exit_code = NULL WHERE run = ? AND status IN ('interrupted', 'failed')", e.Run)
+		if err != nil {
+			return err
+		}
+		if n, _ := res.RowsAffected(); n != 1 {
+			return fmt.Errorf("%w: run.resume for run %q, which is not interrupted or failed", ErrBadRecord, e.Run)
+		}
 	case KindArtifact:
 		var b Artifact
 		if err := decodeBody(e, &b); err != nil {

@@ -16,11 +16,12 @@ import (
 // Entry kinds written by the ledger itself and derived into query tables.
 // Other packages add their own kinds; those live only in the entries.
 const (
-	KindInit     = "ledger.init" // the first entry of every ledger
-	KindRunStart = "run.start"   // body RunStart
-	KindRunEnd   = "run.end"     // body RunEnd
-	KindArtifact = "artifact"    // body Artifact
-	KindMetrics  = "metrics"     // body Metrics
+	KindInit      = "ledger.init" // the first entry of every ledger
+	KindRunStart  = "run.start"   // body RunStart
+	KindRunEnd    = "run.end"     // body RunEnd
+	KindRunResume = "run.resume"  // reopens an interrupted or failed run
+	KindArtifact  = "artifact"    // body Artifact
+	KindMetrics   = "metrics"     // body Metrics
 )
 
 // Record is what a caller appends: the ledger assigns seq, prev, hash and time.

@@ -284,3 +284,33 @@ func TestOutcomesDerivedAndDuplicatesRefused(t *testing.T) {
 		t.Error("grading the same (task, sample) twice in one run was accepted")
 	}
 }
+
+func TestResumeRun(t *testing.T) {
+	l := ledgertest.New(t)
+	r, err := l.StartRun(ctx, "rollout-1", ledger.RunStart{Stage: "rollout"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ResumeRun(ctx, "rollout-1", map[string]string{}); !errors.Is(err, ledger.ErrRunExists) {
+		t.Errorf("resuming a running run: %v", err)
+	}
+	if _, err := r.End(ctx, ledger.RunEnd{Status: "interrupted"}); err != nil {
+		t.Fatal(err)
+	}
+	r, err = l.ResumeRun(ctx, "rollout-1", map[string]string{"reason": "continue"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := l.RunStatus(ctx, "rollout-1"); st.Status != "running" || st.EndedSeq != nil {
+		t.Errorf("after resume: %+v", st)
+	}
+	if _, err := r.End(ctx, ledger.RunEnd{Status: "ok"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.ResumeRun(ctx, "rollout-1", nil); !errors.Is(err, ledger.ErrRunExists) {
+		t.Errorf("resuming a finished run: %v", err)
+	}
+	if _, err := l.ResumeRun(ctx, "nope", nil); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("resuming an unknown run: %v", err)
+	}
+}

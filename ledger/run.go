@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -25,26 +26,67 @@ type ActiveRun struct {
 // StartRun takes the run's lock and appends its run.start entry. body must
 // carry at least the RunStart fields; blobs are blobs the entry names.
 func (l *Ledger) StartRun(ctx context.Context, run string, body any, blobs ...Digest) (*ActiveRun, error) {
-	var n int
-	if err := l.db.QueryRowContext(ctx, "SELECT count(*) FROM runs WHERE run = ?", run).Scan(&n); err != nil {
+	if _, err := l.RunStatus(ctx, run); err == nil {
+		return nil, &Error{Op: "start run", Path: run, Err: ErrRunExists, Hint: "choose another run id (--run), or leave it out to get a fresh one"}
+	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	if n > 0 {
-		return nil, &Error{Op: "start run", Path: run, Err: ErrRunExists, Hint: "choose another run id (--run), or leave it out to get a fresh one"}
+	return l.lockAndAppend(ctx, Record{Kind: KindRunStart, Run: run, Body: body, Blobs: blobs})
+}
+
+// lockAndAppend takes the run's lock, then appends rec; the lock is held
+// until End.
+func (l *Ledger) lockAndAppend(ctx context.Context, rec Record) (*ActiveRun, error) {
+	op := "start run"
+	if rec.Kind == KindRunResume {
+		op = "resume run"
 	}
 	if err := os.MkdirAll(filepath.Join(l.dir, locksDir), 0o755); err != nil {
-		return nil, fmt.Errorf("start run %q: %w", run, err)
+		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
 	}
-	f, err := lockFile(l.lockPath(run))
+	f, err := lockFile(l.lockPath(rec.Run))
 	if err != nil {
-		return nil, fmt.Errorf("start run %q: %w", run, err)
+		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
 	}
-	es, err := l.Append(ctx, Record{Kind: KindRunStart, Run: run, Body: body, Blobs: blobs})
+	es, err := l.Append(ctx, rec)
 	if err != nil {
 		unlockFile(f, true)
-		return nil, fmt.Errorf("start run %q: %w", run, err)
+		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
 	}
-	return &ActiveRun{l: l, ID: run, Seq: es[0].Seq, lock: f}, nil
+	return &ActiveRun{l: l, ID: rec.Run, Seq: es[0].Seq, lock: f}, nil
+}
+
+// ResumeRun reopens a run whose recorder was interrupted or failed, so a
+// command such as a rollout can continue it under the same id: it takes
+// the run's lock and appends a run.resume entry. A run that ended ok, or
+// that another process is recording, is refused.
+func (l *Ledger) ResumeRun(ctx context.Context, run string, body any) (*ActiveRun, error) {
+	r, err := l.RunStatus(ctx, run)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil, &Error{Op: "resume run", Path: run, Err: ErrNotFound, Hint: "start it first"}
+	case err != nil:
+		return nil, err
+	case r.Status == "ok":
+		return nil, &Error{Op: "resume run", Path: run, Err: ErrRunExists, Hint: "it finished; choose another run id to run again"}
+	case r.Status == "running":
+		return nil, &Error{Op: "resume run", Path: run, Err: ErrRunExists, Hint: "another process is recording it; wait for it or stop it"}
+	}
+	return l.lockAndAppend(ctx, Record{Kind: KindRunResume, Run: run, Body: body})
+}
+
+// RunStatus returns a run's row, or ErrNotFound.
+func (l *Ledger) RunStatus(ctx context.Context, run string) (Run, error) {
+	runs, err := l.Runs(ctx)
+	if err != nil {
+		return Run{}, err
+	}
+	for _, r := range runs {
+		if r.Run == run {
+			return r, nil
+		}
+	}
+	return Run{}, fmt.Errorf("run %q: %w", run, ErrNotFound)
 }
 
 // End appends the run.end entry (body must carry the RunEnd fields) and
