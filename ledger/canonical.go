@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf16"
+	"unicode/utf8"
 )
 
 // CanonicalJSON encodes v as RFC 8785 (JCS) canonical JSON: object keys
@@ -114,6 +115,12 @@ func lessUTF16(a, b string) bool {
 
 func writeCanonicalString(buf *bytes.Buffer, s string) {
 	const hexDigits = "0123456789abcdef"
+	if plainString(s) {
+		buf.WriteByte('"')
+		buf.WriteString(s)
+		buf.WriteByte('"')
+		return
+	}
 	buf.WriteByte('"')
 	for _, r := range s {
 		switch {
@@ -140,6 +147,17 @@ func writeCanonicalString(buf *bytes.Buffer, s string) {
 		}
 	}
 	buf.WriteByte('"')
+}
+
+// plainString reports whether s is valid UTF-8 needing no escapes, the
+// common case, which is then written as is.
+func plainString(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' {
+			return false
+		}
+	}
+	return utf8.ValidString(s)
 }
 
 // canonicalNumber renders a JSON number literal the way ECMAScript's
@@ -169,6 +187,18 @@ func formatES6(f float64) string {
 	if f == 0 {
 		return "0" // also for -0
 	}
+	// Where ECMAScript prints plain decimals (1e-6 <= |f| < 1e21), Go's
+	// shortest 'f' format gives the same digits in the same form; a test
+	// checks this against formatES6General.
+	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return formatES6General(f)
+}
+
+// formatES6General follows the ECMAScript algorithm step by step, for
+// every finite non-zero f.
+func formatES6General(f float64) string {
 	neg := f < 0
 	if neg {
 		f = -f

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -112,4 +113,22 @@ func FuzzCanonicalJSON(f *testing.F) {
 			t.Fatalf("equal values, different bytes:\n%s\n%s", c1, c3)
 		}
 	})
+}
+
+// TestFormatES6FastPath checks that Go's shortest 'f' format, which
+// formatES6 uses for 1e-6 <= |f| < 1e21, equals the ECMAScript algorithm.
+func TestFormatES6FastPath(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	for range 200000 {
+		f := math.Float64frombits(rng.Uint64())
+		if a := math.Abs(f); math.IsNaN(f) || a < 1e-6 || a >= 1e21 {
+			f = (rng.Float64() - 0.5) * math.Pow(10, float64(rng.IntN(28)-6))
+		}
+		if a := math.Abs(f); f == 0 || a < 1e-6 || a >= 1e21 {
+			continue
+		}
+		if got, want := formatES6(f), formatES6General(f); got != want {
+			t.Fatalf("%v (%#x): fast %s, general %s", f, math.Float64bits(f), got, want)
+		}
+	}
 }

@@ -69,7 +69,11 @@ func (p *MetricPoint) UnmarshalJSON(b []byte) error {
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 func (m Metrics) canonical() ([]byte, error) {
 	var buf bytes.Buffer
-	buf.Grow(len(m.Points) * 32)
+	size := 64 + len(m.Source)
+	for _, p := range m.Points {
+		size += len(p.Key) + 48 // [step,"key",value] with room for 24-digit numbers
+	}
+	buf.Grow(size)
 	buf.WriteByte('{')
 	first := true
 	field := func(name string) {

@@ -24,7 +24,7 @@ CREATE TABLE meta (
 CREATE TABLE entries (
 	seq   INTEGER PRIMARY KEY,
 	prev  TEXT NOT NULL,
-	hash  TEXT NOT NULL UNIQUE,
+	hash  TEXT NOT NULL,
 	kind  TEXT NOT NULL,
 	run   TEXT NOT NULL,
 	at    TEXT NOT NULL,
