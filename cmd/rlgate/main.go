@@ -27,11 +27,14 @@ const (
 
 const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted.`
 
-func main() {
+func main() { os.Exit(runMain(os.Args)) }
+
+// runMain is the process's life: SIGINT and SIGTERM cancel the command's
+// context, which stops its work (and forwards SIGTERM to a running stage).
+func runMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := run(ctx, os.Args, os.Stdout, os.Stderr)
-	stop()
-	os.Exit(code)
+	defer stop()
+	return run(ctx, args, os.Stdout, os.Stderr)
 }
 
 // run executes one command line and maps its outcome to an exit code in one

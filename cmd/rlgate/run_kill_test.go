@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,7 +19,7 @@ import (
 // tests: with RLGATE_TEST_MAIN set it runs the CLI on its arguments.
 func TestMain(m *testing.M) {
 	if os.Getenv("RLGATE_TEST_MAIN") == "1" {
-		os.Exit(run(context.Background(), append([]string{"rlgate"}, os.Args[1:]...), os.Stdout, os.Stderr))
+		os.Exit(runMain(append([]string{"rlgate"}, os.Args[1:]...)))
 	}
 	os.Exit(m.Run())
 }
@@ -104,5 +105,45 @@ func TestSIGKILLMidStage(t *testing.T) {
 	rep, err := l.Verify(context.Background(), ledger.VerifyOptions{})
 	if err != nil || !rep.OK() {
 		t.Fatalf("verify after SIGKILL: %v %+v", err, rep.Findings)
+	}
+}
+
+// TestSIGINTStopsStageAndExits130: an interrupted rlgate forwards the
+// signal to the stage (SIGTERM), records the run as interrupted, and exits
+// 130.
+func TestSIGINTStopsStageAndExits130(t *testing.T) {
+	dir := t.TempDir()
+	ldir := filepath.Join(dir, "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	marker := filepath.Join(dir, "got-term")
+	// The stage traps SIGTERM and leaves a marker, proving the signal reached it.
+	script := "trap 'touch " + marker + "; exit 143' TERM; echo ready; while true; do sleep 0.05; done"
+	cmd := rlgateProcess(t, "--ledger", ldir, "run", "--stage", "eval", "--run", "eval-int", "--gpu", "off", "--", "sh", "-c", script)
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	buf := make([]byte, 6)
+	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+		t.Fatalf("stage did not start: %q %v", buf, err)
+	}
+	cmd.Process.Signal(syscall.SIGINT)
+	go io.Copy(io.Discard, stdout)
+	err := cmd.Wait()
+	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted {
+		t.Fatalf("exit %d (%v), want %d", code, err, exitInterrupted)
+	}
+	if _, err := os.Stat(marker); err != nil {
+		t.Error("the stage never received SIGTERM")
+	}
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	if st, err := l.RunStatus(context.Background(), "eval-int"); err != nil || st.Status != "interrupted" {
+		t.Errorf("run status %+v, %v", st, err)
 	}
 }
