@@ -92,6 +92,9 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 			MaxBytes:       opts.MaxBytes,
 			MaxValueLength: 64 << 20,
 			MaxConns:       opts.MaxConns,
+			// Graded databases are inputs, hashed (digest) and frozen for
+			// the grading.
+			Immutable: true,
 		}),
 		gold:    cache,
 		digests: make(map[string]*digestEntry),

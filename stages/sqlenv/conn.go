@@ -105,7 +105,11 @@ func openConn(path string, o *Options) (_ *conn, err error) {
 		}
 	}()
 	// NB: the file: prefix matters; without it SQLite ignores mode=ro.
-	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro"}).String()
+	query := "mode=ro"
+	if o.Immutable {
+		query += "&immutable=1"
+	}
+	dsn := (&url.URL{Scheme: "file", Path: path, RawQuery: query}).String()
 	zName, err := libc.CString(dsn)
 	if err != nil {
 		return nil, err
