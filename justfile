@@ -13,3 +13,7 @@ fuzz seconds="30":
 bench:
     go test ./ledger -run xxx -bench . -benchtime 20x
     bench/hash.sh
+
+# integration test with a real PyTorch trainer (needs: apt-get install python3-torch)
+torch:
+    go test -tags torch ./examples/torch-trainer/ -v

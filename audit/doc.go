@@ -6,6 +6,12 @@
 // reports, against a baseline, the accuracy difference with a paired
 // bootstrap interval, McNemar's exact test (Holm-adjusted across the
 // comparisons) and the minimum detectable effect, so "no gain" can be told
-// from "no evidence". Audits return every finding; an error means an audit
-// could not run.
+// from "no evidence".
+//
+// AuditWeights checks that training changed the weights (Base vs trained,
+// element rule |a-b| > atol + rtol|a|), that the No-update control (lr = 0)
+// equals Base in every tensor digest, and that the model an evaluation
+// served has the identity training produced.
+//
+// Audits return every finding; an error means an audit could not run.
 package audit

@@ -23,9 +23,9 @@ type RunEnd struct {
 // Artifact is the part of an artifact body the ledger reads: a dataset,
 // file, config or checkpoint a run took in or gave out, named by digest.
 type Artifact struct {
-	Role     string  `json:"role"` // "input", "output" or "dataset"
+	Role     string  `json:"role"` // "input", "output", "config", "dataset" or "checkpoint"
 	Name     string  `json:"name"`
-	Kind     string  `json:"kind"` // "dataset", "checkpoint", "file", "config"
+	Kind     string  `json:"kind"` // "dataset", "benchmark", "checkpoint", "file", "config"
 	Digest   Digest  `json:"digest"`
 	Manifest *Digest `json:"manifest,omitempty"` // blob holding the full manifest
 }

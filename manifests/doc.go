@@ -7,7 +7,8 @@
 // digests, so a subdirectory's digest equals its node in the parent's
 // manifest, and a single file's digest is exactly what b3sum prints.
 // Symlinks are recorded, never followed, so a tree cannot pull in bytes
-// from outside itself. Files are hashed in parallel from memory maps.
+// from outside itself. Files are hashed in parallel, in 256 KiB reads that
+// stay in the L2 cache (faster here than hashing from a memory map).
 //
 // Checkpoint manifests add, for safetensors files, each tensor's name,
 // dtype, shape and digest, and a model identity that does not depend on how

@@ -1,22 +1,23 @@
 package manifests
 
 import (
-	"errors"
+	"context"
 	"fmt"
 	"io"
 	"os"
-	"runtime/debug"
 
 	"github.com/rlgate/rlgate/ledger"
 )
 
-// readBufSize is the read size where a file cannot be mapped: large reads
-// keep BLAKE3's SIMD lanes full and cost few syscalls.
-const readBufSize = 1 << 20
+// readBufSize is the size of the reads that feed the hasher. A buffer this
+// size stays in a core's L2 cache between the copy out of the page cache
+// and the hashing, which is why reading beats hashing from a memory map
+// (measured: 0.50 against 0.58 CPU-seconds per GB on one core, where 1 MiB
+// reads take 0.53); it is large enough to keep BLAKE3's SIMD lanes full and
+// to cost few syscalls, and memory stays at one buffer per worker.
+const readBufSize = 256 << 10
 
 // HashFile returns the BLAKE3-256 digest and size of the file at path.
-// It hashes straight from a read-only memory map where it can, which spares
-// the copy out of the page cache that otherwise costs a quarter of the time.
 func HashFile(path string) (d ledger.Digest, n int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -27,30 +28,35 @@ func HashFile(path string) (d ledger.Digest, n int64, err error) {
 	if err != nil {
 		return d, 0, fmt.Errorf("hash file: %w", err)
 	}
-	if data, unmap, ok := mapFile(f, fi.Size()); ok {
-		defer unmap()
-		// A file truncated while mapped faults on access; turn that fault
-		// into an error instead of a crash.
-		defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
-		defer func() {
-			if r := recover(); r != nil {
-				err = fmt.Errorf("hash file %s: it changed while being read: %v", path, r)
-			}
-		}()
-		return ledger.Sum(data), int64(len(data)), nil
+	buf := make([]byte, min(fi.Size(), readBufSize))
+	if d, err = hashRange(context.Background(), f, 0, fi.Size(), buf); err != nil {
+		return d, 0, fmt.Errorf("hash file %s: %w", path, err)
 	}
+	return d, fi.Size(), nil
+}
+
+// hashRange returns the BLAKE3 of the n bytes of r at off, read in
+// len(buf)-sized chunks so that no tensor or file is ever held whole in
+// memory.
+func hashRange(ctx context.Context, r io.ReaderAt, off, n int64, buf []byte) (ledger.Digest, error) {
+	// NB: the bytes hashed here define file digests, the model identity and
+	// safetensors file digests; changing them breaks every recorded
+	// manifest. They are the range's raw bytes, nothing more.
 	h := ledger.Hasher()
-	buf := make([]byte, readBufSize)
-	for {
-		k, rerr := f.Read(buf)
-		h.Write(buf[:k])
-		n += int64(k)
-		if errors.Is(rerr, io.EOF) {
-			break
+	for n > 0 {
+		if err := ctx.Err(); err != nil {
+			return ledger.Digest{}, err
 		}
-		if rerr != nil {
-			return d, n, fmt.Errorf("hash file %s: %w", path, rerr)
+		chunk := buf[:min(int64(len(buf)), n)]
+		if _, err := r.ReadAt(chunk, off); err != nil {
+			if err == io.EOF {
+				err = io.ErrUnexpectedEOF // the file shrank since its size was read
+			}
+			return ledger.Digest{}, err
 		}
+		h.Write(chunk)
+		off += int64(len(chunk))
+		n -= int64(len(chunk))
 	}
-	return ledger.SumDigest(h), n, nil
+	return ledger.SumDigest(h), nil
 }

@@ -1,6 +1,7 @@
 // Command ckptgen writes a sharded bf16 safetensors checkpoint of random,
 // finite weights with Llama-7B-like tensor shapes, for benchmarking the
-// checkpoint digest and diff on realistic files.
+// checkpoint digest and diff on realistic files. Two seeds give two
+// checkpoints of the same tensors that differ in every tensor.
 //
 //	ckptgen -out DIR [-mib 4096] [-shard-mib 1024] [-seed 1]
 package main
@@ -32,8 +33,8 @@ func (t tensor) bytes() int64 {
 	return n
 }
 
-// plan lists tensors, an embedding then whole layers, until they hold at
-// least mib MiB.
+// plan lists tensors, an embedding then layers, until they hold at least
+// mib MiB.
 func plan(mib int64) []tensor {
 	const hidden, inter, vocab = 4096, 11008, 32000
 	ts := []tensor{{"model.embed_tokens.weight", []int64{vocab, hidden}}}
@@ -51,6 +52,9 @@ func plan(mib int64) []tensor {
 			{p + "mlp.up_proj.weight", []int64{inter, hidden}},
 			{p + "mlp.down_proj.weight", []int64{hidden, inter}},
 		} {
+			if total >= mib<<20 {
+				break
+			}
 			ts = append(ts, t)
 			total += t.bytes()
 		}

@@ -1,12 +1,9 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
-	"os"
-	"path/filepath"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -89,21 +86,12 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 	if err := im.WriteDir(o.Out); err != nil {
 		return nil, err
 	}
-	raw, err := os.ReadFile(filepath.Join(o.Out, dataset.ManifestFile))
-	if err != nil {
-		return nil, err
-	}
-	blob, _, err := l.PutBlob(bytes.NewReader(raw))
-	if err != nil {
-		return nil, err
-	}
 	m := im.Manifest
-	es, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Blobs: []ledger.Digest{blob},
-		Body: ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest, Manifest: &blob}})
+	e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest}, m)
 	if err != nil {
 		return nil, err
 	}
-	s := &dataImportSummary{Manifest: m, Out: o.Out, Seq: es[0].Seq}
+	s := &dataImportSummary{Manifest: m, Out: o.Out, Seq: e.Seq}
 	return s, emit(w, o.JSON, s, func(w io.Writer) error {
 		fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", m.Dataset, m.Tasks.Count, o.Out, m.Tasks.Digest, m.Gold.Digest)
 		if n := len(m.Skipped); n > 0 {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -79,9 +78,11 @@ func runHash(ctx context.Context, opts hashOptions, w io.Writer) ([]hashResult, 
 			if r.Name == "" {
 				r.Name = filepath.Base(filepath.Clean(p))
 			}
-			if err := recordDataset(ctx, l, &r); err != nil {
+			e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: r.Name, Kind: "dataset", Digest: m.Digest}, m)
+			if err != nil {
 				return nil, err
 			}
+			r.Seq, r.Manifest = e.Seq, &e.Blobs[0]
 		}
 		out = append(out, r)
 	}
@@ -94,26 +95,4 @@ func runHash(ctx context.Context, opts hashOptions, w io.Writer) ([]hashResult, 
 		}
 		return nil
 	})
-}
-
-// recordDataset stores the manifest as a blob, then the entry naming it.
-func recordDataset(ctx context.Context, l *ledger.Ledger, r *hashResult) error {
-	body, err := ledger.CanonicalJSON(r.DatasetManifest)
-	if err != nil {
-		return err
-	}
-	blob, _, err := l.PutBlob(bytes.NewReader(body))
-	if err != nil {
-		return err
-	}
-	es, err := l.Append(ctx, ledger.Record{
-		Kind:  ledger.KindArtifact,
-		Body:  ledger.Artifact{Role: "dataset", Name: r.Name, Kind: "dataset", Digest: r.Digest, Manifest: &blob},
-		Blobs: []ledger.Digest{blob},
-	})
-	if err != nil {
-		return err
-	}
-	r.Seq, r.Manifest = es[0].Seq, &blob
-	return nil
 }

@@ -105,6 +105,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newShowCommand(),
 			newHeadCommand(),
 			newVerifyCommand(),
+			newCkptCommand(),
+			newAuditCommand(),
 			newDataCommand(),
 			newGradeCommand(),
 			newRunCommand(),

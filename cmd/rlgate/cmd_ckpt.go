@@ -1,0 +1,231 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/urfave/cli/v3"
+)
+
+func newCkptCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "ckpt",
+		Usage: "checkpoint manifests (per-tensor digests, model identity) and weight diffs",
+		Description: "A checkpoint is a directory of safetensors files (sharded with\n" +
+			manifests.IndexFile + " or not) or one .safetensors file.\n\n" + exitCodesHelp,
+		Commands: []*cli.Command{newCkptDigestCommand(), newCkptDiffCommand()},
+	}
+}
+
+func newCkptDigestCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "digest",
+		Usage:     "hash a checkpoint: every file, every tensor, and the model identity",
+		ArgsUsage: "DIR|FILE",
+		Description: "Prints the model identity (a digest over the sorted tensor names, dtypes,\n" +
+			"shapes and tensor digests, the same for any sharding of the same weights),\n" +
+			"every file's digest, and per tensor its dtype, shape, byte length and the\n" +
+			"BLAKE3 of its raw bytes. --record stores the manifest as a blob and appends\n" +
+			"a checkpoint artifact entry, named by the identity, to the ledger.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.BoolFlag{Name: "record", Usage: "store the manifest in the ledger as a checkpoint artifact"},
+			&cli.StringFlag{Name: "name", Usage: "checkpoint `NAME` for --record (default: the path's base name)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 1 {
+				return usagef("ckpt digest needs one DIR or FILE")
+			}
+			opts := ckptDigestOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Record: cmd.Bool("record"), Name: cmd.String("name"), Path: cmd.Args().First()}
+			_, err := runCkptDigest(ctx, opts, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type ckptDigestOptions struct {
+	Dir    string
+	JSON   bool
+	Record bool
+	Name   string
+	Path   string
+}
+
+type ckptDigestResult struct {
+	*manifests.CheckpointManifest
+	Path     string         `json:"path"`
+	Name     string         `json:"name,omitempty"`     // with --record
+	Seq      int64          `json:"seq,omitempty"`      // the artifact entry, with --record
+	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, with --record
+}
+
+func runCkptDigest(ctx context.Context, opts ckptDigestOptions, w io.Writer) (*ckptDigestResult, error) {
+	var l *ledger.Ledger
+	if opts.Record { // before hashing, which can take minutes
+		var err error
+		if l, err = ledger.Open(ctx, opts.Dir); err != nil {
+			return nil, err
+		}
+		defer l.Close()
+	}
+	m, err := manifests.BuildCheckpointManifest(ctx, opts.Path)
+	if err != nil {
+		return nil, err
+	}
+	r := &ckptDigestResult{CheckpointManifest: m, Path: opts.Path}
+	if l != nil {
+		r.Name = opts.Name
+		if r.Name == "" {
+			r.Name = filepath.Base(filepath.Clean(opts.Path))
+		}
+		e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "checkpoint", Name: r.Name, Kind: "checkpoint", Digest: r.Identity}, r.CheckpointManifest)
+		if err != nil {
+			return nil, err
+		}
+		r.Seq, r.Manifest = e.Seq, &e.Blobs[0]
+	}
+	return r, emit(w, opts.JSON, r, func(w io.Writer) error { return printCheckpoint(w, r) })
+}
+
+func printCheckpoint(w io.Writer, r *ckptDigestResult) error {
+	fmt.Fprintf(w, "%s  %s  (model identity)\n", r.Identity, r.Path)
+	t := newTable(w, "file", "kind", "bytes", "digest")
+	for _, f := range r.Files {
+		t.Append(f.Path, f.Kind, fmt.Sprint(f.Size), f.Digest.String())
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	t = newTable(w, "tensor", "dtype", "shape", "bytes", "digest")
+	for _, ts := range r.Tensors {
+		t.Append(ts.Name, string(ts.DType), fmt.Sprint(ts.Shape), fmt.Sprint(ts.Size), ts.Digest.String())
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "%d files, %d tensors, %d bytes\n", len(r.Files), len(r.Tensors), r.Size)
+	if r.Seq != 0 {
+		fmt.Fprintf(w, "recorded as checkpoint %q, entry %d, manifest %s\n", r.Name, r.Seq, r.Manifest)
+	}
+	return nil
+}
+
+func newCkptDiffCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "diff",
+		Usage:     "compare two checkpoints tensor by tensor",
+		ArgsUsage: "A B",
+		Description: "For each tensor, Δ = B − A: the elements changed (|a−b| > atol + rtol·|a|\n" +
+			"for floats, any differing bit otherwise), the changed fraction, mean and\n" +
+			"max |Δ|, ‖Δ‖₂ and ‖Δ‖/‖A‖, sorted by ‖Δ‖/‖A‖, biggest first. A and B must\n" +
+			"hold the same tensor names, dtypes and shapes; every mismatch is listed.\n" +
+			"--hash first hashes both checkpoints and skips the tensors whose digests\n" +
+			"are equal: faster when most tensors are unchanged (a No-update control,\n" +
+			"frozen layers), slower when all changed.\n\n" + exitCodesHelp,
+		Flags: append([]cli.Flag{jsonFlag,
+			&cli.BoolFlag{Name: "hash", Usage: "hash both checkpoints first, report their identities and skip equal tensors"},
+		}, toleranceFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			if cmd.Args().Len() != 2 {
+				return usagef("ckpt diff needs two checkpoints, A and B")
+			}
+			tol, err := toleranceFrom(cmd)
+			if err != nil {
+				return err
+			}
+			opts := ckptDiffOptions{A: cmd.Args().Get(0), B: cmd.Args().Get(1), Tolerance: tol, Hash: cmd.Bool("hash"), JSON: cmd.Bool("json")}
+			_, err = runCkptDiff(ctx, opts, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+// toleranceFlags are the element-rule flags of every command that diffs
+// weights; toleranceFrom reads them.
+func toleranceFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.FloatFlag{Name: "atol", Value: manifests.DefaultTolerance.ATol, Usage: "absolute tolerance: an element changed when |a−b| > atol + rtol·|a|"},
+		&cli.FloatFlag{Name: "rtol", Value: manifests.DefaultTolerance.RTol, Usage: "relative tolerance, times |a| of the first checkpoint"},
+	}
+}
+
+func toleranceFrom(cmd *cli.Command) (manifests.Tolerance, error) {
+	tol := manifests.Tolerance{ATol: cmd.Float("atol"), RTol: cmd.Float("rtol")}
+	if !(tol.ATol >= 0 && tol.RTol >= 0) { // NaN too
+		return tol, usagef("--atol %g --rtol %g: tolerances must be zero or positive", tol.ATol, tol.RTol)
+	}
+	return tol, nil
+}
+
+type ckptDiffOptions struct {
+	A, B      string
+	Tolerance manifests.Tolerance
+	Hash      bool
+	JSON      bool
+}
+
+type ckptDiffResult struct {
+	A string `json:"a"`
+	B string `json:"b"`
+	// IdentityA and IdentityB are the model identities, with --hash.
+	IdentityA *ledger.Digest `json:"model_identity_a,omitempty"`
+	IdentityB *ledger.Digest `json:"model_identity_b,omitempty"`
+	*manifests.CheckpointDiff
+}
+
+func runCkptDiff(ctx context.Context, opts ckptDiffOptions, w io.Writer) (*ckptDiffResult, error) {
+	r := &ckptDiffResult{A: opts.A, B: opts.B}
+	a, b := manifests.CheckpointRef{Path: opts.A}, manifests.CheckpointRef{Path: opts.B}
+	if opts.Hash {
+		for _, ref := range []*manifests.CheckpointRef{&a, &b} {
+			m, err := manifests.BuildCheckpointManifest(ctx, ref.Path)
+			if err != nil {
+				return nil, err
+			}
+			ref.Manifest = m
+		}
+		r.IdentityA, r.IdentityB = &a.Manifest.Identity, &b.Manifest.Identity
+	}
+	d, err := manifests.DiffCheckpoints(ctx, a, b, opts.Tolerance)
+	var mismatch *manifests.TensorMismatchError
+	if errors.As(err, &mismatch) {
+		return nil, fmt.Errorf("ckpt diff: A (%s) and B (%s) do not hold the same tensors; %d mismatches:\n  %s",
+			opts.A, opts.B, len(mismatch.Mismatches), strings.Join(mismatch.Mismatches, "\n  "))
+	}
+	if err != nil {
+		return nil, err
+	}
+	r.CheckpointDiff = d
+	return r, emit(w, opts.JSON, r, func(w io.Writer) error { return printDiff(w, r) })
+}
+
+func printDiff(w io.Writer, r *ckptDiffResult) error {
+	t := newTable(w, "tensor", "dtype", "changed", "changed %", "mean |Δ|", "max |Δ|", "‖Δ‖", "‖Δ‖/‖A‖")
+	var nonFinite int64
+	for _, d := range slices.SortedStableFunc(slices.Values(r.Tensors), audit.CompareRelChange) {
+		t.Append(d.Name, string(d.DType), fmt.Sprint(d.Changed), fmt.Sprintf("%.4g", 100*d.ChangedFraction),
+			fmt.Sprintf("%.4g", d.MeanAbsDelta), fmt.Sprintf("%.4g", d.MaxAbsDelta), fmt.Sprintf("%.4g", d.L2Delta), audit.FormatRelChange(d.RelL2Delta))
+		nonFinite += d.NonFinite
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	if r.IdentityA != nil {
+		fmt.Fprintf(w, "A %s  %s\nB %s  %s\n", r.IdentityA, r.A, r.IdentityB, r.B)
+	}
+	fmt.Fprintf(w, "%d of %d tensors changed, %d bit-identical; %d of %d elements changed (%.4g%%) with |a−b| > %g + %g·|a|",
+		r.TensorsChanged, len(r.Tensors), r.TensorsIdentical, r.ElementsChanged, r.Elements,
+		100*float64(r.ElementsChanged)/float64(max(r.Elements, 1)), r.Tolerance.ATol, r.Tolerance.RTol)
+	if nonFinite > 0 {
+		fmt.Fprintf(w, "; %d with a non-finite Δ", nonFinite)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}

@@ -1,0 +1,26 @@
+package ledger
+
+import (
+	"bytes"
+	"context"
+)
+
+// RecordArtifact stores manifest (any JSON-encodable description: a
+// dataset, checkpoint or import manifest) as a canonical JSON blob, then
+// appends the artifact entry naming it, in that order.
+func (l *Ledger) RecordArtifact(ctx context.Context, run string, a Artifact, manifest any) (Entry, error) {
+	body, err := CanonicalJSON(manifest)
+	if err != nil {
+		return Entry{}, err
+	}
+	blob, _, err := l.PutBlob(bytes.NewReader(body))
+	if err != nil {
+		return Entry{}, err
+	}
+	a.Manifest = &blob
+	es, err := l.Append(ctx, Record{Kind: KindArtifact, Run: run, Body: a, Blobs: []Digest{blob}})
+	if err != nil {
+		return Entry{}, err
+	}
+	return es[0], nil
+}
