@@ -5,6 +5,8 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"sort"
+	"strings"
 )
 
 // RunStart is the part of a run.start body the ledger reads; callers add
@@ -37,6 +39,10 @@ type deriver struct {
 	ctx   context.Context
 	tx    execer
 	stmts map[string]*sql.Stmt
+	// pending holds rows of append-only tables (blob_refs, metrics) until
+	// flush writes them many to a statement; nothing reads those tables
+	// inside an append.
+	pending map[string][][]any
 }
 
 type execer interface {
@@ -46,6 +52,42 @@ type execer interface {
 
 func newDeriver(ctx context.Context, tx execer) *deriver {
 	return &deriver{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
+}
+
+// later queues a row for table, written by flush.
+func (d *deriver) later(table string, row ...any) {
+	if d.pending == nil {
+		d.pending = map[string][][]any{}
+	}
+	d.pending[table] = append(d.pending[table], row)
+}
+
+// flushChunk is how many queued rows one INSERT writes.
+const flushChunk = 64
+
+// flush writes the queued rows, in queue order, several to a statement.
+func (d *deriver) flush() error {
+	tables := make([]string, 0, len(d.pending))
+	for t := range d.pending {
+		tables = append(tables, t)
+	}
+	sort.Strings(tables)
+	for _, table := range tables {
+		rows := d.pending[table]
+		for start := 0; start < len(rows); start += flushChunk {
+			chunk := rows[start:min(start+flushChunk, len(rows))]
+			one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(chunk[0])), ", ") + ")"
+			args := make([]any, 0, len(chunk)*len(chunk[0]))
+			for _, r := range chunk {
+				args = append(args, r...)
+			}
+			if _, err := d.exec("INSERT INTO "+table+" VALUES "+strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", "), args...); err != nil {
+				return fmt.Errorf("derive %s: %w", table, err)
+			}
+		}
+	}
+	d.pending = nil
+	return nil
 }
 
 func (d *deriver) close() {
@@ -71,9 +113,7 @@ func (d *deriver) exec(query string, args ...any) (sql.Result, error) {
 // rebuilds pass nil and decode.
 func (d *deriver) apply(e *Entry, typed any) error {
 	for _, b := range e.Blobs {
-		if _, err := d.exec("INSERT INTO blob_refs(digest, seq) VALUES (?, ?)", b.Hex(), e.Seq); err != nil {
-			return err
-		}
+		d.later("blob_refs(digest, seq)", b.Hex(), e.Seq)
 	}
 	switch e.Kind {
 	case KindRunStart:
@@ -166,7 +206,10 @@ func rebuildDerived(ctx context.Context, src queryer, dst execer) error {
 	}
 	d := newDeriver(ctx, dst)
 	defer d.close()
-	return eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e, nil) })
+	if err := eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e, nil) }); err != nil {
+		return err
+	}
+	return d.flush()
 }
 
 // entryPage is how many entries a scan holds in memory at once.

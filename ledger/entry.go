@@ -125,11 +125,6 @@ func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Ent
 			return nil, fmt.Errorf("head entry %d: %w", seq, err)
 		}
 	}
-	ins, err := tx.PrepareContext(ctx, "INSERT INTO entries(seq, prev, hash, kind, run, at, blobs, body) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-	if err != nil {
-		return nil, err
-	}
-	defer ins.Close()
 	d := newDeriver(ctx, tx)
 	defer d.close()
 	at := time.Now().UTC().Format(timeFormat)
@@ -138,15 +133,39 @@ func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Ent
 		seq++
 		e.Seq, e.Prev, e.At = seq, prev, at
 		e.Hash = computeHash(e)
-		if _, err := ins.ExecContext(ctx, e.Seq, e.Prev.Hex(), e.Hash.Hex(), e.Kind, e.Run, e.At, joinDigests(e.Blobs), string(e.Body)); err != nil {
-			return nil, fmt.Errorf("insert entry %d: %w", e.Seq, err)
-		}
-		if err := d.apply(e, recs[i].Body); err != nil {
-			return nil, fmt.Errorf("entry %d (%s): %w", e.Seq, e.Kind, err)
-		}
 		prev = e.Hash
 	}
+	// Rows go in insertChunk at a time: one statement per row spent more
+	// time in the driver than in SQLite.
+	for start := 0; start < len(prepared); start += insertChunk {
+		chunk := prepared[start:min(start+insertChunk, len(prepared))]
+		args := make([]any, 0, 8*len(chunk))
+		for i := range chunk {
+			e := &chunk[i]
+			args = append(args, e.Seq, e.Prev.Hex(), e.Hash.Hex(), e.Kind, e.Run, e.At, joinDigests(e.Blobs), string(e.Body))
+		}
+		if _, err := d.exec(insertEntries(len(chunk)), args...); err != nil {
+			return nil, fmt.Errorf("insert entries %d..%d: %w", chunk[0].Seq, chunk[len(chunk)-1].Seq, err)
+		}
+	}
+	for i := range prepared {
+		if err := d.apply(&prepared[i], recs[i].Body); err != nil {
+			return nil, fmt.Errorf("entry %d (%s): %w", prepared[i].Seq, prepared[i].Kind, err)
+		}
+	}
+	if err := d.flush(); err != nil {
+		return nil, err
+	}
 	return prepared, nil
+}
+
+// insertChunk is how many entries one INSERT statement writes.
+const insertChunk = 64
+
+// insertEntries is the INSERT statement for n entries.
+func insertEntries(n int) string {
+	return "INSERT INTO entries(seq, prev, hash, kind, run, at, blobs, body) VALUES " +
+		strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + "(?, ?, ?, ?, ?, ?, ?, ?)"
 }
 
 // prepare validates a record and encodes its body; it checks that every

@@ -154,10 +154,7 @@ func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
 			binary.LittleEndian.PutUint64(steps[8*i:], uint64(p.Step))
 			binary.LittleEndian.PutUint64(vals[8*i:], math.Float64bits(asRecorded(p.Value)))
 		}
-		if _, err := d.exec("INSERT INTO metrics(run, key, seq, n, steps, vals) VALUES (?, ?, ?, ?, ?, ?)",
-			e.Run, k, e.Seq, len(pts), steps, vals); err != nil {
-			return err
-		}
+		d.later("metrics(run, key, seq, n, steps, vals)", e.Run, k, e.Seq, len(pts), steps, vals)
 	}
 	return nil
 }

@@ -98,6 +98,9 @@ func (l *Ledger) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 			rep.add(Finding{Severity: SeverityError, Check: "derived", Seq: e.Seq, Message: "entry cannot be derived: " + err.Error()})
 		}
 	})
+	if err == nil {
+		err = d.flush()
+	}
 	d.close()
 	if err != nil {
 		return nil, fmt.Errorf("verify %s: %w", l.dir, err)
