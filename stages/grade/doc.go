@@ -64,4 +64,12 @@
 // reader's fallbacks reported as Warnings), spider-txt (one query per
 // line; a blank line is an error, where the official reader would drop it
 // and misalign every later line) and jsonl ({"index": i, "sql": "…"}).
+//
+// GradeFile grades a predictions file offline against an imported dataset,
+// pairing predictions with tasks by source position. GradeTrajectories
+// grades a rollout run that ended ok: the gold is read only after its
+// run.end; each task's samples are reduced by a Decide (greedy, majority
+// vote over execution results, pass@k; cmd/rlgate supplies them from
+// package stats) and recorded as one outcome per task in a grading run of
+// its own.
 package grade

@@ -6,9 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"sort"
-	"sync"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -160,37 +158,24 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 // gradeTasks grades every gold task against its prediction on all cores,
 // keeping the results in gold order.
 func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction) ([]Item, error) {
+	for _, gd := range golds {
+		if gd.Index >= len(preds) {
+			return nil, fmt.Errorf("grade: gold %s is at position %d but there are %d predictions", gd.ID, gd.Index, len(preds))
+		}
+	}
 	items := make([]Item, len(golds))
-	errs := make([]error, len(golds))
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				gd := golds[i]
-				out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
-				errs[i] = err
-				items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
-					Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail}
-			}
-		}()
-	}
-	for i := range golds {
-		if golds[i].Index >= len(preds) {
-			close(work)
-			wg.Wait()
-			return nil, fmt.Errorf("grade: gold %s is at position %d but there are %d predictions", golds[i].ID, golds[i].Index, len(preds))
-		}
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	for i, err := range errs {
+	err := forEach(len(golds), func(i int) error {
+		gd := golds[i]
+		out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
 		if err != nil {
-			return nil, fmt.Errorf("grade %s: %w", golds[i].ID, err)
+			return fmt.Errorf("grade %s: %w", gd.ID, err)
 		}
+		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
+			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return items, ctx.Err()
 }

@@ -1,0 +1,179 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stats"
+	"github.com/urfave/cli/v3"
+)
+
+// The evaluation modes: how a task's samples come to one outcome.
+const (
+	modeGreedy   = "greedy"   // sample 0
+	modeMajority = "majority" // the largest group of equal result sets
+	modePassK    = "passk"    // correct when any sample is; unbiased pass@k
+)
+
+func newEvalCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "eval",
+		Usage: "roll out, then grade the frozen trajectories: rollout and grade in one command",
+		Description: "Runs rlgate rollout with the same flags (an interrupted run is resumed, a\n" +
+			"finished one is not played again). Only once every trajectory of the run is\n" +
+			"frozen does it read the gold (gold.jsonl beside the tasks) and grade each\n" +
+			"episode's final SQL under --metric, as rlgate grade does. --mode greedy grades\n" +
+			"sample 0; majority executes every sample's final SQL and keeps the largest\n" +
+			"group of equal result sets (ties to the earliest sample; a failed query does\n" +
+			"not vote); passk counts a task correct when any sample is and reports the\n" +
+			"unbiased estimator pass@k = 1 - C(n-c,k)/C(n,k) per task and on average.\n" +
+			"The grading is recorded as its own run (default <run>.<metric>-<mode>),\n" +
+			"opened after the rollout's end, with one outcome per task.\n\n" +
+			rolloutHelp + exitCodesHelp,
+		Flags: append([]cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
+			&cli.StringFlag{Name: "mode", Value: modeGreedy, Usage: "`MODE`: greedy, majority or passk"},
+			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
+			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
+		}, rolloutFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			ro, err := rolloutOptionsFrom(cmd)
+			if err != nil {
+				return err
+			}
+			m, err := grade.ParseMetric(cmd.String("metric"))
+			if err != nil {
+				return usagef("--metric: %v", err)
+			}
+			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run")}
+			_, err = runEval(ctx, o, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type evalOptions struct {
+	rolloutOptions
+	Metric   grade.Metric
+	Mode     string
+	K        int
+	GradeRun string
+}
+
+// evalSummary is grade's summary of the trajectories, with the rollout's
+// beside it.
+type evalSummary struct {
+	*grade.TrajectorySummary
+	RolloutSummary *rollout.Summary `json:"rollout_summary"`
+}
+
+func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, error) {
+	ro, src, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if src.dir == "" {
+		return nil, usagef("eval: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
+	}
+	n := ro.Protocol.Sampling.N
+	switch o.Mode {
+	case modeGreedy:
+	case modeMajority:
+		if n < 2 {
+			return nil, usagef("--mode majority votes over samples: give --n 2 or more")
+		}
+	case modePassK:
+		if o.K < 1 || o.K > n {
+			return nil, usagef("--k %d: pass@k needs 1 <= k <= n = %d", o.K, n)
+		}
+	default:
+		return nil, usagef("--mode %q: want greedy, majority or passk", o.Mode)
+	}
+	k := o.K
+	if o.Mode != modePassK {
+		k = 0
+	}
+
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	rs, err := rollout.Run(ctx, l, ro)
+	if err != nil {
+		if rs != nil && !o.JSON {
+			printRolloutSummary(w, rs)
+		}
+		return nil, err
+	}
+	g := grade.NewGrader(grade.Options{}, nil)
+	defer g.Close()
+	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
+		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun})
+	if err != nil {
+		return nil, err
+	}
+	s := &evalSummary{TrajectorySummary: ts, RolloutSummary: rs}
+	return s, emit(w, o.JSON, s, func(w io.Writer) error {
+		printRolloutSummary(w, rs)
+		desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
+		if ts.Mode == modePassK {
+			desc += fmt.Sprintf(" (any of %d samples)", n)
+		}
+		printGradeSummary(w, &grade.FileSummary{Run: ts.Run, Metric: ts.Metric, Predictions: desc, Correct: ts.Correct, Total: ts.Total,
+			EX: ts.EX, ByDifficulty: ts.ByDifficulty, GoldDefects: ts.GoldDefects, StartSeq: ts.StartSeq, EndSeq: ts.EndSeq})
+		if ts.PassAtK != nil {
+			fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", k, *ts.PassAtK, n)
+		}
+		return nil
+	})
+}
+
+// decider reduces a task's samples to its outcome under mode.
+func decider(mode string, k int) grade.Decide {
+	switch mode {
+	case modeMajority:
+		return majorityVote
+	case modePassK:
+		return func(s []grade.SampleGrade) (grade.Decision, error) {
+			c := 0
+			for _, sg := range s {
+				if sg.Outcome.Correct {
+					c++
+				}
+			}
+			p, err := stats.PassAtK(len(s), c, k)
+			return grade.Decision{Correct: c > 0, PassAtK: &p}, err
+		}
+	}
+	return func(s []grade.SampleGrade) (grade.Decision, error) {
+		return grade.Decision{Correct: s[0].Outcome.Correct}, nil
+	}
+}
+
+// majorityVote groups the samples whose final SQL ran by result set and
+// keeps the largest group, ties going to the earliest; when none ran, the
+// task stands on sample 0.
+func majorityVote(s []grade.SampleGrade) (grade.Decision, error) {
+	var keys []ledger.Digest
+	var index []int
+	for i, sg := range s {
+		if !sg.Result.IsZero() {
+			keys = append(keys, sg.Result)
+			index = append(index, i)
+		}
+	}
+	if len(keys) == 0 {
+		return grade.Decision{Correct: s[0].Outcome.Correct}, nil
+	}
+	v, err := stats.MajorityVote(keys)
+	if err != nil {
+		return grade.Decision{}, err
+	}
+	chosen := index[v.Index]
+	return grade.Decision{Chosen: chosen, Correct: s[chosen].Outcome.Correct, Votes: len(v.Members)}, nil
+}

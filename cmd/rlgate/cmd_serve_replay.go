@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/urfave/cli/v3"
+)
+
+func newServeReplayCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "serve-replay",
+		Usage: "serve a recorded rollout as an OpenAI-compatible endpoint that replays its replies",
+		Description: "Loads every episode of --run and answers POST /v1/chat/completions with the\n" +
+			"recorded response (status and body byte for byte) of the same task, sample and\n" +
+			"turn: the episode is named by the request's user field (\"<task id>#<sample>\",\n" +
+			"which rlgate rollout sends) and the turn by the number of assistant messages\n" +
+			"in the request. A rollout over the same tasks with the same protocol and model\n" +
+			"against this endpoint reproduces the recorded run; the response header\n" +
+			"X-Rlgate-Replay says whether each request matched the recorded one exactly.\n" +
+			"A request outside the recording gets 404. Serves until interrupted (Ctrl-C).\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "run", Required: true, Usage: "rollout run `ID` to replay"},
+			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8100", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			_, err := runServeReplay(ctx, serveReplayOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Run: cmd.String("run"),
+				Addr: cmd.String("addr")}, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type serveReplayOptions struct {
+	Dir  string
+	JSON bool
+	Run  string
+	Addr string
+}
+
+// serveReplaySummary is printed once the endpoint listens.
+type serveReplaySummary struct {
+	Run      string `json:"run"`
+	Model    string `json:"model"`
+	Episodes int    `json:"episodes"`
+	URL      string `json:"url"` // the OpenAI base URL to give rlgate rollout --endpoint
+}
+
+// runServeReplay serves until ctx ends, then returns ctx's error.
+func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*serveReplaySummary, error) {
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	rp, err := rollout.NewReplay(ctx, l, o.Run)
+	l.Close() // the replay holds what it serves
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", o.Addr)
+	if err != nil {
+		return nil, fmt.Errorf("serve replay: %w. Try: another --addr", err)
+	}
+	s := &serveReplaySummary{Run: o.Run, Model: rp.Model(), Episodes: rp.Episodes(), URL: "http://" + ln.Addr().String() + "/v1"}
+	err = emit(w, o.JSON, s, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "rlgate: replaying run %s (%d episodes, model %s) at %s; stop with Ctrl-C\n", s.Run, s.Episodes, s.Model, s.URL)
+		return err
+	})
+	if err != nil {
+		ln.Close()
+		return s, err
+	}
+	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve(ln) }()
+	select {
+	case err := <-served:
+		return s, fmt.Errorf("serve replay: %w", err)
+	case <-ctx.Done():
+	}
+	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
+		return s, err
+	}
+	return s, ctx.Err()
+}

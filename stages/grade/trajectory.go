@@ -1,0 +1,302 @@
+package grade
+
+import (
+	"context"
+	"encoding/binary"
+	"fmt"
+	"path/filepath"
+	"slices"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/rollout"
+)
+
+// SampleGrade is the grade of one recorded episode's final SQL.
+type SampleGrade struct {
+	Episode rollout.EpisodeRef
+	Outcome Outcome
+	// Result names the prediction's result set (ResultKey); zero when the
+	// prediction failed or there was none, so it takes no part in a vote.
+	Result ledger.Digest
+}
+
+// Decision is what a task's samples come to: the sample that stands for
+// the task, whether the task counts as correct, and for the modes that
+// have them, the size of the winning vote and the pass@k estimate.
+type Decision struct {
+	Chosen  int
+	Correct bool
+	Votes   int
+	PassAtK *float64
+}
+
+// Decide reduces one task's sample grades, in sample order, to its
+// Decision. The modes (greedy, majority vote, pass@k) are built on package
+// stats, which stages may not import; cmd/rlgate supplies them.
+type Decide func(samples []SampleGrade) (Decision, error)
+
+// TrajectoryOptions name a frozen rollout run and how to grade it.
+type TrajectoryOptions struct {
+	Rollout string // a rollout run that ended ok
+	Dataset string // the directory rlgate data import wrote, holding gold.jsonl
+	DBRoot  string // empty: the one recorded at import
+	Metric  Metric
+	Mode    string // recorded, with K: greedy, majority or passk
+	K       int
+	Decide  Decide
+	Run     string // the grading run; empty: <rollout>.<metric>-<mode>
+}
+
+// TrajectoryItem is the grade of one task of a rollout, as recorded in the
+// outcomes entries: Item's fields, the task's outcome being the Decision
+// (with sample 0 in the derived row, as in every mode), and the samples
+// behind it.
+type TrajectoryItem struct {
+	Item
+	Samples       int      `json:"samples"`
+	ChosenSample  int      `json:"chosen_sample"`
+	Votes         int      `json:"votes,omitempty"`
+	PassAtK       *float64 `json:"pass_at_k,omitempty"`
+	SampleCorrect []bool   `json:"sample_correct"`
+	// The chosen sample's episode: how it ended and what it spent.
+	StopReason    rollout.StopReason `json:"stop_reason"`
+	Turns         int                `json:"turns"`
+	SQLExecutions int                `json:"sql_executions"`
+	TokensIn      int                `json:"tokens_in"`
+	TokensOut     int                `json:"tokens_out"`
+}
+
+// TrajectorySummary is what grading a rollout reports, in the shape of
+// FileSummary: totals, EX per difficulty and an item per task.
+type TrajectorySummary struct {
+	Run          string            `json:"run"`
+	Rollout      string            `json:"rollout"`
+	Metric       Metric            `json:"metric"`
+	Mode         string            `json:"mode"`
+	K            int               `json:"k,omitempty"`
+	Dataset      string            `json:"dataset"`
+	Correct      int               `json:"correct"`
+	Total        int               `json:"total"`
+	EX           float64           `json:"ex"`
+	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
+	GoldDefects  int               `json:"gold_defects"`
+	// PassAtK is the mean of the items' unbiased pass@k, in percent, in
+	// passk mode; there an item is correct when any sample is.
+	PassAtK  *float64         `json:"pass_at_k,omitempty"`
+	Items    []TrajectoryItem `json:"items"`
+	StartSeq int64            `json:"start_seq"`
+	EndSeq   int64            `json:"end_seq"`
+}
+
+// trajectoryStart is the body of a trajectory grading run's run.start: it
+// names the frozen rollout by its run.end entry, the evaluation's
+// protocol and task set, and the gold graded against.
+type trajectoryStart struct {
+	Stage          string        `json:"stage"`
+	Rollout        string        `json:"rollout"`
+	RolloutEnd     int64         `json:"rollout_end_seq"`
+	ProtocolDigest ledger.Digest `json:"protocol_digest"`
+	TaskSet        ledger.Digest `json:"task_set"`
+	Metric         Metric        `json:"metric"`
+	Mode           string        `json:"mode"`
+	K              int           `json:"k,omitempty"`
+	Dataset        string        `json:"dataset"`
+	TasksDigest    ledger.Digest `json:"tasks_digest"`
+	GoldDigest     ledger.Digest `json:"gold_digest"`
+	Options        Options       `json:"grader_options"`
+}
+
+type trajectoryEnd struct {
+	gradeEnd
+	PassAtK *float64 `json:"pass_at_k,omitempty"`
+}
+
+// GradeTrajectories grades the final SQL of every episode of a rollout run
+// that ended ok against the dataset's gold, reduces each task's samples
+// with o.Decide, and records a grading run: its start (naming the
+// rollout's run.end entry, which precedes it), one outcome per task and
+// the totals. The gold is read only once the rollout is known to be
+// frozen, and nothing is recorded until every task is graded, so an
+// interrupted grading leaves no run behind.
+func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o TrajectoryOptions) (*TrajectorySummary, error) {
+	r, err := l.RunStatus(ctx, o.Rollout)
+	if err != nil {
+		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+	}
+	if r.Status != "ok" || r.EndedSeq == nil {
+		return nil, fmt.Errorf("grade rollout %s: the run is %s; only a finished rollout is graded. Try: rlgate rollout --run %s to finish it",
+			o.Rollout, r.Status, o.Rollout)
+	}
+	start, err := rollout.ReadStart(ctx, l, o.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	man, err := dataset.ReadManifest(o.Dataset)
+	if err != nil {
+		return nil, err
+	}
+	if man.Tasks.Digest != start.TasksDigest {
+		return nil, fmt.Errorf("grade rollout %s: it ran tasks %s, but %s holds tasks %s. Try: --tasks with the dataset the rollout used",
+			o.Rollout, start.TasksDigest, o.Dataset, man.Tasks.Digest)
+	}
+	recs, err := rollout.ReadRecorded(ctx, l, o.Rollout)
+	if err != nil {
+		return nil, err
+	}
+	dbRoot := o.DBRoot
+	if dbRoot == "" {
+		dbRoot = man.DBRoot
+	}
+	s := &TrajectorySummary{Run: o.Run, Rollout: o.Rollout, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset}
+	if s.Run == "" {
+		s.Run = fmt.Sprintf("%s.%s-%s", o.Rollout, o.Metric, o.Mode)
+		if o.Mode == "passk" {
+			s.Run += fmt.Sprint(o.K)
+		}
+	}
+	if _, err := l.RunStatus(ctx, s.Run); err == nil {
+		return nil, &ledger.Error{Op: "grade rollout " + o.Rollout, Path: s.Run, Err: ledger.ErrRunExists,
+			Hint: "rlgate log --run " + s.Run + " shows that grading; rlgate eval --grade-run ID grades again under another id"}
+	}
+
+	// The gold is read only now, with the rollout frozen.
+	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
+	if err != nil {
+		return nil, err
+	}
+	grades, err := gradeSamples(ctx, g, o.Metric, dbRoot, golds, recs)
+	if err != nil {
+		return nil, err
+	}
+	if s.Items, err = decideTasks(golds, grades, start.Protocol.Sampling.N, o.Decide); err != nil {
+		return nil, err
+	}
+	s.tally()
+
+	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
+		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options()})
+	if err != nil {
+		return nil, err
+	}
+	s.StartSeq = run.Seq
+	for i := 0; i < len(s.Items); i += outcomeBatch {
+		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
+		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
+			run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: "failed"}})
+			return nil, err
+		}
+	}
+	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
+		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects}, PassAtK: s.PassAtK})
+	if err != nil {
+		return nil, err
+	}
+	s.EndSeq = end.Seq
+	return s, nil
+}
+
+// gradeSamples grades every recorded episode on all cores, in the order
+// given.
+func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, recs []rollout.Recorded) ([]SampleGrade, error) {
+	byID := make(map[string]*gold.Gold, len(golds))
+	for i := range golds {
+		byID[golds[i].ID] = &golds[i]
+	}
+	for _, r := range recs {
+		if byID[r.TaskID] == nil {
+			return nil, fmt.Errorf("grade: task %s of the rollout has no gold", r.TaskID)
+		}
+	}
+	out := make([]SampleGrade, len(recs))
+	err := forEach(len(recs), func(i int) error {
+		r, gd := recs[i], byID[recs[i].TaskID]
+		o, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), r.FinalSQL, gd.SQL)
+		if err != nil {
+			return fmt.Errorf("grade %s sample %d: %w", r.TaskID, r.Sample, err)
+		}
+		out[i] = SampleGrade{Episode: r.EpisodeRef, Outcome: o, Result: ResultKey(o.Pred)}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, ctx.Err()
+}
+
+// decideTasks groups the grades by task, in gold order, and decides each
+// task from its n samples.
+func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide) ([]TrajectoryItem, error) {
+	byTask := map[string][]SampleGrade{}
+	for _, sg := range grades {
+		byTask[sg.Episode.TaskID] = append(byTask[sg.Episode.TaskID], sg)
+	}
+	var items []TrajectoryItem
+	for _, gd := range golds {
+		samples := byTask[gd.ID]
+		if samples == nil {
+			continue // not in the rollout (--limit)
+		}
+		slices.SortFunc(samples, func(a, b SampleGrade) int { return a.Episode.Sample - b.Episode.Sample })
+		if len(samples) != n || samples[n-1].Episode.Sample != n-1 {
+			return nil, fmt.Errorf("grade: task %s has %d recorded samples, the protocol asks for %d", gd.ID, len(samples), n)
+		}
+		d, err := decide(samples)
+		if err != nil {
+			return nil, fmt.Errorf("grade %s: %w", gd.ID, err)
+		}
+		chosen := samples[d.Chosen]
+		ep := chosen.Episode
+		it := TrajectoryItem{
+			Item: Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: d.Correct, Reward: d.PassAtK}, Index: gd.Index, DBID: gd.DBID,
+				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail},
+			Samples: n, ChosenSample: d.Chosen, Votes: d.Votes, PassAtK: d.PassAtK, SampleCorrect: make([]bool, n),
+			StopReason: ep.StopReason, Turns: ep.Turns, SQLExecutions: ep.SQLExecutions, TokensIn: ep.TokensIn, TokensOut: ep.TokensOut,
+		}
+		for i, sg := range samples {
+			it.SampleCorrect[i] = sg.Outcome.Correct
+		}
+		items = append(items, it)
+	}
+	return items, nil
+}
+
+// tally fills the totals as FileSummary does, and the mean pass@k.
+func (s *TrajectorySummary) tally() {
+	fs := FileSummary{Items: make([]Item, len(s.Items))}
+	var passk float64
+	for i, it := range s.Items {
+		fs.Items[i] = it.Item
+		if it.PassAtK != nil {
+			passk += *it.PassAtK
+		}
+	}
+	fs.tally()
+	s.Correct, s.Total, s.EX, s.ByDifficulty, s.GoldDefects = fs.Correct, fs.Total, fs.EX, fs.ByDifficulty, fs.GoldDefects
+	if s.Mode == "passk" && s.Total > 0 {
+		p := 100 * passk / float64(s.Total)
+		s.PassAtK = &p
+	}
+}
+
+// ResultKey names a result set as the seeds' majority vote groups them:
+// the set of its rows (duplicates and order ignored) under Python
+// equality (1 == 1.0). A failed query has the zero key.
+func ResultKey(d Denotation) ledger.Digest {
+	if d.Err != nil {
+		return ledger.Digest{}
+	}
+	keys := rowKeys(d.Rows, pyKey)
+	slices.Sort(keys)
+	keys = slices.Compact(keys)
+	h := ledger.Hasher()
+	var n [8]byte
+	for _, k := range keys {
+		binary.BigEndian.PutUint64(n[:], uint64(len(k)))
+		h.Write(n[:])
+		h.WriteString(k)
+	}
+	return ledger.SumDigest(h)
+}

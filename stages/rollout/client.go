@@ -1,0 +1,198 @@
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+)
+
+// ClientOptions bound how rollout talks to the endpoint. A zero field
+// takes its value from DefaultClientOptions.
+type ClientOptions struct {
+	// RequestTimeout bounds one attempt, from sending to the last byte.
+	RequestTimeout time.Duration
+	// MaxAttempts is how many times a request is sent before the episode
+	// ends with StopHTTPError.
+	MaxAttempts int
+	// Backoff is the wait before the first retry; it doubles up to
+	// MaxBackoff.
+	Backoff    time.Duration
+	MaxBackoff time.Duration
+}
+
+// DefaultClientOptions: 5 minutes per attempt, 4 attempts, waits of 0.5,
+// 1 and 2 s between them (at most 8 s).
+func DefaultClientOptions() ClientOptions {
+	return ClientOptions{RequestTimeout: 5 * time.Minute, MaxAttempts: 4, Backoff: 500 * time.Millisecond, MaxBackoff: 8 * time.Second}
+}
+
+func (o ClientOptions) withDefaults() ClientOptions {
+	d := DefaultClientOptions()
+	if o.RequestTimeout <= 0 {
+		o.RequestTimeout = d.RequestTimeout
+	}
+	if o.MaxAttempts <= 0 {
+		o.MaxAttempts = d.MaxAttempts
+	}
+	if o.Backoff <= 0 {
+		o.Backoff = d.Backoff
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = d.MaxBackoff
+	}
+	return o
+}
+
+// clientRecord is how the options are recorded in a run's start entry.
+type clientRecord struct {
+	RequestTimeoutMS int64 `json:"request_timeout_ms"`
+	MaxAttempts      int   `json:"max_attempts"`
+	BackoffMS        int64 `json:"backoff_ms"`
+	MaxBackoffMS     int64 `json:"max_backoff_ms"`
+}
+
+func (o ClientOptions) record() clientRecord {
+	return clientRecord{RequestTimeoutMS: o.RequestTimeout.Milliseconds(), MaxAttempts: o.MaxAttempts,
+		BackoffMS: o.Backoff.Milliseconds(), MaxBackoffMS: o.MaxBackoff.Milliseconds()}
+}
+
+// Attempt is one try of a request that did not give a usable reply: the
+// status (0 when no response came), the response body and what was wrong.
+type Attempt struct {
+	Status    int     `json:"status"`
+	Response  Body    `json:"response,omitempty"`
+	Error     string  `json:"error"`
+	LatencyMS float64 `json:"latency_ms"`
+}
+
+// exchange is the outcome of one request with its retries: the last
+// attempt's status and body, parsed when usable.
+type exchange struct {
+	status   int
+	body     []byte
+	resp     *ChatResponse
+	failed   []Attempt // retried attempts before the last
+	err      error     // set when the last attempt gave no usable reply too, or a 4xx answered
+	duration time.Duration
+}
+
+// client speaks /v1/chat/completions with retries.
+type client struct {
+	url    string
+	apiKey string
+	opts   ClientOptions
+	http   *http.Client
+}
+
+// completionsURL accepts a server root ("http://h:8000"), its OpenAI base
+// ("http://h:8000/v1") or the full path.
+func completionsURL(endpoint string) string {
+	u := strings.TrimRight(endpoint, "/")
+	switch {
+	case strings.HasSuffix(u, "/chat/completions"):
+		return u
+	case strings.HasSuffix(u, "/v1"):
+		return u + "/chat/completions"
+	}
+	return u + "/v1/chat/completions"
+}
+
+func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
+	tr := &http.Transport{
+		Proxy:               http.ProxyFromEnvironment,
+		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		MaxIdleConns:        2 * conns,
+		MaxIdleConnsPerHost: 2 * conns,
+		IdleConnTimeout:     90 * time.Second,
+		DisableCompression:  true, // keep the bodies byte for byte as the server sent them
+	}
+	return &client{url: completionsURL(endpoint), apiKey: apiKey, opts: opts, http: &http.Client{Transport: tr}}
+}
+
+func (c *client) close() { c.http.CloseIdleConnections() }
+
+// errTransient marks a failed attempt worth retrying.
+type errTransient struct{ error }
+
+// do sends body until a usable reply comes, a 4xx answers, or MaxAttempts
+// run out. It returns an error only when ctx ends: the episode is then
+// abandoned, not recorded.
+func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
+	x := &exchange{}
+	start := time.Now()
+	wait := c.opts.Backoff
+	for attempt := 1; ; attempt++ {
+		t0 := time.Now()
+		status, resp, parsed, err := c.attempt(ctx, body)
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		x.status, x.body = status, resp
+		if err == nil {
+			x.resp = parsed
+			x.duration = time.Since(start)
+			return x, nil
+		}
+		var tr errTransient
+		if !errors.As(err, &tr) || attempt >= c.opts.MaxAttempts {
+			x.err = fmt.Errorf("attempt %d: %w", attempt, err)
+			x.duration = time.Since(start)
+			return x, nil
+		}
+		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: err.Error(), LatencyMS: millis(time.Since(t0))})
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+		wait = min(2*wait, c.opts.MaxBackoff)
+	}
+}
+
+// attempt sends the request once. Network errors, timeouts, 5xx, 429 and
+// unreadable or malformed replies are transient; other non-2xx statuses
+// are final.
+func (c *client) attempt(ctx context.Context, body []byte) (int, []byte, *ChatResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if c.apiKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.apiKey)
+	}
+	res, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, nil, errTransient{fmt.Errorf("post %s: %w", c.url, err)}
+	}
+	defer res.Body.Close()
+	resp, err := io.ReadAll(res.Body)
+	if err != nil {
+		return res.StatusCode, resp, nil, errTransient{fmt.Errorf("read reply: %w", err)}
+	}
+	switch {
+	case res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests:
+		return res.StatusCode, resp, nil, errTransient{fmt.Errorf("status %d", res.StatusCode)}
+	case res.StatusCode < 200 || res.StatusCode > 299:
+		return res.StatusCode, resp, nil, fmt.Errorf("status %d", res.StatusCode)
+	}
+	var parsed ChatResponse
+	if err := json.Unmarshal(resp, &parsed); err != nil {
+		return res.StatusCode, resp, nil, errTransient{fmt.Errorf("malformed reply: %w", err)}
+	}
+	if len(parsed.Choices) == 0 {
+		return res.StatusCode, resp, nil, errTransient{errors.New("malformed reply: no choices")}
+	}
+	return res.StatusCode, resp, &parsed, nil
+}
+
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,75 @@
+// Package rollout plays the multi-turn SQL protocol against an
+// OpenAI-compatible endpoint (vLLM, SGLang, llama.cpp server, the
+// reference policy) and records every episode in the ledger. It is the
+// policy side of evaluation: it reads public tasks (package tasks) and
+// never imports gold or grading; grading reads what it recorded once the
+// run is frozen.
+//
+// # Protocol
+//
+// A Protocol fixes what the policy sees and may spend: prompt templates,
+// observation profile, turns (6), tokens per turn and per request
+// context, SQL executions per episode (5) and their timeout (10 s),
+// format-correction prompts (3), stop strings and sampling. It is one
+// versioned object (ProtocolVersion); its Digest, the BLAKE3 of its
+// canonical JSON, is recorded with the run and must match for a run to be
+// resumed. DefaultProtocol is built in; LoadProtocol reads a YAML or JSON
+// file over it, refusing unknown fields.
+//
+// # Episodes
+//
+// An episode is one (task, sample). It starts with the system and user
+// prompts; each reply is parsed by sqlenv.ParseTurn. A <sql> turn is
+// executed read-only (sqlenv.Executor, the task's database) and its
+// observation comes back as a user turn with the turns left; a <solution>
+// turn ends the episode with its final SQL; a malformed reply gets a
+// correction prompt quoting FormatError.Hint. An episode ends with one
+// StopReason: solution, max_turns (the last allowed reply was not a
+// solution; an <sql> in it is not run), budget (the request context would
+// pass context_tokens, the server counted more than it, or the SQL budget
+// is spent), format_failures, or http_error. Every reply counts as a
+// turn, corrections included. A reply whose closing tag the engine
+// stripped at its stop string is accepted and the tag restored in the
+// history.
+//
+// Each request carries n = 1, the protocol's sampling with seed
+// Seed+sample, and user = "<task id>#<sample>". Token counts come from the
+// response's usage; without it they are estimated as a quarter of the
+// bytes and the turn and episode are marked estimated.
+//
+// # Endpoint
+//
+// Requests go to <endpoint>/v1/chat/completions (an endpoint ending in
+// /v1 or /chat/completions is used as given). Network errors, timeouts,
+// 5xx, 429 and replies that are not a chat completion are retried with
+// doubling waits up to ClientOptions.MaxAttempts; another 4xx, or the
+// last attempt failing, ends the episode with http_error and the run goes
+// on. When the run's context ends, episodes in flight are abandoned and
+// played again on resume.
+//
+// # Recording
+//
+// Finished episodes are buffered and flushed every 200 ms or 64 episodes
+// as one blob of JSON lines (one Episode per line: every turn with its
+// request and response bodies byte for byte, failed attempts included)
+// and one entry of kind trajectories (Trajectories) listing each episode's
+// task, sample, stop reason, turns, tokens, final SQL and line. A crash
+// loses at most the unflushed episodes. The run.start entry (Start)
+// records the protocol and its digest, model, endpoint, tasks digest and
+// task set; run.end (End) the totals.
+//
+// # Resume
+//
+// Run with the id of a run that was interrupted or failed continues it
+// (ledger.ResumeRun) and plays only the (task, sample) pairs no
+// trajectories entry names, so nothing is played or recorded twice; a run
+// that ended ok is reported complete.
+//
+// # Replay
+//
+// Replay serves a recorded run as an OpenAI-compatible endpoint: a request
+// is matched to its recorded turn by its user field and the number of
+// assistant messages it carries, and answered with the recorded status and
+// body. The ReplayHeader says whether the request was byte-identical to the
+// recorded one.
+package rollout

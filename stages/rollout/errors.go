@@ -1,0 +1,27 @@
+package rollout
+
+import "errors"
+
+// Sentinel errors. Test for them with errors.Is.
+var (
+	// ErrProtocol is returned when a protocol, from a file or built in
+	// code, is malformed or out of range; the message names the field.
+	ErrProtocol = errors.New("invalid protocol")
+
+	// ErrRunMismatch is returned when an existing run is continued with a
+	// different protocol, model, task file or task set, or is not a
+	// rollout: resuming it would mix two evaluations under one id.
+	ErrRunMismatch = errors.New("run was started with different settings")
+
+	// ErrDuplicateEpisode is returned when a run's trajectories entries
+	// name one (task, sample) twice, which a correct recorder never writes.
+	ErrDuplicateEpisode = errors.New("episode recorded twice")
+
+	// ErrNoDatabase is returned when a task's database is missing under the
+	// database root, before any episode starts.
+	ErrNoDatabase = errors.New("task database missing")
+
+	// ErrReplay is returned by the replay endpoint's constructor when the
+	// run has no trajectories to replay.
+	ErrReplay = errors.New("nothing to replay")
+)

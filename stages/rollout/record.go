@@ -1,0 +1,174 @@
+package rollout
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// KindTrajectories is the entry kind of a batch of finished episodes.
+const KindTrajectories = "trajectories"
+
+// Stage is the stage name of a rollout run's run.start entry.
+const Stage = "rollout"
+
+// Trajectories is the body of a trajectories entry: the blob holding the
+// episodes, one JSON line each (an Episode), and one reference per line.
+type Trajectories struct {
+	Blob     ledger.Digest `json:"blob"`
+	Episodes []EpisodeRef  `json:"episodes"`
+}
+
+// EpisodeRef summarises one recorded episode and says where its line is
+// in the blob: bytes [Offset, Offset+Length), line number Line (from 0),
+// without the newline.
+type EpisodeRef struct {
+	TaskID        string     `json:"task_id"`
+	Sample        int        `json:"sample"`
+	StopReason    StopReason `json:"stop_reason"`
+	Turns         int        `json:"turns"`
+	SQLExecutions int        `json:"sql_executions"`
+	TokensIn      int        `json:"tokens_in"`
+	TokensOut     int        `json:"tokens_out"`
+	FinalSQL      string     `json:"final_sql"`
+	Line          int        `json:"line"`
+	Offset        int64      `json:"offset"`
+	Length        int64      `json:"length"`
+}
+
+// Recorded is an episode reference with the entry and blob it came from.
+type Recorded struct {
+	EpisodeRef
+	Blob ledger.Digest `json:"blob"`
+	Seq  int64         `json:"seq"`
+}
+
+// Start is the body of a rollout's run.start entry: what fixes the
+// evaluation (protocol, model, tasks) and how the endpoint was reached.
+// A run is only resumed with the same protocol digest, model, tasks digest
+// and task set.
+type Start struct {
+	ledger.RunStart
+	Protocol       Protocol      `json:"protocol"`
+	ProtocolDigest ledger.Digest `json:"protocol_digest"`
+	Model          string        `json:"model"`
+	Endpoint       string        `json:"endpoint"`
+	Tasks          string        `json:"tasks"`
+	TasksDigest    ledger.Digest `json:"tasks_digest"`
+	// TaskSet is the digest of the canonical JSON list of the task ids
+	// run, in order; Count is their number.
+	TaskSet  ledger.Digest `json:"task_set"`
+	Count    int           `json:"count"`
+	DBRoot   string        `json:"db_root"`
+	Client   clientRecord  `json:"client"`
+	Parallel int           `json:"concurrency"`
+}
+
+// resumeBody is the body of the run.resume entry a continued rollout
+// writes.
+type resumeBody struct {
+	Endpoint string       `json:"endpoint"`
+	Client   clientRecord `json:"client"`
+	Parallel int          `json:"concurrency"`
+	Done     int          `json:"done"` // episodes already recorded, skipped
+}
+
+// End is the body of a rollout's run.end entry: totals over every episode
+// of the run, earlier attempts of a resumed run included.
+type End struct {
+	ledger.RunEnd
+	Episodes    int                `json:"episodes"`
+	StopReasons map[StopReason]int `json:"stop_reasons"`
+	TokensIn    int                `json:"tokens_in"`
+	TokensOut   int                `json:"tokens_out"`
+}
+
+// ReadStart returns the run.start body of a rollout run, or
+// ErrRunMismatch when the run is not a rollout.
+func ReadStart(ctx context.Context, l *ledger.Ledger, run string) (*Start, error) {
+	r, err := l.RunStatus(ctx, run)
+	if err != nil {
+		return nil, err
+	}
+	e, err := l.EntryBySeq(ctx, r.StartedSeq)
+	if err != nil {
+		return nil, err
+	}
+	var s Start
+	if err := json.Unmarshal(e.Body, &s); err != nil {
+		return nil, fmt.Errorf("read run %s: start entry %d: %w", run, e.Seq, err)
+	}
+	if s.Stage != Stage {
+		return nil, fmt.Errorf("read run %s: %w: it is a %q run, not a rollout", run, ErrRunMismatch, s.Stage)
+	}
+	return &s, nil
+}
+
+// ReadRecorded lists the episodes of a run from its trajectories entries,
+// in the order they were recorded, without reading the blobs. A (task,
+// sample) recorded twice is an error.
+func ReadRecorded(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, error) {
+	var out []Recorded
+	seen := map[episodeKey]int64{}
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindTrajectories, Run: run}) {
+		if err != nil {
+			return nil, fmt.Errorf("read trajectories of %s: %w", run, err)
+		}
+		var b Trajectories
+		if err := json.Unmarshal(e.Body, &b); err != nil {
+			return nil, fmt.Errorf("read trajectories of %s: entry %d: %w", run, e.Seq, err)
+		}
+		for _, ref := range b.Episodes {
+			k := episodeKey{ref.TaskID, ref.Sample}
+			if prev, dup := seen[k]; dup {
+				return nil, fmt.Errorf("read trajectories of %s: %w: task %s sample %d in entries %d and %d",
+					run, ErrDuplicateEpisode, ref.TaskID, ref.Sample, prev, e.Seq)
+			}
+			seen[k] = e.Seq
+			out = append(out, Recorded{EpisodeRef: ref, Blob: b.Blob, Seq: e.Seq})
+		}
+	}
+	return out, nil
+}
+
+// ReadEpisodes reads every episode of a run from its blobs, re-hashing
+// each blob, in the order they were recorded.
+func ReadEpisodes(ctx context.Context, l *ledger.Ledger, run string) ([]Episode, error) {
+	recs, err := ReadRecorded(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Episode, len(recs))
+	var blob []byte
+	var have ledger.Digest
+	for i, r := range recs {
+		if blob == nil || r.Blob != have {
+			if blob, err = l.ReadBlob(r.Blob); err != nil {
+				return nil, fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
+			}
+			have = r.Blob
+		}
+		end := r.Offset + r.Length
+		if r.Offset < 0 || r.Length < 0 || end > int64(len(blob)) {
+			return nil, fmt.Errorf("read trajectories of %s: entry %d: episode %s#%d lies outside its blob", run, r.Seq, r.TaskID, r.Sample)
+		}
+		dec := json.NewDecoder(bytes.NewReader(blob[r.Offset:end]))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&out[i]); err != nil {
+			return nil, fmt.Errorf("read trajectories of %s: entry %d: line %d: %w", run, r.Seq, r.Line, err)
+		}
+		if out[i].TaskID != r.TaskID || out[i].Sample != r.Sample {
+			return nil, fmt.Errorf("read trajectories of %s: entry %d: line %d holds %s#%d, the entry says %s#%d",
+				run, r.Seq, r.Line, out[i].TaskID, out[i].Sample, r.TaskID, r.Sample)
+		}
+	}
+	return out, nil
+}
+
+type episodeKey struct {
+	task   string
+	sample int
+}
