@@ -168,3 +168,15 @@ func TestImportSkyRLParquet(t *testing.T) {
 		t.Errorf("task %+v gold %+v", im.Tasks[1], im.Gold[1])
 	}
 }
+
+// TestDBRootRecordedAbsolute: grading runs from any directory, so the
+// database root an import records must not depend on where it ran.
+func TestDBRootRecordedAbsolute(t *testing.T) {
+	im, err := ImportBird(ctx, BirdOptions{Dev: "../../testdata/bird/mini_dev_sqlite.json", DBRoot: "../../testdata/bird/dev_databases"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(im.Manifest.DBRoot) {
+		t.Errorf("db_root %q is relative", im.Manifest.DBRoot)
+	}
+}

@@ -73,6 +73,12 @@ func DBPath(root, dbID string) string {
 // schema once and skipping (and reporting) questions whose database is
 // missing.
 func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources map[string]string) (*Imported, error) {
+	// Recorded absolute: grading later runs from anywhere (--db-root
+	// overrides it when the databases move).
+	dbRoot, err := filepath.Abs(dbRoot)
+	if err != nil {
+		return nil, err
+	}
 	im := &Imported{Manifest: Manifest{Format: ManifestFormat, Dataset: name, Kind: kind, DBRoot: dbRoot,
 		Source: map[string]ledger.Digest{}, Databases: map[string]ledger.Digest{}, Skipped: []Skipped{}}}
 	for label, path := range sources {
