@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -104,17 +106,13 @@ func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
 }
 
 func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Entry, error) {
-	prepared := make([]Entry, len(recs))
-	for i, r := range recs {
-		e, err := l.prepare(r)
-		if err != nil {
-			return nil, fmt.Errorf("record %d (%s): %w", i, r.Kind, err)
-		}
-		prepared[i] = e
+	prepared, err := l.prepareAll(recs)
+	if err != nil {
+		return nil, err
 	}
 	var seq int64
 	var prevHex string
-	err := tx.QueryRowContext(ctx, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").Scan(&seq, &prevHex)
+	err = tx.QueryRowContext(ctx, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").Scan(&seq, &prevHex)
 	var prev Digest
 	switch {
 	case err == sql.ErrNoRows:
@@ -166,6 +164,36 @@ const insertChunk = 64
 func insertEntries(n int) string {
 	return "INSERT INTO entries(seq, prev, hash, kind, run, at, blobs, body) VALUES " +
 		strings.Repeat("(?, ?, ?, ?, ?, ?, ?, ?), ", n-1) + "(?, ?, ?, ?, ?, ?, ?, ?)"
+}
+
+// prepareAll prepares records on all cores when there are several: the
+// canonical encoding of large bodies (metric batches) is the costly part of
+// an append and each record's is independent.
+func (l *Ledger) prepareAll(recs []Record) ([]Entry, error) {
+	prepared := make([]Entry, len(recs))
+	errs := make([]error, len(recs))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for range min(runtime.GOMAXPROCS(0), len(recs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				prepared[i], errs[i] = l.prepare(recs[i])
+			}
+		}()
+	}
+	for i := range recs {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			return nil, fmt.Errorf("record %d (%s): %w", i, recs[i].Kind, err)
+		}
+	}
+	return prepared, nil
 }
 
 // prepare validates a record and encodes its body; it checks that every

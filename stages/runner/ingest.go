@@ -16,6 +16,9 @@ type MetricFile struct {
 	Format metrics.Format `json:"format,omitempty"`
 }
 
+// metricsPerEntry bounds the points in one metrics entry.
+const metricsPerEntry = 50000
+
 // ingester tails one metrics file into the ledger while the stage runs.
 type ingester struct {
 	file   MetricFile
@@ -51,14 +54,23 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 	if len(pts) == 0 {
 		return nil
 	}
+	// Large reads are split into entries of metricsPerEntry points, which
+	// the ledger encodes in parallel; only the last carries the cursor,
+	// since the cursor is only true once every point before it is stored.
 	c := g.tailer.Cursor()
-	body := ledger.Metrics{Source: g.file.Path, Format: string(g.tailer.Format()),
-		Cursor: map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}}
-	body.Points = make([]ledger.MetricPoint, len(pts))
-	for i, p := range pts {
-		body.Points[i] = ledger.MetricPoint{Step: p.Step, Key: p.Key, Value: p.Value}
+	var recs []ledger.Record
+	for start := 0; start < len(pts); start += metricsPerEntry {
+		chunk := pts[start:min(start+metricsPerEntry, len(pts))]
+		body := ledger.Metrics{Source: g.file.Path, Format: string(g.tailer.Format()), Points: make([]ledger.MetricPoint, len(chunk))}
+		for i, p := range chunk {
+			body.Points[i] = ledger.MetricPoint{Step: p.Step, Key: p.Key, Value: p.Value}
+		}
+		if start+metricsPerEntry >= len(pts) {
+			body.Cursor = map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}
+		}
+		recs = append(recs, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: body})
 	}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: body}); err != nil {
+	if _, err := l.Append(ctx, recs...); err != nil {
 		return err
 	}
 	g.points += int64(len(pts))
