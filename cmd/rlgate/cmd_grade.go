@@ -28,6 +28,7 @@ func newGradeCommand() *cli.Command {
 			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
 			&cli.StringFlag{Name: "run", Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
+			&cli.BoolFlag{Name: "lenient", Usage: "read defects the official readers tolerate (a BIRD value that is not a string or lacks the separator) their way, as warnings, instead of refusing the file"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			m, err := grade.ParseMetric(cmd.String("metric"))
@@ -41,7 +42,7 @@ func newGradeCommand() *cli.Command {
 			var files []grade.FileOptions
 			for _, p := range preds {
 				files = append(files, grade.FileOptions{Predictions: p, Format: cmd.String("format"), Dataset: cmd.String("tasks"),
-					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run")})
+					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run"), Lenient: cmd.Bool("lenient")})
 			}
 			_, err = runGrade(ctx, ledgerDir(cmd), files, cmd.Bool("json"), cmd.Root().Writer)
 			return err

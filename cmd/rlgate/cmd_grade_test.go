@@ -116,3 +116,32 @@ func TestGradeBadPredictions(t *testing.T) {
 		t.Errorf("a failed grade left entries: %s", stdout)
 	}
 }
+
+// TestGradeRefusesDefectiveBirdFileUnlessLenient: a value the official
+// reader would silently turn into a query on "financial" is an error naming
+// its key and line, unless --lenient asks for the official reading.
+func TestGradeRefusesDefectiveBirdFileUnlessLenient(t *testing.T) {
+	dir := t.TempDir()
+	t.Setenv(ledger.EnvLedger, filepath.Join(dir, "ledger"))
+	rlgate(t, "init")
+	bird := "../../testdata/bird"
+	out := filepath.Join(dir, "bird")
+	if code, _, errOut := rlgate(t, "data", "import", "bird", "--dev", bird+"/mini_dev_sqlite.json", "--db-root", bird+"/dev_databases", "--out", out); code != 0 {
+		t.Fatal(errOut)
+	}
+	raw, _ := os.ReadFile(bird + "/predictions/gpt-4.json")
+	var preds map[string]string
+	json.Unmarshal(raw, &preds)
+	preds["7"] = "SELECT 1" // no separator
+	broken := filepath.Join(dir, "broken.json")
+	b, _ := json.MarshalIndent(preds, "", " ")
+	os.WriteFile(broken, b, 0o644)
+	code, _, errOut := rlgate(t, "grade", "--predictions", broken, "--format", "bird-json", "--tasks", out, "--metric", "bird")
+	if code != exitError || !strings.Contains(errOut, `key "7" (line`) || !strings.Contains(errOut, "--lenient") {
+		t.Errorf("defective file: exit %d, %q", code, errOut)
+	}
+	code, stdout, errOut := rlgate(t, "grade", "--predictions", broken, "--format", "bird-json", "--tasks", out, "--metric", "bird", "--lenient", "--json")
+	if code != 0 || !strings.Contains(stdout, `no single bird separator`) {
+		t.Errorf("--lenient: exit %d, %s", code, errOut)
+	}
+}

@@ -23,6 +23,10 @@ type FileOptions struct {
 	DBRoot      string // empty: the one recorded at import
 	Metric      Metric
 	Run         string // run id; empty: one is made from the file name
+	// Lenient reads what the official readers tolerate (a BIRD value that is
+	// not a string, or lacks the separator, becomes a query on financial)
+	// and records the warnings; by default such a file is refused.
+	Lenient bool
 }
 
 // Item is the grade of one task, as recorded in the ledger's outcomes
@@ -111,6 +115,10 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	preds, warns, err := ReadPredictions(bytes.NewReader(raw), o.Format, sourceCount)
 	if err != nil {
 		return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
+	}
+	if len(warns) > 0 && !o.Lenient {
+		return nil, fmt.Errorf("grade %s: %d defects, first %s: %s: %w. Try: fix the file, or --lenient to read it as the official evaluator does (the defects are then recorded as warnings)",
+			o.Predictions, len(warns), warns[0].Where, warns[0].Msg, ErrPredictions)
 	}
 	s := &FileSummary{Run: o.Run, Metric: o.Metric, Predictions: o.Predictions, PredDigest: ledger.Sum(raw), Dataset: man.Dataset,
 		Skipped: len(man.Skipped), Warnings: warns}

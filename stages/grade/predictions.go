@@ -69,7 +69,11 @@ const birdSeparator = "\t----- bird -----\t"
 // duplicate keys (the later value takes the earlier key's place, as in a
 // Python dict).
 func ReadBirdJSON(r io.Reader) ([]Prediction, []Warning, error) {
-	dec := json.NewDecoder(r)
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read bird-json predictions: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
 	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
 		return nil, nil, fmt.Errorf("read bird-json predictions: want a JSON object: %w", ErrPredictions)
@@ -87,7 +91,7 @@ func ReadBirdJSON(r io.Reader) ([]Prediction, []Warning, error) {
 		if err := dec.Decode(&raw); err != nil {
 			return nil, nil, fmt.Errorf("read bird-json predictions: key %q: %v: %w", key, err, ErrPredictions)
 		}
-		where := "key " + strconv.Quote(key)
+		where := fmt.Sprintf("key %s (line %d)", strconv.Quote(key), bytes.Count(data[:dec.InputOffset()], []byte("\n"))+1)
 		p := Prediction{DBID: "financial"}
 		var s string
 		if raw[0] != '"' || json.Unmarshal(raw, &s) != nil { // null unmarshals into a string

@@ -102,11 +102,20 @@ func TestReadPredictions(t *testing.T) {
 			}
 			var where []string
 			for _, w := range warns {
-				where = append(where, w.Where)
+				key, _, _ := strings.Cut(w.Where, " (line ") // the line is checked in TestBirdJSONWarningsNameTheLine
+				where = append(where, key)
 			}
 			if !reflect.DeepEqual(where, tt.warnings) {
 				t.Errorf("warnings %+v, want at %q", warns, tt.warnings)
 			}
 		})
+	}
+}
+
+func TestBirdJSONWarningsNameTheLine(t *testing.T) {
+	in := "{\n  \"0\": \"SELECT 1\\t----- bird -----\\tsuperhero\",\n  \"1\": 42\n}\n"
+	_, warns, err := ReadBirdJSON(strings.NewReader(in))
+	if err != nil || len(warns) != 1 || warns[0].Where != `key "1" (line 3)` {
+		t.Errorf("warnings %+v, %v", warns, err)
 	}
 }
