@@ -13,6 +13,9 @@ fuzz seconds="30":
 bench:
     go test ./ledger -run xxx -bench . -benchtime 20x
     bench/hash.sh
+    bench/grade.sh
+    bench/compare.sh
+    bench/ckpt.sh
 
 # integration test with a real PyTorch trainer (needs: apt-get install python3-torch)
 torch:
