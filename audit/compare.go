@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/rlgate/rlgate/stats"
 )
 
@@ -119,20 +120,20 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 	if base < 0 {
 		return nil, fmt.Errorf("compare: baseline %q is not one of the labels given", opts.Baseline)
 	}
-	tasks := sortedTasks(results[base])
+	taskIDs := sortedTasks(results[base])
 	for i, r := range opts.Runs {
 		if err := sameTasks(results[base], results[i], opts.Runs[base], r); err != nil {
 			return nil, err
 		}
 	}
 
-	c := &Comparison{Tasks: len(tasks), TaskSet: taskSetDigest(tasks), Baseline: opts.Baseline, Alpha: opts.Alpha,
+	c := &Comparison{Tasks: len(taskIDs), TaskSet: tasks.SetDigest(taskIDs), Baseline: opts.Baseline, Alpha: opts.Alpha,
 		Power: opts.Power, Seed: opts.Seed, B: opts.B}
 	scores := make([][]float64, len(opts.Runs))
 	for i, r := range opts.Runs {
-		scores[i] = make([]float64, len(tasks))
-		m := ModelResult{LabeledRun: r, N: len(tasks)}
-		for j, t := range tasks {
+		scores[i] = make([]float64, len(taskIDs))
+		m := ModelResult{LabeledRun: r, N: len(taskIDs)}
+		for j, t := range taskIDs {
 			if results[i][t] {
 				scores[i][j] = 1
 				m.Correct++
@@ -151,7 +152,7 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 			continue
 		}
 		p := PairResult{Label: r.Label, Baseline: opts.Baseline}
-		for j := range tasks {
+		for j := range taskIDs {
 			switch {
 			case scores[i][j] > scores[base][j]:
 				p.B++
@@ -167,7 +168,7 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 		if p.McNemar, err = stats.McNemar(p.B, p.C); err != nil {
 			return nil, err
 		}
-		if p.MDE, err = stats.MinDetectableEffect(len(tasks), p.B+p.C, opts.Alpha, opts.Power); err != nil {
+		if p.MDE, err = stats.MinDetectableEffect(len(taskIDs), p.B+p.C, opts.Alpha, opts.Power); err != nil {
 			return nil, err
 		}
 		ps = append(ps, p.McNemar.ExactP)
@@ -241,12 +242,4 @@ func sameTasks(a, b map[string]bool, ra, rb LabeledRun) error {
 		msg += fmt.Sprintf("; only in %s: %d (%s)", rb.Label, len(onlyB), list(onlyB))
 	}
 	return fmt.Errorf("%s. Try: evaluate both on the same tasks file", msg)
-}
-
-// taskSetDigest names a set of task ids; equal sets give equal digests.
-//
-// NB: the bytes hashed here are recorded; changing them breaks comparisons
-// of recorded task sets.
-func taskSetDigest(sorted []string) ledger.Digest {
-	return ledger.Sum([]byte(strings.Join(sorted, "\n") + "\n"))
 }

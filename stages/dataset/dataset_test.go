@@ -180,3 +180,20 @@ func TestDBRootRecordedAbsolute(t *testing.T) {
 		t.Errorf("db_root %q is relative", im.Manifest.DBRoot)
 	}
 }
+
+// TestTaskSetDigestIgnoresOrderAndRepeats pins the task-set definition that
+// runs, gradings and comparisons record.
+func TestTaskSetDigestIgnoresOrderAndRepeats(t *testing.T) {
+	a := tasks.SetDigest([]string{"spider-0002", "spider-0000", "spider-0001"})
+	b := tasks.SetDigest([]string{"spider-0000", "spider-0001", "spider-0002", "spider-0001"})
+	if a != b {
+		t.Error("order or a repeat changed the task-set digest")
+	}
+	if a == tasks.SetDigest([]string{"spider-0000", "spider-0001"}) {
+		t.Error("a smaller set has the same digest")
+	}
+	// BLAKE3("spider-0000\nspider-0001\nspider-0002\n"), computed with b3sum.
+	if got := a.Hex(); got != "81a94215c0fb88b865f3b517235c2cce8d365c72079295cdd2f3fc18c2c6db80" {
+		t.Errorf("task-set digest %s, want b3sum's", got)
+	}
+}

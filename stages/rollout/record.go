@@ -58,8 +58,8 @@ type Start struct {
 	Endpoint       string        `json:"endpoint"`
 	Tasks          string        `json:"tasks"`
 	TasksDigest    ledger.Digest `json:"tasks_digest"`
-	// TaskSet is the digest of the canonical JSON list of the task ids
-	// run, in order; Count is their number.
+	// TaskSet is tasks.SetDigest of the task ids run; Count is their
+	// number.
 	TaskSet  ledger.Digest `json:"task_set"`
 	Count    int           `json:"count"`
 	DBRoot   string        `json:"db_root"`

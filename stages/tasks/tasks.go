@@ -9,7 +9,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/jsonl"
 )
 
@@ -61,3 +64,22 @@ func refuseGold(raw []byte) error {
 
 // Write writes tasks as JSON lines.
 func Write(w io.Writer, ts []Task) error { return jsonl.Write(w, ts) }
+
+// SetDigest names a set of task ids: the BLAKE3 of the sorted, distinct
+// ids, each followed by a newline. Runs, gradings and comparisons record
+// it, so a reviewer (and the fixed-budget audit) can check that two
+// evaluations covered the same tasks whatever their order.
+//
+// NB: the bytes hashed here are recorded; changing them breaks every
+// recorded task set.
+func SetDigest(ids []string) ledger.Digest {
+	sorted := slices.Clone(ids)
+	slices.Sort(sorted)
+	sorted = slices.Compact(sorted)
+	var b strings.Builder
+	for _, id := range sorted {
+		b.WriteString(id)
+		b.WriteByte('\n')
+	}
+	return ledger.Sum([]byte(b.String()))
+}
