@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -39,6 +43,7 @@ func newEvalCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: modeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
+			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},
 		}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			ro, err := rolloutOptionsFrom(cmd)
@@ -49,7 +54,11 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return usagef("--metric: %v", err)
 			}
-			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run")}
+			weights, err := parseWeights(cmd.StringSlice("reward-weight"))
+			if err != nil {
+				return err
+			}
+			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights}
 			_, err = runEval(ctx, o, cmd.Root().Writer)
 			return err
 		},
@@ -62,6 +71,7 @@ type evalOptions struct {
 	Mode     string
 	K        int
 	GradeRun string
+	Weights  grade.Weights
 }
 
 // evalSummary is grade's summary of the trajectories, with the rollout's
@@ -113,7 +123,7 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun})
+		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights})
 	if err != nil {
 		return nil, err
 	}
@@ -176,4 +186,29 @@ func majorityVote(s []grade.SampleGrade) (grade.Decision, error) {
 	}
 	chosen := index[v.Index]
 	return grade.Decision{Chosen: chosen, Correct: s[chosen].Outcome.Correct, Votes: len(v.Members)}, nil
+}
+
+// parseWeights reads NAME=W pairs into reward weights by their JSON names;
+// none given leaves the zero value, which grading takes as the default.
+func parseWeights(pairs []string) (grade.Weights, error) {
+	m := map[string]float64{}
+	for _, p := range pairs {
+		name, val, ok := strings.Cut(p, "=")
+		w, err := strconv.ParseFloat(val, 64)
+		if !ok || err != nil {
+			return grade.Weights{}, usagef("--reward-weight %q: want NAME=NUMBER", p)
+		}
+		m[name] = w
+	}
+	var weights grade.Weights
+	if len(m) == 0 {
+		return weights, nil
+	}
+	raw, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&weights); err != nil {
+		return weights, usagef("--reward-weight: %v (names: execution, soft_f1, format, parses, schema_jaccard, bigram)", err)
+	}
+	return weights, nil
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"path/filepath"
 	"strings"
@@ -86,6 +87,26 @@ func TestEvalModes(t *testing.T) {
 	}
 	if pass3 := eval("--mode", "passk", "--k", "3"); *pass3.PassAtK != 100 {
 		t.Errorf("pass@3 = %v, want 100", *pass3.PassAtK)
+	}
+
+	// Reward components: a gold answer scores 1 on every component; the
+	// total follows the weights given, and the weights are recorded.
+	weighted := eval("--grade-run", "ev-rewards", "--reward-weight", "execution=0.5", "--reward-weight", "soft_f1=0.25", "--reward-weight", "format=0.25")
+	for _, it := range weighted.Items {
+		r := it.ChosenReward
+		if it.Index%4 == 0 && (r.Execution != 1 || r.SoftF1 != 1 || r.Format != 1 || r.Parses != 1 || r.SchemaJaccard != 1 || math.Abs(r.Total-1) > 1e-12) {
+			t.Errorf("gold answer's reward %+v", r)
+		}
+		if it.Index%4 == 1 && (it.SampleReward[0] != 0.25 || it.SampleReward[1] != 1) {
+			t.Errorf("kind 1 sample rewards %v, want [0.25 1 1]", it.SampleReward)
+		}
+	}
+	if code, out, _ := rlgate(t, "--ledger", ldir, "show", fmt.Sprint(weighted.StartSeq)); code != 0 || !strings.Contains(out, `"soft_f1": 0.25`) {
+		t.Errorf("reward weights not recorded in the grading run's start:\n%s", out)
+	}
+	if code, _, _ := rlgate(t, "--ledger", ldir, "eval", "--tasks", data, "--endpoint", srv.URL, "--model", "oracle", "--run", "ev",
+		"--limit", "40", "--n", "3", "--metric", "spider", "--reward-weight", "style=1"); code != exitUsage {
+		t.Errorf("unknown reward component: exit %d", code)
 	}
 
 	// Text output, as rlgate grade prints it.

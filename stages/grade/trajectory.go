@@ -20,6 +20,8 @@ type SampleGrade struct {
 	// Result names the prediction's result set (ResultKey); zero when the
 	// prediction failed or there was none, so it takes no part in a vote.
 	Result ledger.Digest
+	// Reward is every reward component of the sample and their total.
+	Reward Reward
 }
 
 // Decision is what a task's samples come to: the sample that stands for
@@ -47,6 +49,9 @@ type TrajectoryOptions struct {
 	K       int
 	Decide  Decide
 	Run     string // the grading run; empty: <rollout>.<metric>-<mode>
+	// Weights combine each sample's reward components into its total;
+	// zero means DefaultWeights. They are recorded with the grading.
+	Weights Weights
 }
 
 // TrajectoryItem is the grade of one task of a rollout, as recorded in the
@@ -60,6 +65,10 @@ type TrajectoryItem struct {
 	Votes         int      `json:"votes,omitempty"`
 	PassAtK       *float64 `json:"pass_at_k,omitempty"`
 	SampleCorrect []bool   `json:"sample_correct"`
+	// SampleReward is each sample's reward total under the recorded
+	// weights; ChosenReward the chosen sample's components.
+	SampleReward []float64 `json:"sample_reward"`
+	ChosenReward Reward    `json:"chosen_reward"`
 	// The chosen sample's episode: how it ended and what it spent.
 	StopReason    rollout.StopReason `json:"stop_reason"`
 	Turns         int                `json:"turns"`
@@ -106,6 +115,7 @@ type trajectoryStart struct {
 	TasksDigest    ledger.Digest `json:"tasks_digest"`
 	GoldDigest     ledger.Digest `json:"gold_digest"`
 	Options        Options       `json:"grader_options"`
+	Weights        Weights       `json:"reward_weights"`
 }
 
 type trajectoryEnd struct {
@@ -166,7 +176,10 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, err
 	}
-	grades, err := gradeSamples(ctx, g, o.Metric, dbRoot, golds, recs)
+	if o.Weights == (Weights{}) {
+		o.Weights = DefaultWeights()
+	}
+	grades, err := gradeSamples(ctx, g, o.Metric, dbRoot, golds, recs, o.Weights)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +190,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 
 	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options()})
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights})
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +213,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 
 // gradeSamples grades every recorded episode on all cores, in the order
 // given.
-func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, recs []rollout.Recorded) ([]SampleGrade, error) {
+func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, recs []rollout.Recorded, w Weights) ([]SampleGrade, error) {
 	byID := make(map[string]*gold.Gold, len(golds))
 	for i := range golds {
 		byID[golds[i].ID] = &golds[i]
@@ -213,11 +226,14 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 	out := make([]SampleGrade, len(recs))
 	err := forEach(len(recs), func(i int) error {
 		r, gd := recs[i], byID[recs[i].TaskID]
-		o, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), r.FinalSQL, gd.SQL)
+		// A sample is well formed when it ended on a parsed <solution>.
+		rw, err := g.Reward(ctx, RewardInput{Metric: m, DBPath: dataset.DBPath(dbRoot, gd.DBID), PredSQL: r.FinalSQL, GoldSQL: gd.SQL,
+			WellFormed: r.StopReason == rollout.StopSolution}, w)
 		if err != nil {
 			return fmt.Errorf("grade %s sample %d: %w", r.TaskID, r.Sample, err)
 		}
-		out[i] = SampleGrade{Episode: r.EpisodeRef, Outcome: o, Result: ResultKey(o.Pred)}
+		o := rw.Outcome
+		out[i] = SampleGrade{Episode: r.EpisodeRef, Outcome: o, Result: ResultKey(o.Pred), Reward: rw}
 		return nil
 	})
 	if err != nil {
@@ -253,10 +269,12 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide) 
 			Item: Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: d.Correct, Reward: d.PassAtK}, Index: gd.Index, DBID: gd.DBID,
 				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail},
 			Samples: n, ChosenSample: d.Chosen, Votes: d.Votes, PassAtK: d.PassAtK, SampleCorrect: make([]bool, n),
+			SampleReward: make([]float64, n), ChosenReward: chosen.Reward,
 			StopReason: ep.StopReason, Turns: ep.Turns, SQLExecutions: ep.SQLExecutions, TokensIn: ep.TokensIn, TokensOut: ep.TokensOut,
 		}
 		for i, sg := range samples {
 			it.SampleCorrect[i] = sg.Outcome.Correct
+			it.SampleReward[i] = sg.Reward.Total
 		}
 		items = append(items, it)
 	}
