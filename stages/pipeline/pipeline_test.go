@@ -144,3 +144,32 @@ func TestSeedPipelineValidates(t *testing.T) {
 		t.Errorf("a dry run ran %d stages", len(runs))
 	}
 }
+
+// TestReproIgnoresHowThePipelineIsNamed: the same pipeline reached by an
+// absolute and a relative path is up to date either way, configs included.
+func TestReproIgnoresHowThePipelineIsNamed(t *testing.T) {
+	dir := t.TempDir()
+	os.WriteFile(filepath.Join(dir, "cfg.yaml"), []byte("lr: 1e-6\n"), 0o644)
+	pf := filepath.Join(dir, "rlgate.yaml")
+	os.WriteFile(pf, []byte("stages:\n  train:\n    cmd: \"echo done > out.txt\"\n    configs: [cfg.yaml]\n    outs: {out: out.txt}\n    gpu: off\n"), 0o644)
+	l := ledgertest.New(t)
+	wd, _ := os.Getwd()
+	rel, err := filepath.Rel(wd, pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, path := range []string{pf, rel} {
+		f, err := Load(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Repro(ctx, l, f, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []string{"ran", "skip"}[i]
+		if ds[0].Action != want {
+			t.Errorf("via %s: %s (%v), want %s", path, ds[0].Action, ds[0].Reasons, want)
+		}
+	}
+}

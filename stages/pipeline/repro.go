@@ -212,7 +212,7 @@ func staleness(ctx context.Context, l *ledger.Ledger, spec runner.Spec, last *pa
 		if err != nil {
 			return nil, err
 		}
-		if old, ok := last.Start.Configs[c]; !ok || old != d {
+		if old, ok := last.Start.Configs[runner.ConfigKey(spec.Dir, c)]; !ok || old != d {
 			why = append(why, "config "+c+" changed")
 		}
 	}

@@ -69,6 +69,22 @@ func ConfigDigest(path string) (ledger.Digest, error) {
 	return ledger.Sum(raw), nil
 }
 
+// ConfigKey names a config file in a run.start entry: its path relative
+// to the stage's working directory when it lies inside it, so the same
+// pipeline reached by another path (repro -f a/rlgate.yaml vs cd a) keys
+// its configs alike; otherwise its absolute path.
+func ConfigKey(dir, path string) string {
+	absDir, err1 := filepath.Abs(dir)
+	abs, err2 := filepath.Abs(path)
+	if err1 != nil || err2 != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(absDir, abs); err == nil && rel != ".." && !strings.HasPrefix(rel, ".."+string(filepath.Separator)) {
+		return filepath.ToSlash(rel)
+	}
+	return abs
+}
+
 // configArtifact stores a config's raw bytes and canonical form as blobs.
 func configArtifact(l *ledger.Ledger, path string) (artifactBody, []ledger.Digest, error) {
 	raw, err := os.ReadFile(path)

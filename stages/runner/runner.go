@@ -63,7 +63,7 @@ type StartBody struct {
 	Dir      string                   `json:"dir"`
 	Params   map[string]string        `json:"params,omitempty"`
 	Inputs   map[string]ledger.Digest `json:"inputs,omitempty"`
-	Configs  map[string]ledger.Digest `json:"configs,omitempty"` // path -> canonical digest
+	Configs  map[string]ledger.Digest `json:"configs,omitempty"` // ConfigKey -> canonical digest
 	Outputs  []Named                  `json:"outputs,omitempty"`
 	Metrics  []MetricFile             `json:"metrics,omitempty"`
 	Code     CodeVersion              `json:"code"`
@@ -147,7 +147,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		if err != nil {
 			return nil, err
 		}
-		start.Configs[c] = a.canonicalDigest()
+		start.Configs[ConfigKey(spec.Dir, c)] = a.canonicalDigest()
 		arts, blobs = append(arts, a), append(blobs, bs...)
 	}
 	var err error

@@ -103,7 +103,7 @@ mkdir -p out && cp data.txt out/weights.txt`
 		t.Errorf("run.start inputs %v params %v", sb.Inputs, sb.Params)
 	}
 	canon, _ := ConfigDigest(filepath.Join(dir, "cfg.yaml"))
-	if sb.Configs[filepath.Join(dir, "cfg.yaml")] != canon {
+	if sb.Configs["cfg.yaml"] != canon { // keyed relative to the stage directory
 		t.Errorf("config digest %v, want canonical %s", sb.Configs, canon)
 	}
 	if res.Outputs["ckpt"].IsZero() {
