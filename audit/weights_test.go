@@ -16,15 +16,6 @@ import (
 // dtype) that serves as the base model.
 const sample = "../testdata/safetensors/overall.safetensors"
 
-// flip returns an edit that XORs mask into byte i of tensor name.
-func flip(name string, i int, mask byte) func(string, []byte) {
-	return func(n string, data []byte) {
-		if n == name {
-			data[i] ^= mask
-		}
-	}
-}
-
 // checkpoints are the inputs of the weights audit tests, written once.
 type checkpoints struct {
 	base, noupdate, trained, resharded, belowTol, noupdateF, extra string
@@ -37,12 +28,12 @@ func writeCheckpoints(t *testing.T) checkpoints {
 		base:     sample,
 		noupdate: manifeststest.Copy(t, sample, filepath.Join(dir, "noupdate"), 1, nil),
 		// Tensor f (F32, -3..2): bit 22 of element 0 turns -3 into -2.
-		trained:   manifeststest.Copy(t, sample, filepath.Join(dir, "trained"), 1, flip("f", 2, 0x40)),
-		resharded: manifeststest.Copy(t, sample, filepath.Join(dir, "resharded"), 3, flip("f", 2, 0x40)),
+		trained:   manifeststest.Copy(t, sample, filepath.Join(dir, "trained"), 1, manifeststest.Flip("f", 2, 0x40)),
+		resharded: manifeststest.Copy(t, sample, filepath.Join(dir, "resharded"), 3, manifeststest.Flip("f", 2, 0x40)),
 		// The lowest mantissa bit of -3 moves it by 2.4e-7, inside the
 		// tolerance 1e-8 + 1e-6·3.
-		belowTol:  manifeststest.Copy(t, sample, filepath.Join(dir, "below-tolerance"), 1, flip("f", 0, 0x01)),
-		noupdateF: manifeststest.Copy(t, sample, filepath.Join(dir, "noupdate-f"), 2, flip("d", 9, 0x01)),
+		belowTol:  manifeststest.Copy(t, sample, filepath.Join(dir, "below-tolerance"), 1, manifeststest.Flip("f", 0, 0x01)),
+		noupdateF: manifeststest.Copy(t, sample, filepath.Join(dir, "noupdate-f"), 2, manifeststest.Flip("d", 9, 0x01)),
 		extra:     filepath.Join("..", "testdata", "safetensors", "f.safetensors"),
 	}
 }

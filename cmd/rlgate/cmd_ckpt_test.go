@@ -31,19 +31,12 @@ type testCheckpoints struct {
 func writeTestCheckpoints(t *testing.T) testCheckpoints {
 	t.Helper()
 	dir := t.TempDir()
-	flip := func(name string, i int, mask byte) func(string, []byte) {
-		return func(n string, data []byte) {
-			if n == name {
-				data[i] ^= mask
-			}
-		}
-	}
 	return testCheckpoints{
 		base:      sampleCkpt,
 		noupdate:  manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "noupdate"), 1, nil),
-		trained:   manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "trained"), 1, flip("f", 2, 0x40)),
-		resharded: manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "resharded"), 3, flip("f", 2, 0x40)),
-		changedD:  manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "changed-d"), 2, flip("d", 9, 0x01)),
+		trained:   manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "trained"), 1, manifeststest.Flip("f", 2, 0x40)),
+		resharded: manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "resharded"), 3, manifeststest.Flip("f", 2, 0x40)),
+		changedD:  manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "changed-d"), 2, manifeststest.Flip("d", 9, 0x01)),
 	}
 }
 

@@ -71,3 +71,13 @@ func write(t testing.TB, path string, fn func(io.Writer) error) {
 		t.Fatal(err)
 	}
 }
+
+// Flip returns an edit for Copy that XORs mask into byte i of tensor name,
+// the smallest change a test can make to one tensor.
+func Flip(name string, i int, mask byte) func(string, []byte) {
+	return func(n string, data []byte) {
+		if n == name {
+			data[i] ^= mask
+		}
+	}
+}
