@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -46,25 +47,38 @@ func importBird(t testing.TB) string {
 	return dir
 }
 
-// officialSpiderVerdicts reads the official test-suite verdicts by index.
-func officialSpiderVerdicts(t *testing.T) map[int]string {
-	f, err := os.Open(filepath.Join(spiderDir, "predictions/dail-sql-gpt4.official-verdicts.tsv"))
+// officialVerdicts reads an official evaluator's per-item verdicts, a TSV
+// whose first column is the item's index in the source file and whose last
+// is its verdict ("1", "0", or "NA" where the database is missing).
+func officialVerdicts(t *testing.T, path string) map[int]string {
+	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	verdicts := map[int]string{}
 	s := bufio.NewScanner(f)
-	s.Scan() // header: index db_id exec_match
+	s.Scan() // header
 	for s.Scan() {
-		var i int
-		var db, v string
-		if _, err := fmt.Sscanf(s.Text(), "%d\t%s\t%s", &i, &db, &v); err != nil {
-			t.Fatalf("verdict line %q: %v", s.Text(), err)
+		cols := strings.Split(s.Text(), "\t")
+		i, err := strconv.Atoi(cols[0])
+		if err != nil || len(cols) < 2 {
+			t.Fatalf("%s: verdict line %q: want an index and a verdict", path, s.Text())
 		}
-		verdicts[i] = v
+		verdicts[i] = cols[len(cols)-1]
 	}
 	return verdicts
+}
+
+// disagreements lists the graded items whose verdict is not the official one.
+func disagreements(items []Item, official map[int]string) []string {
+	var out []string
+	for _, it := range items {
+		if (official[it.Index] == "1") != it.Correct {
+			out = append(out, fmt.Sprintf("item %d (%s): official %s, ours %s (%s)", it.Index, it.DBID, official[it.Index], it.Verdict, it.Error))
+		}
+	}
+	return out
 }
 
 // TestSpiderAgreesWithOfficialVerdicts grades DAIL-SQL + GPT-4 on Spider
@@ -82,22 +96,18 @@ func TestSpiderAgreesWithOfficialVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	verdicts := officialSpiderVerdicts(t)
-	var disagreements []string
 	for _, it := range s.Items {
 		if it.Verdict == VerdictGoldDefect {
 			t.Errorf("item %d: gold defect: %s", it.Index, it.Error)
 		}
-		if (verdicts[it.Index] == "1") != it.Correct {
-			disagreements = append(disagreements, fmt.Sprintf("item %d (%s): official %s, ours %s (%s)", it.Index, it.DBID, verdicts[it.Index], it.Verdict, it.Error))
-		}
 	}
-	t.Logf("spider: %d/%d agree with the official verdicts; %d correct", s.Total-len(disagreements), s.Total, s.Correct)
+	diffs := disagreements(s.Items, officialVerdicts(t, filepath.Join(spiderDir, "predictions/dail-sql-gpt4.official-verdicts.tsv")))
+	t.Logf("spider: %d/%d agree with the official verdicts; %d correct", s.Total-len(diffs), s.Total, s.Correct)
 	if s.Total != 972 || s.Skipped != 62 {
 		t.Errorf("graded %d items, skipped %d; want 972 and 62", s.Total, s.Skipped)
 	}
-	if len(disagreements) > 0 {
-		t.Errorf("%d disagreements:\n%s", len(disagreements), strings.Join(disagreements, "\n"))
+	if len(diffs) > 0 {
+		t.Errorf("%d disagreements:\n%s", len(diffs), strings.Join(diffs, "\n"))
 	}
 	rows, err := l.Outcomes(context.Background(), s.Run)
 	if err != nil || len(rows) != 972 {
@@ -105,11 +115,11 @@ func TestSpiderAgreesWithOfficialVerdicts(t *testing.T) {
 	}
 }
 
-// TestBirdMatchesOfficialTotals grades the BIRD mini-dev baselines on the
+// TestBirdMatchesOfficialVerdicts grades the BIRD mini-dev baselines on the
 // 140 items whose database is present with the bird metric; the official
 // evaluation_ex.py gives GPT-4 83 and Mixtral-8x7B 36 of them. One grader
 // serves both files, so each gold query runs once.
-func TestBirdMatchesOfficialTotals(t *testing.T) {
+func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("grades 280 BIRD items")
 	}
@@ -132,11 +142,14 @@ func TestBirdMatchesOfficialTotals(t *testing.T) {
 			}
 			t.Logf("bird %s: %d/%d correct; by difficulty %+v", tt.file, s.Correct, s.Total, s.ByDifficulty)
 			if s.Total != 140 || s.Correct != tt.want {
-				var lines []string
-				for _, it := range s.Items {
-					lines = append(lines, fmt.Sprintf("%d %s %s %s", it.Index, it.DBID, it.Verdict, it.Error))
-				}
-				t.Errorf("%d/%d correct, want %d/140; per item:\n%s", s.Correct, s.Total, tt.want, strings.Join(lines, "\n"))
+				t.Errorf("%d/%d correct, want %d/140", s.Correct, s.Total, tt.want)
+			}
+			official := officialVerdicts(t, filepath.Join(birdDir, "predictions", strings.TrimSuffix(tt.file, ".json")+".official-verdicts.tsv"))
+			if len(official) != 140 {
+				t.Fatalf("%d official verdicts, want 140", len(official))
+			}
+			if diffs := disagreements(s.Items, official); len(diffs) > 0 {
+				t.Errorf("%d items disagree with evaluation_ex.py:\n%s", len(diffs), strings.Join(diffs, "\n"))
 			}
 		})
 	}
