@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -207,5 +208,49 @@ func TestRolloutTruthFailedRunClosed(t *testing.T) {
 	r, end := truthRunRow(t, ldir, "broken")
 	if reason, _ := end["reason"].(string); r.Status != "failed" || !strings.Contains(reason, "record trajectories") {
 		t.Errorf("run %s, run.end %v", r.Status, end)
+	}
+}
+
+// TestEvalTruthIncomplete: eval does not grade a rollout with unfinished
+// episodes unless told --allow-incomplete; then the grading counts them
+// wrong, says so, and records that it did.
+func TestEvalTruthIncomplete(t *testing.T) {
+	ldir, data := spiderLedger(t)
+	srv, _ := truthFlaky(t)
+	args := []string{"--ledger", ldir, "eval", "--tasks", data, "--endpoint", srv.URL, "--model", "scripted", "--run", "ev",
+		"--limit", "6", "--metric", "spider", "--max-attempts", "1"}
+	code, _, errOut := rlgate(t, args...)
+	if code != exitError || !strings.Contains(errOut, "--allow-incomplete") {
+		t.Errorf("eval of an incomplete rollout: exit %d: %q", code, errOut)
+	}
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := l.RunStatus(context.Background(), "ev.spider-greedy"); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("an incomplete rollout was graded: %v", err)
+	}
+	l.Close()
+
+	code, out, errOut := rlgate(t, append(args, "--allow-incomplete", "--json")...)
+	var s evalSummary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK {
+		t.Fatalf("--allow-incomplete: exit %d: %v: %s", code, err, errOut)
+	}
+	if !s.AllowIncomplete || s.Unfinished != 4 || s.Total != 6 || s.Correct > 2 || s.RolloutSummary.Status != "failed" {
+		t.Errorf("--allow-incomplete: %+v", s.TrajectorySummary)
+	}
+	for _, it := range s.Items {
+		if truthTaskIndex(t, it.TaskID)%3 != 0 && (it.Correct || it.Verdict != "pred-error" || it.StopReason != rollout.StopTransport) {
+			t.Errorf("unfinished task graded %+v", it)
+		}
+	}
+	if code, out, _ := rlgate(t, "--ledger", ldir, "show", fmt.Sprint(s.StartSeq)); code != exitOK ||
+		!strings.Contains(out, `"allow_incomplete": true`) || !strings.Contains(out, `"unfinished_episodes": 4`) {
+		t.Errorf("the grading run's start does not record the incomplete rollout:\n%s", out)
+	}
+	code, out, _ = rlgate(t, append(args, "--allow-incomplete", "--grade-run", "ev-text")...)
+	if code != exitOK || !strings.Contains(out, "incomplete rollout: 4 of 6 episodes unfinished") {
+		t.Errorf("text summary: exit %d: %s", code, out)
 	}
 }
