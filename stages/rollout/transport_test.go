@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -73,7 +74,7 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 			return rollouttest.Reply{Status: 500}
 		case 4:
 			rep := normal(r)
-			rep.Delay = 2 * time.Second
+			rep.Delay = time.Minute // the server stops waiting when the client gives up
 			return rep
 		case 5:
 			if r.Turn == 1 { // fails after a turn that went well
@@ -84,7 +85,7 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	})
 	l := ledgertest.New(t)
 	o := options(t, "faulty", srv.URL, 2*kinds)
-	o.Client.MaxAttempts, o.Client.RequestTimeout = 2, 100*time.Millisecond
+	o.Client.MaxAttempts, o.Client.RequestTimeout = 2, time.Second
 	s, err := rollout.Run(ctx, l, o)
 	if !errors.Is(err, rollout.ErrIncomplete) || !strings.Contains(err.Error(), "10 of 12 episodes unfinished") {
 		t.Fatalf("error %v", err)
@@ -131,11 +132,12 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	if _, err := rollout.Run(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
-	clean := rollouttest.Episodes(t, l, "clean")
-	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "faulty")); diff != "" {
+	// Failed attempts before a good reply are not what the policy saw.
+	clean, policyVisible := rollouttest.Episodes(t, l, "clean"), cmpopts.IgnoreFields(rollout.Turn{}, "Retried")
+	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "faulty"), policyVisible); diff != "" {
 		t.Errorf("resumed run differs from one that met no fault (-clean +resumed):\n%s", diff)
 	}
-	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "replayed")); diff != "" {
+	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "replayed"), policyVisible); diff != "" {
 		t.Errorf("replay of the resumed run differs (-clean +replayed):\n%s", diff)
 	}
 }
@@ -171,5 +173,39 @@ func TestProbe(t *testing.T) {
 	srv.HideModels()
 	if s, err := rollout.Run(ctx, l, options(t, "nomodels", srv.URL, 2)); err != nil || s.Status != "ok" || srv.Probes.Load() != 1 {
 		t.Errorf("no models route: %v, %+v, %d probes", err, s, srv.Probes.Load())
+	}
+}
+
+// TestServerGoneMidRun: the server goes away after the probe, so every
+// request after the first is refused; the run ends failed with every
+// episode unfinished, and resuming against a server that came back (at
+// another address: the endpoint may change on resume) plays them all.
+func TestServerGoneMidRun(t *testing.T) {
+	var gone *rollouttest.Server
+	gone = rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		gone.Listener.Close() // new connections are refused from now on
+		return rollouttest.Reply{Fault: rollouttest.Drop}
+	})
+	l := ledgertest.New(t)
+	o := options(t, "gone", gone.URL, 6)
+	o.Client.MaxAttempts = 2
+	s, err := rollout.Run(ctx, l, o)
+	if !errors.Is(err, rollout.ErrIncomplete) || !strings.Contains(err.Error(), "6 of 6 episodes unfinished") || s.Status != "failed" {
+		t.Fatalf("%v, %+v", err, s)
+	}
+	refused := 0
+	_, eps := allRefs(t, l, "gone")
+	for _, ep := range eps {
+		if strings.Contains(ep.Error, "connection refused") {
+			refused++
+		}
+	}
+	if len(eps) != 6 || refused < 5 {
+		t.Errorf("%d unfinished episodes recorded, %d of them refused", len(eps), refused)
+	}
+	back := rollouttest.New(t, rollouttest.ThreeTurns(nil))
+	o.Endpoint = back.URL
+	if s, err := rollout.Run(ctx, l, o); err != nil || s.Status != "ok" || s.Ran != 6 || s.Episodes != 6 {
+		t.Fatalf("resume: %v, %+v", err, s)
 	}
 }
