@@ -100,6 +100,19 @@ func (r *ActiveRun) End(ctx context.Context, body any, blobs ...Digest) (Entry, 
 	return es[0], nil
 }
 
+// FailedBody is the run.end body Fail writes.
+type FailedBody struct {
+	RunEnd
+	Reason string `json:"reason"`
+}
+
+// Fail ends the run as failed with cause's text as its reason: a command
+// that hits an error after starting its run closes it so, and the run is
+// not later taken for one whose recorder was killed.
+func (r *ActiveRun) Fail(ctx context.Context, cause error) (Entry, error) {
+	return r.End(ctx, FailedBody{RunEnd: RunEnd{Status: "failed"}, Reason: cause.Error()})
+}
+
 func (l *Ledger) lockPath(run string) string {
 	return filepath.Join(l.dir, locksDir, Sum([]byte(run)).Hex()[:32]+".lock")
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -37,12 +38,19 @@ func newEvalCommand() *cli.Command {
 			"unbiased estimator pass@k = 1 - C(n-c,k)/C(n,k) per task and on average.\n" +
 			"The grading is recorded as its own run (default <run>.<metric>-<mode>),\n" +
 			"opened after the rollout's end, with one outcome per task.\n\n" +
+			"A rollout with unfinished episodes (transport failures) is not graded: eval\n" +
+			"exits 1, and the same command against a working endpoint finishes it. With\n" +
+			"--allow-incomplete it is graded as it is: each unfinished sample counts as\n" +
+			"wrong (pred-error), every task stays in the denominator, and the summary,\n" +
+			"--json (incomplete, unfinished_episodes) and the grading run's start and end\n" +
+			"entries (allow_incomplete, unfinished_episodes) say so.\n\n" +
 			rolloutHelp + exitCodesHelp,
 		Flags: append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
 			&cli.StringFlag{Name: "mode", Value: modeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
+			&cli.BoolFlag{Name: "allow-incomplete", Usage: "grade a rollout whose unfinished episodes (transport failures) count as wrong; recorded"},
 			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},
 		}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -58,7 +66,8 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights}
+			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights,
+				AllowIncomplete: cmd.Bool("allow-incomplete")}
 			_, err = runEval(ctx, o, cmd.Root().Writer)
 			return err
 		},
@@ -72,6 +81,8 @@ type evalOptions struct {
 	K        int
 	GradeRun string
 	Weights  grade.Weights
+	// AllowIncomplete grades a rollout left with unfinished episodes.
+	AllowIncomplete bool
 }
 
 // evalSummary is grade's summary of the trajectories, with the rollout's
@@ -114,22 +125,29 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	}
 	defer l.Close()
 	rs, err := rollout.Run(ctx, l, ro)
-	if err != nil {
+	if err != nil && !(o.AllowIncomplete && errors.Is(err, rollout.ErrIncomplete)) {
 		if rs != nil && !o.JSON {
 			printRolloutSummary(w, rs)
+		}
+		if errors.Is(err, rollout.ErrIncomplete) {
+			err = fmt.Errorf("%w; or grade it as it is with --allow-incomplete", err)
 		}
 		return nil, err
 	}
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights})
+		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete})
 	if err != nil {
 		return nil, err
 	}
 	s := &evalSummary{TrajectorySummary: ts, RolloutSummary: rs}
 	return s, emit(w, o.JSON, s, func(w io.Writer) error {
 		printRolloutSummary(w, rs)
+		if ts.Incomplete {
+			fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
+				ts.Unfinished, rs.Tasks*rs.Samples)
+		}
 		desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
 		if ts.Mode == modePassK {
 			desc += fmt.Sprintf(" (any of %d samples)", n)

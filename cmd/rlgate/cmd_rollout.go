@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -24,12 +26,19 @@ const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1
 	"3 format corrections; --protocol FILE overrides the built-in one, and --n,\n" +
 	"--temperature, --top-p and --seed override its sampling). Every request and\n" +
 	"response body, every turn and each episode's stop reason and budget use are\n" +
-	"recorded in the ledger under --run, with the protocol's digest. Transient\n" +
-	"endpoint failures are retried; a 4xx or repeated failure ends that episode\n" +
-	"(http_error) and the run goes on. Only public tasks are read: a tasks file\n" +
-	"carrying gold fields is refused.\n\n" +
-	"Run the same command again after a crash or Ctrl-C: the run resumes and plays\n" +
-	"only the episodes it has not recorded. A finished run is reported complete.\n\n"
+	"recorded in the ledger under --run, with the protocol's digest. Only public\n" +
+	"tasks are read: a tasks file carrying gold fields is refused.\n\n" +
+	"Before anything is recorded, GET <endpoint>/models checks that the endpoint\n" +
+	"can be used: no connection, a URL that is not http(s), 401, 403 or a 5xx is\n" +
+	"an error naming the cause; any other answer, 404 included, passes. Transport\n" +
+	"failures of a request (connection refused or reset, timeout, 5xx, 429, a reply\n" +
+	"that is not a chat completion) are retried up to --max-attempts times; when\n" +
+	"every attempt fails, the episode is recorded as unfinished (transport_error)\n" +
+	"and the run goes on, then ends failed (exit 1) with the count. A 4xx ends an\n" +
+	"episode as finished (http_error), as the model's own failures do.\n\n" +
+	"Run the same command again after a failure, a crash or Ctrl-C: the run resumes\n" +
+	"and plays only the episodes it has not finished. A run that ended ok is\n" +
+	"reported complete.\n\n"
 
 func newRolloutCommand() *cli.Command {
 	return &cli.Command{
@@ -65,6 +74,7 @@ func rolloutFlags() []cli.Flag {
 		&cli.StringFlag{Name: "run", Required: true, Usage: "run `ID`; an interrupted run with this id is resumed"},
 		&cli.IntFlag{Name: "limit", HideDefault: true, Usage: "play only the first `K` tasks (default: all)"},
 		&cli.DurationFlag{Name: "request-timeout", Value: rollout.DefaultClientOptions().RequestTimeout, Usage: "`DURATION` one request may take before it is retried"},
+		&cli.IntFlag{Name: "max-attempts", Value: rollout.DefaultClientOptions().MaxAttempts, Usage: "`N` attempts of a request before its episode is left unfinished"},
 	}
 }
 
@@ -83,6 +93,7 @@ type rolloutOptions struct {
 	Run            string
 	Limit          int
 	RequestTimeout time.Duration
+	MaxAttempts    int
 	Progress       io.Writer // where progress goes; nil: nowhere
 }
 
@@ -99,7 +110,7 @@ func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
 	o := rolloutOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"),
 		Endpoint: cmd.String("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
 		Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"), Limit: cmd.Int("limit"), RequestTimeout: cmd.Duration("request-timeout"),
-		Progress: cmd.Root().ErrWriter}
+		MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter}
 	if cmd.IsSet("n") {
 		n := cmd.Int("n")
 		o.Sampling.N = &n
@@ -123,6 +134,8 @@ func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
 		return o, usagef("--limit %d: want 0 (all tasks) or more", o.Limit)
 	case o.RequestTimeout <= 0:
 		return o, usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
+	case o.MaxAttempts < 1:
+		return o, usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
 	}
 	return o, nil
 }
@@ -190,7 +203,7 @@ func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
 	progress, terminal := o.Progress, isTerminal(o.Progress)
 	return rollout.Options{Run: o.Run, Tasks: list, TasksPath: ts.path, TasksDigest: ts.digest, DBRoot: dbRoot,
 		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, APIKey: key,
-		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout},
+		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
 		Progress: progress, Terminal: terminal}, ts, nil
 }
 
@@ -208,7 +221,11 @@ type taskSource struct {
 // one recorded at import.
 func loadTasks(path, dbRoot string) (*taskSource, error) {
 	src := &taskSource{path: path, dbRoot: dbRoot}
-	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+	fi, err := os.Stat(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, usagef("--tasks %s does not exist. Try: --tasks DIR written by rlgate data import (or a tasks.jsonl FILE with --db-root DIR)", path)
+	}
+	if err == nil && fi.IsDir() {
 		src.dir, src.path = path, filepath.Join(path, dataset.TasksFile)
 		if dbRoot == "" {
 			man, err := dataset.ReadManifest(path)
@@ -221,7 +238,6 @@ func loadTasks(path, dbRoot string) (*taskSource, error) {
 	if src.dbRoot == "" {
 		return nil, usagef("--tasks %s is a file: give --db-root too", path)
 	}
-	var err error
 	if src.tasks, err = tasks.Read(src.path); err != nil {
 		return nil, err
 	}
@@ -254,6 +270,9 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 		fmt.Fprintf(w, "rlgate: rollout %s is complete: %d episodes recorded; nothing to do\n", s.Run, s.Episodes)
 	case "interrupted":
 		fmt.Fprintf(w, "rlgate: rollout %s interrupted: %d of %d episodes recorded. Run the same command again to resume.\n", s.Run, s.Episodes, want)
+	case "failed":
+		fmt.Fprintf(w, "rlgate: rollout %s failed: %d of %d episodes finished, %d unfinished (%d played now). Run the same command again to play the unfinished ones.\n",
+			s.Run, s.Episodes, want, s.Unfinished, s.Ran)
 	default:
 		verb := "ran"
 		if s.Resumed {

@@ -22,7 +22,9 @@ func newServeReplayCommand() *cli.Command {
 			"recorded response (status and body byte for byte) of the same task, sample and\n" +
 			"turn: the episode is named by the request's user field (\"<task id>#<sample>\",\n" +
 			"which rlgate rollout sends) and the turn by the number of assistant messages\n" +
-			"in the request. A rollout over the same tasks with the same protocol and model\n" +
+			"in the request. A (task, sample) is served its finished episode, or else its\n" +
+			"last unfinished one, whose transport failure (a dropped connection, a 5xx) is\n" +
+			"served again. A rollout over the same tasks with the same protocol and model\n" +
 			"against this endpoint reproduces the recorded run; the response header\n" +
 			"X-Rlgate-Replay says whether each request matched the recorded one exactly.\n" +
 			"A request outside the recording gets 404. Serves until interrupted (Ctrl-C).\n\n" + exitCodesHelp,

@@ -11,6 +11,7 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/tasks"
 )
 
 // SampleGrade is the grade of one recorded episode's final SQL.
@@ -41,7 +42,7 @@ type Decide func(samples []SampleGrade) (Decision, error)
 
 // TrajectoryOptions name a frozen rollout run and how to grade it.
 type TrajectoryOptions struct {
-	Rollout string // a rollout run that ended ok
+	Rollout string // a rollout run that ended ok, or failed or was interrupted with AllowIncomplete
 	Dataset string // the directory rlgate data import wrote, holding gold.jsonl
 	DBRoot  string // empty: the one recorded at import
 	Metric  Metric
@@ -52,6 +53,12 @@ type TrajectoryOptions struct {
 	// Weights combine each sample's reward components into its total;
 	// zero means DefaultWeights. They are recorded with the grading.
 	Weights Weights
+	// AllowIncomplete grades a rollout that ended failed or interrupted,
+	// with (task, sample) pairs that have no finished episode: each such
+	// sample is graded wrong (pred-error, no SQL), so every task of the
+	// rollout stays in the denominator. The flag and the count are
+	// recorded with the grading.
+	AllowIncomplete bool
 }
 
 // TrajectoryItem is the grade of one task of a rollout, as recorded in the
@@ -91,6 +98,11 @@ type TrajectorySummary struct {
 	EX           float64           `json:"ex"`
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
+	// AllowIncomplete is TrajectoryOptions.AllowIncomplete; Incomplete is
+	// set when the rollout graded had Unfinished samples, counted wrong.
+	AllowIncomplete bool `json:"allow_incomplete"`
+	Incomplete      bool `json:"incomplete"`
+	Unfinished      int  `json:"unfinished_episodes"`
 	// PassAtK is the mean of the items' unbiased pass@k, in percent, in
 	// passk mode; there an item is correct when any sample is.
 	PassAtK  *float64         `json:"pass_at_k,omitempty"`
@@ -116,27 +128,32 @@ type trajectoryStart struct {
 	GoldDigest     ledger.Digest `json:"gold_digest"`
 	Options        Options       `json:"grader_options"`
 	Weights        Weights       `json:"reward_weights"`
+	// Set only when grading an incomplete rollout was allowed.
+	AllowIncomplete bool `json:"allow_incomplete,omitempty"`
+	Unfinished      int  `json:"unfinished_episodes,omitempty"`
 }
 
 type trajectoryEnd struct {
 	gradeEnd
-	PassAtK *float64 `json:"pass_at_k,omitempty"`
+	PassAtK    *float64 `json:"pass_at_k,omitempty"`
+	Unfinished int      `json:"unfinished_episodes,omitempty"`
 }
 
 // GradeTrajectories grades the final SQL of every episode of a rollout run
-// that ended ok against the dataset's gold, reduces each task's samples
-// with o.Decide, and records a grading run: its start (naming the
-// rollout's run.end entry, which precedes it), one outcome per task and
-// the totals. The gold is read only once the rollout is known to be
-// frozen, and nothing is recorded until every task is graded, so an
-// interrupted grading leaves no run behind.
+// that ended ok (or, with o.AllowIncomplete, ended otherwise) against the
+// dataset's gold, reduces each task's samples with o.Decide, and records
+// a grading run: its start (naming the rollout's run.end entry, which
+// precedes it), one outcome per task and the totals. The gold is read
+// only once the rollout is known to be frozen, and nothing is recorded
+// until every task is graded, so an interrupted grading leaves no run
+// behind; a grading run that fails once started is closed as failed.
 func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o TrajectoryOptions) (*TrajectorySummary, error) {
 	r, err := l.RunStatus(ctx, o.Rollout)
 	if err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
-	if r.Status != "ok" || r.EndedSeq == nil {
-		return nil, fmt.Errorf("grade rollout %s: the run is %s; only a finished rollout is graded. Try: rlgate rollout --run %s to finish it",
+	if r.EndedSeq == nil || (r.Status != "ok" && !o.AllowIncomplete) {
+		return nil, fmt.Errorf("grade rollout %s: the run is %s; only a finished rollout is graded. Try: rlgate rollout --run %s to finish it, or --allow-incomplete to grade it counting its unfinished episodes wrong",
 			o.Rollout, r.Status, o.Rollout)
 	}
 	start, err := rollout.ReadStart(ctx, l, o.Rollout)
@@ -159,7 +176,10 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if dbRoot == "" {
 		dbRoot = man.DBRoot
 	}
-	s := &TrajectorySummary{Run: o.Run, Rollout: o.Rollout, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset}
+	n := start.Protocol.Sampling.N
+	s := &TrajectorySummary{Run: o.Run, Rollout: o.Rollout, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
+		AllowIncomplete: o.AllowIncomplete, Unfinished: start.Count*n - len(recs)}
+	s.Incomplete = s.Unfinished > 0
 	if s.Run == "" {
 		s.Run = fmt.Sprintf("%s.%s-%s", o.Rollout, o.Metric, o.Mode)
 		if o.Mode == "passk" {
@@ -183,14 +203,22 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, err
 	}
-	if s.Items, err = decideTasks(golds, grades, start.Protocol.Sampling.N, o.Decide); err != nil {
+	var ran map[string]bool
+	if s.Incomplete {
+		if ran, err = rolloutTasks(golds, start); err != nil {
+			return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+		}
+	}
+	unfinished := Outcome{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
+	if s.Items, err = decideTasks(golds, grades, n, o.Decide, ran, unfinished); err != nil {
 		return nil, err
 	}
 	s.tally()
 
 	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights})
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights,
+		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err
 	}
@@ -198,12 +226,12 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	for i := 0; i < len(s.Items); i += outcomeBatch {
 		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
 		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
-			run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: "failed"}})
+			run.Fail(context.WithoutCancel(ctx), err)
 			return nil, err
 		}
 	}
 	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
-		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects}, PassAtK: s.PassAtK})
+		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err
 	}
@@ -242,9 +270,29 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 	return out, ctx.Err()
 }
 
+// rolloutTasks names the tasks an incomplete rollout ran, some of which
+// may have no finished episode: the first start.Count of the dataset, as
+// rollout --limit takes them, which the recorded task set must confirm.
+func rolloutTasks(golds []gold.Gold, start *rollout.Start) (map[string]bool, error) {
+	if start.Count > len(golds) {
+		return nil, fmt.Errorf("it ran %d tasks, the dataset has %d", start.Count, len(golds))
+	}
+	ids := make([]string, start.Count)
+	ran := make(map[string]bool, start.Count)
+	for i, gd := range golds[:start.Count] {
+		ids[i], ran[gd.ID] = gd.ID, true
+	}
+	if tasks.SetDigest(ids) != start.TaskSet {
+		return nil, fmt.Errorf("its task set %s is not the first %d tasks of the dataset, so the tasks without a finished episode cannot be named", start.TaskSet, start.Count)
+	}
+	return ran, nil
+}
+
 // decideTasks groups the grades by task, in gold order, and decides each
-// task from its n samples.
-func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide) ([]TrajectoryItem, error) {
+// task from its n samples. When ran is not nil it names every task of an
+// incomplete rollout, and a sample without a finished episode is graded
+// with the outcome unfinished.
+func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, ran map[string]bool, unfinished Outcome) ([]TrajectoryItem, error) {
 	byTask := map[string][]SampleGrade{}
 	for _, sg := range grades {
 		byTask[sg.Episode.TaskID] = append(byTask[sg.Episode.TaskID], sg)
@@ -252,7 +300,20 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide) 
 	var items []TrajectoryItem
 	for _, gd := range golds {
 		samples := byTask[gd.ID]
-		if samples == nil {
+		switch {
+		case ran[gd.ID]:
+			have := make([]bool, n)
+			for _, sg := range samples {
+				if sg.Episode.Sample < n {
+					have[sg.Episode.Sample] = true
+				}
+			}
+			for i := range n {
+				if !have[i] {
+					samples = append(samples, SampleGrade{Episode: rollout.EpisodeRef{TaskID: gd.ID, Sample: i, StopReason: rollout.StopTransport}, Outcome: unfinished})
+				}
+			}
+		case samples == nil:
 			continue // not in the rollout (--limit)
 		}
 		slices.SortFunc(samples, func(a, b SampleGrade) int { return a.Episode.Sample - b.Episode.Sample })

@@ -75,12 +75,13 @@ type Attempt struct {
 // exchange is the outcome of one request with its retries: the last
 // attempt's status and body, parsed when usable.
 type exchange struct {
-	status   int
-	body     []byte
-	resp     *ChatResponse
-	failed   []Attempt // retried attempts before the last
-	err      error     // set when the last attempt gave no usable reply too, or a 4xx answered
-	duration time.Duration
+	status    int
+	body      []byte
+	resp      *ChatResponse
+	failed    []Attempt // retried attempts before the last
+	err       error     // set when the last attempt gave no usable reply too, or a 4xx answered
+	transient bool      // with err: the last attempt failed in transport (see attempt), not on a final 4xx
+	duration  time.Duration
 }
 
 // client speaks /v1/chat/completions with retries.
@@ -104,6 +105,11 @@ func completionsURL(endpoint string) string {
 	return u + "/v1/chat/completions"
 }
 
+// modelsURL is the models route beside the completions route.
+func modelsURL(endpoint string) string {
+	return strings.TrimSuffix(completionsURL(endpoint), "/chat/completions") + "/models"
+}
+
 func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
@@ -117,6 +123,40 @@ func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
 }
 
 func (c *client) close() { c.http.CloseIdleConnections() }
+
+// probe checks once, before any episode, that the endpoint can be used:
+// GET <base>/models within RequestTimeout, with the API key. What it
+// checks is the transport: any HTTP answer passes, 404 included (some
+// servers have no models route), except 401 and 403 (the key is refused)
+// and a 5xx (the server is not serving). Otherwise every episode would end
+// on the same failure.
+func (c *client) probe(ctx context.Context, endpoint string) error {
+	url := modelsURL(endpoint)
+	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err == nil {
+		if c.apiKey != "" {
+			req.Header.Set("Authorization", "Bearer "+c.apiKey)
+		}
+		var res *http.Response
+		if res, err = c.http.Do(req); err == nil {
+			io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+			res.Body.Close()
+			switch {
+			case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
+				return fmt.Errorf("%w: GET %s: status %d. Try: --api-key-env VAR naming a key the server accepts", ErrEndpoint, url, res.StatusCode)
+			case res.StatusCode >= 500:
+				return fmt.Errorf("%w: GET %s: status %d. Try: wait until the server serves the model, then run again", ErrEndpoint, url, res.StatusCode)
+			}
+			return nil
+		}
+	}
+	if errors.Is(ctx.Err(), context.Canceled) {
+		return ctx.Err()
+	}
+	return fmt.Errorf("%w: %w. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, err)
+}
 
 // errTransient marks a failed attempt worth retrying.
 type errTransient struct{ error }
@@ -141,7 +181,8 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 			return x, nil
 		}
 		var tr errTransient
-		if !errors.As(err, &tr) || attempt >= c.opts.MaxAttempts {
+		x.transient = errors.As(err, &tr)
+		if !x.transient || attempt >= c.opts.MaxAttempts {
 			x.err = fmt.Errorf("attempt %d: %w", attempt, err)
 			x.duration = time.Since(start)
 			return x, nil

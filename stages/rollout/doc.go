@@ -27,8 +27,9 @@
 // StopReason: solution, max_turns (the last allowed reply was not a
 // solution; an <sql> in it is not run), budget (the request context would
 // pass context_tokens, the server counted more than it, or the SQL budget
-// is spent), format_failures, or http_error. Every reply counts as a
-// turn, corrections included. A reply whose closing tag the engine
+// is spent), format_failures, http_error (a 4xx other than 429), or
+// transport_error. All but transport_error end a finished episode. Every
+// reply counts as a turn, corrections included. A reply whose closing tag the engine
 // stripped at its stop string is accepted and the tag restored in the
 // history.
 //
@@ -40,36 +41,50 @@
 // # Endpoint
 //
 // Requests go to <endpoint>/v1/chat/completions (an endpoint ending in
-// /v1 or /chat/completions is used as given). Network errors, timeouts,
-// 5xx, 429 and replies that are not a chat completion are retried with
-// doubling waits up to ClientOptions.MaxAttempts; another 4xx, or the
-// last attempt failing, ends the episode with http_error and the run goes
-// on. When the run's context ends, episodes in flight are abandoned and
+// /v1 or /chat/completions is used as given). Before a run is started or
+// resumed, one GET of the models route beside it (<endpoint>/v1/models)
+// checks that the endpoint can be used: a transport error (connection
+// refused, no such host, not an http URL, timeout), 401, 403 or a 5xx
+// refuses the run with ErrEndpoint before anything is recorded; any other
+// answer, 404 included (some servers have no models route), passes.
+//
+// Network errors, timeouts, 5xx, 429 and replies that are not a chat
+// completion are transport failures: retried with doubling waits up to
+// ClientOptions.MaxAttempts. When the last attempt fails too, the episode
+// ends with transport_error: it is recorded, with every attempt, but it is
+// not finished. Another 4xx ends the episode with http_error, a finished
+// episode, as the model's own failures are. The run goes on either way.
+// When the run's context ends, episodes in flight are abandoned and
 // played again on resume.
 //
 // # Recording
 //
-// Finished episodes are buffered and flushed every 200 ms or 64 episodes
+// Played episodes are buffered and flushed every 200 ms or 64 episodes
 // as one blob of JSON lines (one Episode per line: every turn with its
 // request and response bodies byte for byte, failed attempts included)
 // and one entry of kind trajectories (Trajectories) listing each episode's
 // task, sample, stop reason, turns, tokens, final SQL and line. A crash
 // loses at most the unflushed episodes. The run.start entry (Start)
 // records the protocol and its digest, model, endpoint, tasks digest and
-// task set; run.end (End) the totals.
+// task set; run.end (End) the totals over finished episodes, the number of
+// (task, sample) pairs left unfinished and, for a failed run, the reason.
+// A run ends ok only when every pair has a finished episode; with
+// unfinished ones it ends failed and Run returns ErrIncomplete.
 //
 // # Resume
 //
 // Run with the id of a run that was interrupted or failed continues it
-// (ledger.ResumeRun) and plays only the (task, sample) pairs no
-// trajectories entry names, so nothing is played or recorded twice; a run
-// that ended ok is reported complete.
+// (ledger.ResumeRun) and plays only the (task, sample) pairs without a
+// finished episode, so no finished episode is played or recorded twice;
+// an unfinished one is played again and recorded anew. A run that ended
+// ok is reported complete.
 //
 // # Replay
 //
 // Replay serves a recorded run as an OpenAI-compatible endpoint: a request
 // is matched to its recorded turn by its user field and the number of
 // assistant messages it carries, and answered with the recorded status and
-// body. The ReplayHeader says whether the request was byte-identical to the
-// recorded one.
+// body: the finished episode of a pair, or else its last unfinished one,
+// whose transport failure is served again. The ReplayHeader says whether
+// the request was byte-identical to the recorded one.
 package rollout

@@ -12,14 +12,24 @@ import (
 // StopReason says why an episode ended.
 type StopReason string
 
-// The stop reasons. Only StopSolution leaves a final SQL to grade.
+// The stop reasons. Only StopSolution leaves a final SQL to grade; every
+// reason but StopTransport ends a finished episode.
 const (
 	StopSolution       StopReason = "solution"        // the model answered with <solution>
 	StopMaxTurns       StopReason = "max_turns"       // the last allowed reply was not a solution
 	StopBudget         StopReason = "budget"          // the context or SQL budget ran out
 	StopFormatFailures StopReason = "format_failures" // one malformed reply more than format_retries
-	StopHTTPError      StopReason = "http_error"      // a 4xx, or every attempt of a request failed
+	StopHTTPError      StopReason = "http_error"      // the endpoint answered a request with a 4xx other than 429
+	// StopTransport: every attempt of a request met a transport failure
+	// (no connection, a reset, a timeout, a 5xx or 429, a reply that is
+	// not a chat completion). The episode is recorded but not finished: a
+	// resume plays it again.
+	StopTransport StopReason = "transport_error"
 )
+
+// Finished reports whether an episode that stopped for r is finished: all
+// but a transport failure are, the model's own failures included.
+func (r StopReason) Finished() bool { return r != StopTransport }
 
 // Episode is one (task, sample) played to its end: every request and
 // response body, every turn parsed, and what it spent.
@@ -29,7 +39,7 @@ type Episode struct {
 	DBID       string     `json:"db_id"`
 	StopReason StopReason `json:"stop_reason"`
 	FinalSQL   string     `json:"final_sql,omitempty"` // the <solution> body
-	Error      string     `json:"error,omitempty"`     // why an http_error episode ended
+	Error      string     `json:"error,omitempty"`     // why an http_error or transport_error episode ended
 	Usage      Spent      `json:"usage"`
 	Turns      []Turn     `json:"turns"`
 }
@@ -134,6 +144,9 @@ func (e *env) play(ctx context.Context, t *tasks.Task, sample int) (*Episode, er
 			turn.Error = x.err.Error()
 			ep.Turns = append(ep.Turns, turn)
 			ep.Error = turn.Error
+			if x.transient {
+				return stop(StopTransport)
+			}
 			return stop(StopHTTPError)
 		}
 		ch := x.resp.Choices[0]

@@ -17,6 +17,16 @@ var (
 	// name one (task, sample) twice, which a correct recorder never writes.
 	ErrDuplicateEpisode = errors.New("episode recorded twice")
 
+	// ErrEndpoint is returned before any episode when the endpoint cannot
+	// be used: nothing answers there, it is not an http(s) URL, or it
+	// refused the API key or answered the probe with a server error.
+	ErrEndpoint = errors.New("endpoint unusable")
+
+	// ErrIncomplete is returned by Run when episodes ended on a transport
+	// failure: they are recorded as unfinished (StopTransport), the run is
+	// closed as failed, and running it again plays them.
+	ErrIncomplete = errors.New("rollout incomplete")
+
 	// ErrNoDatabase is returned when a task's database is missing under the
 	// database root, before any episode starts.
 	ErrNoDatabase = errors.New("task database missing")

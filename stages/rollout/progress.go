@@ -42,7 +42,7 @@ func newProgress(w io.Writer, tty bool, every time.Duration, run string, total i
 
 func (p *progress) episode(ep *Episode) {
 	p.done.Add(1)
-	if ep.StopReason == StopHTTPError {
+	if ep.StopReason == StopHTTPError || ep.StopReason == StopTransport {
 		p.errored.Add(1)
 	}
 }

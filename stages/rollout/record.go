@@ -76,14 +76,18 @@ type resumeBody struct {
 	Done     int          `json:"done"` // episodes already recorded, skipped
 }
 
-// End is the body of a rollout's run.end entry: totals over every episode
-// of the run, earlier attempts of a resumed run included.
+// End is the body of a rollout's run.end entry: totals over the finished
+// episodes of the run, earlier attempts of a resumed run included, the
+// number of (task, sample) pairs left unfinished, and why a run that did
+// not end ok ended so.
 type End struct {
 	ledger.RunEnd
 	Episodes    int                `json:"episodes"`
+	Unfinished  int                `json:"unfinished"`
 	StopReasons map[StopReason]int `json:"stop_reasons"`
 	TokensIn    int                `json:"tokens_in"`
 	TokensOut   int                `json:"tokens_out"`
+	Reason      string             `json:"reason,omitempty"`
 }
 
 // ReadStart returns the run.start body of a rollout run, or
@@ -107,12 +111,31 @@ func ReadStart(ctx context.Context, l *ledger.Ledger, run string) (*Start, error
 	return &s, nil
 }
 
-// ReadRecorded lists the episodes of a run from its trajectories entries,
-// in the order they were recorded, without reading the blobs. A (task,
-// sample) recorded twice is an error.
+// ReadRecorded lists the finished episodes of a run from its
+// trajectories entries, in the order they were recorded, without reading
+// the blobs. Unfinished episodes (StopTransport) are left out: the pair is
+// played again and recorded anew.
 func ReadRecorded(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, error) {
+	all, err := readRefs(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, r := range all {
+		if r.StopReason.Finished() {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// readRefs lists every episode reference of a run, unfinished ones
+// included, in the order recorded. A (task, sample) may be recorded
+// unfinished any number of times and then finished once; anything
+// recorded after its finished episode is an error.
+func readRefs(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, error) {
 	var out []Recorded
-	seen := map[episodeKey]int64{}
+	finished := map[episodeKey]int64{}
 	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindTrajectories, Run: run}) {
 		if err != nil {
 			return nil, fmt.Errorf("read trajectories of %s: %w", run, err)
@@ -123,27 +146,35 @@ func ReadRecorded(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded
 		}
 		for _, ref := range b.Episodes {
 			k := episodeKey{ref.TaskID, ref.Sample}
-			if prev, dup := seen[k]; dup {
+			if prev, dup := finished[k]; dup {
 				return nil, fmt.Errorf("read trajectories of %s: %w: task %s sample %d in entries %d and %d",
 					run, ErrDuplicateEpisode, ref.TaskID, ref.Sample, prev, e.Seq)
 			}
-			seen[k] = e.Seq
+			if ref.StopReason.Finished() {
+				finished[k] = e.Seq
+			}
 			out = append(out, Recorded{EpisodeRef: ref, Blob: b.Blob, Seq: e.Seq})
 		}
 	}
 	return out, nil
 }
 
-// ReadEpisodes reads every episode of a run from its blobs, re-hashing
-// each blob, in the order they were recorded.
+// ReadEpisodes reads every finished episode of a run from its blobs,
+// re-hashing each blob, in the order they were recorded.
 func ReadEpisodes(ctx context.Context, l *ledger.Ledger, run string) ([]Episode, error) {
 	recs, err := ReadRecorded(ctx, l, run)
 	if err != nil {
 		return nil, err
 	}
+	return readEpisodes(l, run, recs)
+}
+
+// readEpisodes reads the episodes recs name from their blobs.
+func readEpisodes(l *ledger.Ledger, run string, recs []Recorded) ([]Episode, error) {
 	out := make([]Episode, len(recs))
 	var blob []byte
 	var have ledger.Digest
+	var err error
 	for i, r := range recs {
 		if blob == nil || r.Blob != have {
 			if blob, err = l.ReadBlob(r.Blob); err != nil {

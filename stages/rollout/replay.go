@@ -21,8 +21,10 @@ const ReplayHeader = "X-Rlgate-Replay"
 // user field ("<task id>#<sample>", as rollout sends it) and its turn by
 // the number of assistant messages it carries; the reply is the recorded
 // response of that turn, status and body byte for byte, or a dropped
-// connection where the recorded attempt got no response. Replaying a run
-// with the same protocol, tasks and model therefore reproduces it.
+// connection where the recorded attempt got no response. A pair served is
+// its finished episode, or its last unfinished one, whose transport
+// failure is then served again. Replaying a run with the same protocol,
+// tasks and model therefore reproduces it.
 type Replay struct {
 	run      string
 	model    string
@@ -47,7 +49,22 @@ func NewReplay(ctx context.Context, l *ledger.Ledger, run string) (*Replay, erro
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", run, err)
 	}
-	eps, err := ReadEpisodes(ctx, l, run)
+	refs, err := readRefs(ctx, l, run)
+	if err != nil {
+		return nil, fmt.Errorf("replay %s: %w", run, err)
+	}
+	// The last reference of a pair is its finished episode, if it has one.
+	last := map[episodeKey]int{}
+	for i, r := range refs {
+		last[episodeKey{r.TaskID, r.Sample}] = i
+	}
+	latest := refs[:0]
+	for i, r := range refs {
+		if last[episodeKey{r.TaskID, r.Sample}] == i {
+			latest = append(latest, r)
+		}
+	}
+	eps, err := readEpisodes(l, run, latest)
 	if err != nil {
 		return nil, fmt.Errorf("replay %s: %w", run, err)
 	}

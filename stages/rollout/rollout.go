@@ -45,16 +45,19 @@ type Options struct {
 // Summary is what a rollout reports.
 type Summary struct {
 	Run    string `json:"run"`
-	Status string `json:"status"` // ok; complete when the run had finished before; interrupted
+	Status string `json:"status"` // ok; complete when the run had finished before; failed (unfinished episodes, recording failed); interrupted
 	// Resumed is set when the run existed, was interrupted or had failed,
 	// and this command continued it.
 	Resumed        bool          `json:"resumed"`
 	ProtocolDigest ledger.Digest `json:"protocol_digest"`
 	Tasks          int           `json:"tasks"`
 	Samples        int           `json:"samples"`
-	// Episodes counts the episodes recorded in the run, by any command;
-	// Ran those this command played, Skipped those it found recorded.
+	// Episodes counts the finished episodes recorded in the run, by any
+	// command; Unfinished the (task, sample) pairs without one; Ran the
+	// episodes this command played, finished or not, Skipped those it
+	// found finished. StopReasons counts the finished episodes.
 	Episodes     int                `json:"episodes"`
+	Unfinished   int                `json:"unfinished"`
 	Ran          int                `json:"ran"`
 	Skipped      int                `json:"skipped"`
 	StopReasons  map[StopReason]int `json:"stop_reasons"`
@@ -73,11 +76,17 @@ type job struct {
 
 // Run plays every (task, sample) of o against the endpoint and records
 // the episodes in l under run o.Run. A new run id starts a run; an
-// interrupted or failed run with the same settings is resumed, skipping
-// the episodes it recorded; a run that ended ok is reported complete and
-// nothing is played. When ctx ends, the episodes that finished are
-// recorded, the run is closed as interrupted, and the context's error is
-// returned with the summary.
+// interrupted or failed run with the same settings is resumed, playing
+// only the pairs without a finished episode; a run that ended ok is
+// reported complete and nothing is played. Before a run is started or
+// resumed, the endpoint is probed; an unusable one is an ErrEndpoint and
+// records nothing.
+//
+// Once started, the run is always closed: ok when every pair has a
+// finished episode; failed, with the reason, when episodes ended on a
+// transport failure (the error is then an ErrIncomplete) or recording
+// failed; interrupted when ctx ended, after recording the episodes that
+// finished. The summary comes with the error.
 func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	began := time.Now()
 	start, err := o.start()
@@ -86,13 +95,10 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	}
 	s := &Summary{Run: o.Run, ProtocolDigest: start.ProtocolDigest, Tasks: len(o.Tasks), Samples: o.Protocol.Sampling.N}
 
-	var active *ledger.ActiveRun
 	r, err := l.RunStatus(ctx, o.Run)
+	exists := err == nil
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
-		if active, err = l.StartRun(ctx, o.Run, start); err != nil {
-			return nil, err
-		}
 	case err != nil:
 		return nil, err
 	default:
@@ -116,12 +122,20 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	if active == nil {
+	cl := newClient(o.Endpoint, o.APIKey, o.Client, o.Concurrency)
+	defer cl.close()
+	if err := cl.probe(ctx, o.Endpoint); err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", o.Run, err)
+	}
+	var active *ledger.ActiveRun
+	if exists {
 		body := resumeBody{Endpoint: start.Endpoint, Client: start.Client, Parallel: start.Parallel, Done: len(done)}
 		if active, err = l.ResumeRun(ctx, o.Run, body); err != nil {
 			return nil, err
 		}
 		s.Resumed = true
+	} else if active, err = l.StartRun(ctx, o.Run, start); err != nil {
+		return nil, err
 	}
 	s.StartSeq = active.Seq
 	s.Skipped = len(done)
@@ -139,38 +153,41 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 		}
 	}
 
-	playErr := o.play(ctx, l, jobs, s)
+	firstTransport, runErr := o.play(ctx, l, cl, jobs, s)
 	// The run is closed even when ctx has ended: what finished is kept.
 	endCtx := context.WithoutCancel(ctx)
-	status := "ok"
-	switch {
-	case playErr != nil && ctx.Err() != nil:
-		status = "interrupted"
-	case playErr != nil:
-		status = "failed"
-	}
-	s.Status = status
 	if err := s.tally(endCtx, l); err != nil {
-		return s, errors.Join(playErr, err)
+		runErr = errors.Join(runErr, err)
+	} else if runErr == nil && s.Unfinished > 0 {
+		runErr = fmt.Errorf("rollout %s: %w: %d of %d episodes unfinished after transport failures (first: %s). Try: check the endpoint, then run the same command again to play them",
+			o.Run, ErrIncomplete, s.Unfinished, s.Tasks*s.Samples, firstTransport)
 	}
+	end := End{RunEnd: ledger.RunEnd{Status: "ok"}, Episodes: s.Episodes, Unfinished: s.Unfinished, StopReasons: s.StopReasons,
+		TokensIn: s.TokensIn, TokensOut: s.TokensOut}
+	switch {
+	case runErr != nil && ctx.Err() != nil:
+		end.Status = "interrupted"
+	case runErr != nil:
+		end.Status, end.Reason = "failed", runErr.Error()
+	}
+	s.Status = end.Status
 	s.DurationS = time.Since(began).Seconds()
 	s.EpisodesPerS = float64(s.Ran) / max(s.DurationS, 1e-9)
-	end, err := active.End(endCtx, End{RunEnd: ledger.RunEnd{Status: status}, Episodes: s.Episodes, StopReasons: s.StopReasons,
-		TokensIn: s.TokensIn, TokensOut: s.TokensOut})
+	e, err := active.End(endCtx, end)
 	if err != nil {
-		return s, errors.Join(playErr, err)
+		return s, errors.Join(runErr, err)
 	}
-	s.EndSeq = end.Seq
-	return s, playErr
+	s.EndSeq = e.Seq
+	return s, runErr
 }
 
 // play runs jobs on o.Concurrency workers and records the episodes. It
-// returns ctx's error when ctx ended first, or the recorder's.
-func (o *Options) play(ctx context.Context, l *ledger.Ledger, jobs []job, s *Summary) error {
+// returns the error of the first episode that ended on a transport
+// failure, if any, and ctx's error when ctx ended first, or the
+// recorder's.
+func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs []job, s *Summary) (string, error) {
 	exec := sqlenv.NewExecutor(sqlenv.Options{Timeout: time.Duration(o.Protocol.SQLTimeoutMS) * time.Millisecond, MaxRows: o.Protocol.SQLMaxRows})
 	defer exec.Close()
-	cl := newClient(o.Endpoint, o.APIKey, o.Client, o.Concurrency)
-	defer cl.close()
 	e := &env{proto: &o.Protocol, model: o.Model, client: cl, exec: exec, dbPath: o.DBPath}
 
 	rec := &recorder{l: l, run: o.Run, every: o.FlushEvery, max: o.FlushEpisodes, in: make(chan *Episode, o.FlushEpisodes)}
@@ -191,6 +208,7 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, jobs []job, s *Sum
 	work := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
+	var firstTransport string
 	for range min(o.Concurrency, max(len(jobs), 1)) {
 		wg.Add(1)
 		go func() {
@@ -203,6 +221,9 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, jobs []job, s *Sum
 				prog.episode(ep)
 				mu.Lock()
 				s.Ran++
+				if !ep.StopReason.Finished() && firstTransport == "" {
+					firstTransport = ep.Error
+				}
 				mu.Unlock()
 				rec.in <- ep
 			}
@@ -222,9 +243,9 @@ feed:
 	err := <-recErr
 	prog.finish()
 	if err != nil {
-		return err
+		return firstTransport, err
 	}
-	return ctx.Err()
+	return firstTransport, ctx.Err()
 }
 
 // start validates o, fills its defaults and builds the run.start body.
@@ -297,6 +318,7 @@ func (s *Summary) tally(ctx context.Context, l *ledger.Ledger) error {
 		return err
 	}
 	s.Episodes = len(recs)
+	s.Unfinished = s.Tasks*s.Samples - len(recs)
 	s.StopReasons = map[StopReason]int{}
 	s.TokensIn, s.TokensOut = 0, 0
 	for _, r := range recs {

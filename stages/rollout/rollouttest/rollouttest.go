@@ -1,13 +1,16 @@
 // Package rollouttest gives tests and benchmarks a scripted
 // OpenAI-compatible endpoint: a loopback HTTP server whose replies a Go
 // function chooses per request, with faults on demand (delays, error
-// statuses, dropped connections, malformed JSON, missing usage).
+// statuses, dropped connections, connections reset in the middle of a
+// body, malformed JSON, missing usage), and an address where nothing
+// listens (Refusing).
 package rollouttest
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -52,6 +55,7 @@ const (
 	NoFault   Fault = iota
 	Drop            // close the connection without a response
 	Malformed       // answer 200 with a body that is not JSON
+	Reset           // answer 200, send half the body it announced, close the connection
 )
 
 // Reply is a script's answer to one request.
@@ -68,13 +72,31 @@ type Reply struct {
 // Script chooses the reply to a request. It is called concurrently.
 type Script func(*Request) Reply
 
-// Server is a scripted endpoint; URL is its root.
+// Server is a scripted endpoint; URL is its root. It answers GET
+// /v1/models with one model, or 404 after HideModels.
 type Server struct {
 	*httptest.Server
-	Requests atomic.Int64
+	Requests atomic.Int64 // chat completion requests
+	Probes   atomic.Int64 // models requests
 
-	mu       sync.Mutex
-	attempts map[string]int
+	hideModels atomic.Bool
+	mu         sync.Mutex
+	attempts   map[string]int
+}
+
+// HideModels makes /v1/models answer 404, as some servers do.
+func (s *Server) HideModels() { s.hideModels.Store(true) }
+
+// Refusing returns the root URL of a loopback port where nothing listens:
+// connecting to it is refused.
+func Refusing(t testing.TB) string {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + ln.Addr().String()
+	ln.Close()
+	return url
 }
 
 // New starts a scripted endpoint, closed when the test ends.
@@ -86,6 +108,16 @@ func New(t testing.TB, script Script) *Server {
 }
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request, script Script) {
+	if strings.HasSuffix(r.URL.Path, "/models") {
+		s.Probes.Add(1)
+		if s.hideModels.Load() {
+			http.NotFound(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"object": "list", "data": [{"id": "scripted", "object": "model"}]}`))
+		return
+	}
 	s.Requests.Add(1)
 	var req Request
 	if err := json.NewDecoder(r.Body).Decode(&req.ChatRequest); err != nil {
@@ -116,6 +148,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, script Script) {
 	case rep.Fault == Drop:
 		conn, _, err := w.(http.Hijacker).Hijack()
 		if err == nil {
+			conn.Close()
+		}
+		return
+	case rep.Fault == Reset:
+		conn, buf, err := w.(http.Hijacker).Hijack()
+		if err == nil {
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 400\r\n\r\n{\"choices\": [{\"message\": ")
+			buf.Flush()
 			conn.Close()
 		}
 		return
