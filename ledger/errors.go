@@ -23,6 +23,9 @@ var (
 	ErrAmbiguous = errors.New("ambiguous hash prefix")
 	// ErrBlobCorrupt is returned when a blob's bytes do not hash to its name.
 	ErrBlobCorrupt = errors.New("blob content does not match its digest")
+	// ErrBlobNotRegular is returned when a blob's file is not a regular file
+	// (a FIFO, a device, a directory, a symlink): reading it might never end.
+	ErrBlobNotRegular = errors.New("blob is not a regular file")
 	// ErrBlobMissing is returned by Append when an entry names a blob that is
 	// not in the store: blobs must be durable before the entry naming them.
 	ErrBlobMissing = errors.New("entry references a blob that is not stored")

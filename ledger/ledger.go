@@ -205,8 +205,11 @@ func checkBlobDir(path string) error {
 	return nil
 }
 
-// upgradeDerived rebuilds the derived tables when they are older than this
-// build's shape. They are pure functions of the entries, so nothing is lost.
+// upgradeDerived rebuilds the derived tables when meta gives them another
+// version than this build's. They are pure functions of the entries, so a
+// rebuild loses nothing, unless they were edited: it first compares them
+// with a replay of the entries, and when they differ it leaves tables and
+// meta as they are, for verify to report, rather than erase the evidence.
 func (l *Ledger) upgradeDerived(ctx context.Context) error {
 	have, err := l.meta(ctx, l.db, "derived_version")
 	if err != nil {
@@ -219,12 +222,60 @@ func (l *Ledger) upgradeDerived(ctx context.Context) error {
 		if have, err = l.meta(ctx, tx, "derived_version"); err != nil || have == strconv.Itoa(derivedVersion) {
 			return err // another process rebuilt them meanwhile
 		}
+		if agree, err := derivedAgree(ctx, tx); err != nil || !agree {
+			return err
+		}
 		if err := rebuildDerived(ctx, tx, tx); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'derived_version'", strconv.Itoa(derivedVersion))
 		return err
 	})
+}
+
+// derivedAgree reports whether the derived tables in tx hold what a replay
+// of its entries gives. Only tables whose columns are this build's can be
+// compared; one of another shape is an older version's, and is rebuilt.
+func derivedAgree(ctx context.Context, tx *sql.Tx) (bool, error) {
+	scratch, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return false, err
+	}
+	defer scratch.Close()
+	scratch.SetMaxOpenConns(1)
+	stx, err := scratch.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer stx.Rollback()
+	if err := rebuildDerived(ctx, tx, stx); err != nil {
+		return false, err
+	}
+	rep := &VerifyReport{}
+	for _, t := range derivedTables {
+		have, err := columns(ctx, tx, t.name)
+		if err != nil {
+			return false, err
+		}
+		want, err := columns(ctx, stx, t.name)
+		if err != nil {
+			return false, err
+		}
+		if have != want {
+			continue
+		}
+		if err := compareTable(ctx, rep, t.name, t.order, tx, stx); err != nil {
+			return false, err
+		}
+	}
+	return rep.OK(), nil
+}
+
+// columns lists a table's column names and types ("" when it is absent).
+func columns(ctx context.Context, q queryer, table string) (string, error) {
+	var cols sql.NullString
+	err := q.QueryRowContext(ctx, "SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info(?)", table).Scan(&cols)
+	return cols.String, err
 }
 
 type queryer interface {
