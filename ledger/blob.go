@@ -65,6 +65,7 @@ func (l *Ledger) PutBlobBytes(b []byte) (Digest, error) {
 	return d, err
 }
 
+// syncDir fsyncs a directory (or a file: it opens either read-only).
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {

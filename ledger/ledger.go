@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -59,33 +60,117 @@ func dsn(path, mode string) string {
 	return u.String()
 }
 
-// Init creates a new ledger in dir (created if missing). It refuses a
-// directory that already holds one: a ledger is never wiped.
+// Init creates a new ledger in dir, which must be missing or an empty
+// directory: Init refuses one holding anything else, and never wipes a
+// ledger. The ledger is built in a temporary directory beside dir
+// (".<name>.init-*") and renamed into place, so a crash leaves either no
+// ledger or a whole one; a leftover temporary directory holds nothing and
+// may be deleted.
 func Init(ctx context.Context, dir string) (*Ledger, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	dbPath := filepath.Join(dir, dbName)
-	if _, err := os.Stat(dbPath); err == nil {
-		return nil, &Error{Op: "init ledger", Path: dir, Err: ErrExists,
-			Hint: "use it as it is, or choose another directory with --ledger"}
+	if err := checkInitTarget(ctx, dir); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
-		return nil, &Error{Op: "init ledger", Path: dir, Err: err, Hint: "check that the parent directory is writable"}
+	fail := func(err error) (*Ledger, error) {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err, Hint: "check that " + filepath.Dir(dir) + " is writable"}
 	}
-	db, err := sql.Open("sqlite", dsn(dbPath, "rwc"))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".init-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp) // nothing left to remove once renamed
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return fail(err)
+	}
+	id := hex.EncodeToString(idb[:])
+	if err := build(ctx, tmp, id); err != nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	}
+	// An empty target goes first (os.Remove refuses one that gained files
+	// meanwhile): a crash in between leaves no directory, not half a ledger.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return fail(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, dbName), "rw"))
 	if err != nil {
 		return nil, err
 	}
-	var idb [16]byte
-	if _, err := rand.Read(idb[:]); err != nil {
-		db.Close()
-		return nil, err
+	return &Ledger{dir: dir, db: db, id: id}, nil
+}
+
+// checkInitTarget accepts a missing or empty directory for a new ledger.
+func checkInitTarget(ctx context.Context, dir string) error {
+	des, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return &Error{Op: "init ledger", Path: dir, Err: err, Hint: "choose a new or empty directory with --ledger"}
+	case len(des) == 0:
+		return nil
 	}
-	l := &Ledger{dir: dir, db: db, id: hex.EncodeToString(idb[:])}
-	// One transaction: an init interrupted half-way leaves user_version 0,
-	// which Open refuses, rather than a ledger without its first entry.
+	dbPath := filepath.Join(dir, dbName)
+	if _, err := os.Stat(dbPath); err == nil {
+		if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
+			return interruptedInit(dir)
+		}
+		return &Error{Op: "init ledger", Path: dir, Err: ErrExists,
+			Hint: "use it as it is, or choose another directory with --ledger"}
+	}
+	names := make([]string, 0, 3)
+	for _, de := range des[:min(len(des), 3)] {
+		names = append(names, de.Name())
+	}
+	return &Error{Op: "init ledger", Path: dir, Err: fmt.Errorf("%w (it holds %s)", ErrNotEmpty, strings.Join(names, ", ")),
+		Hint: "choose a new or empty directory with --ledger"}
+}
+
+// emptyDatabase reports whether the SQLite file at path has no schema at
+// all: what an init interrupted before its transaction committed left,
+// before Init built ledgers aside and renamed them into place.
+func emptyDatabase(ctx context.Context, path string) (bool, error) {
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro"}).String())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
+	return n == 0, err
+}
+
+func interruptedInit(dir string) error {
+	return &Error{Op: "open ledger", Path: dir, Err: ErrInterruptedInit,
+		Hint: "remove " + dir + " (an empty ledger.db and blob store; nothing was recorded) and run rlgate init again"}
+}
+
+// build creates a complete ledger in the empty directory dir and closes it,
+// with everything synced to disk.
+func build(ctx context.Context, dir, id string) error {
+	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp made it 0700
+		return err
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, dbName), "rwc"))
+	if err != nil {
+		return err
+	}
+	l := &Ledger{dir: dir, db: db, id: id}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
 		stmts := []string{
 			fmt.Sprintf("PRAGMA application_id = %d", applicationID),
@@ -109,11 +194,18 @@ func Init(ctx context.Context, dir string) (*Ledger, error) {
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
 		return err
 	})
-	if err != nil {
-		db.Close()
-		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	if cerr := db.Close(); err == nil {
+		err = cerr // closing the last connection checkpoints the WAL into ledger.db
 	}
-	return l, nil
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{filepath.Join(dir, dbName), filepath.Join(dir, blobsDir, tmpDir), filepath.Join(dir, blobsDir), dir} {
+		if err := syncDir(p); err != nil { // syncDir fsyncs any file it can open
+			return err
+		}
+	}
+	return nil
 }
 
 // Open opens an existing ledger. It refuses a file that is not a ledger and
@@ -164,6 +256,9 @@ func (l *Ledger) checkFormat(ctx context.Context, dbPath string) error {
 	}
 	if err := l.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
 		return notLedger(err)
+	}
+	if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
+		return interruptedInit(l.dir)
 	}
 	if app != applicationID {
 		return notLedger(fmt.Errorf("application_id is %#x, want %#x", app, applicationID))
