@@ -306,3 +306,50 @@ func TestDerivedRebuildOnOpen(t *testing.T) {
 		t.Errorf("derived_version after the rebuild: %q, %v", v, err)
 	}
 }
+
+// TestThreatModelNamesTests keeps docs/FORMAT.md's threat model honest:
+// every test its tables name exists, as a test function or as a case of
+// TestVerifyDetectsTampering.
+func TestThreatModelNamesTests(t *testing.T) {
+	doc, err := os.ReadFile("../docs/FORMAT.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	section, _, _ := strings.Cut(string(doc)[strings.Index(string(doc), "## Threat model"):], "\nNothing in the ledger")
+	var sources strings.Builder
+	for _, pattern := range []string{"*_test.go", "../cmd/rlgate/*_test.go"} {
+		files, _ := filepath.Glob(pattern)
+		for _, f := range files {
+			b, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sources.Write(b)
+		}
+	}
+	named := 0
+	for _, line := range strings.Split(section, "\n") {
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		if !strings.HasPrefix(line, "|") || len(cells) < 2 || strings.HasPrefix(cells[0], "---") {
+			continue
+		}
+		parts := strings.Split(cells[len(cells)-1], "`")
+		for i := 1; i < len(parts); i += 2 {
+			name := parts[i]
+			if name == "test" {
+				continue
+			}
+			named++
+			want := `{"` + name + `",`
+			if strings.HasPrefix(name, "Test") {
+				want = "func " + name + "("
+			}
+			if !strings.Contains(sources.String(), want) {
+				t.Errorf("the threat model names %q, which is no test or TestVerifyDetectsTampering case", name)
+			}
+		}
+	}
+	if named < 20 {
+		t.Errorf("found only %d test names in the threat model; has its layout changed?", named)
+	}
+}
