@@ -92,3 +92,23 @@ func TestPutBlobReplacesCorruptCopy(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// TestAppendRefusesSpecialBlob: an entry cannot name a blob whose file is
+// not a regular file.
+func TestAppendRefusesSpecialBlob(t *testing.T) {
+	l := ledgertest.New(t)
+	d, err := l.PutBlobBytes([]byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := blobFile(t, l, d)
+	os.Remove(path)
+	if err := syscall.Mkfifo(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.Append(ctx, ledger.Record{Kind: "log", Body: map[string]int{}, Blobs: []ledger.Digest{d}})
+	if !errors.Is(err, ledger.ErrBlobMissing) || !errors.Is(err, ledger.ErrBlobNotRegular) {
+		t.Errorf("append naming a FIFO blob: got %v, want ErrBlobMissing and ErrBlobNotRegular", err)
+	}
+	os.Remove(path) // so the verify at cleanup sees a clean store
+}

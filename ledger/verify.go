@@ -447,16 +447,19 @@ feed:
 		}
 	}
 	if walked {
-		l.noteStrayBlobs(rep, refs)
+		l.noteStrayBlobs(ctx, rep, refs)
 	}
-	return nil
+	return ctx.Err()
 }
 
 // noteStrayBlobs notes blobs no entry names (a crash between storing a blob
 // and appending its entry leaves one; harmless) and leftover temp files.
-func (l *Ledger) noteStrayBlobs(rep *VerifyReport, refs map[Digest]int64) {
+func (l *Ledger) noteStrayBlobs(ctx context.Context, rep *VerifyReport, refs map[Digest]int64) {
 	root := filepath.Join(l.dir, blobsDir)
 	filepath.WalkDir(root, func(path string, de os.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return filepath.SkipAll
+		}
 		if err != nil {
 			rep.add(Finding{Severity: SeverityError, Check: "blob", Message: fmt.Sprintf("cannot list %s: %v", path, err)})
 			return nil
