@@ -125,7 +125,7 @@ func checkInitTarget(ctx context.Context, dir string) error {
 	dbPath := filepath.Join(dir, dbName)
 	if _, err := os.Stat(dbPath); err == nil {
 		if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
-			return interruptedInit(dir)
+			return interruptedInit("init ledger", dir)
 		}
 		return &Error{Op: "init ledger", Path: dir, Err: ErrExists,
 			Hint: "use it as it is, or choose another directory with --ledger"}
@@ -152,9 +152,20 @@ func emptyDatabase(ctx context.Context, path string) (bool, error) {
 	return n == 0, err
 }
 
-func interruptedInit(dir string) error {
-	return &Error{Op: "open ledger", Path: dir, Err: ErrInterruptedInit,
-		Hint: "remove " + dir + " (an empty ledger.db and blob store; nothing was recorded) and run rlgate init again"}
+// interruptedInit is the error for a directory holding an empty ledger.db.
+// The hint names the whole directory only when it holds nothing else.
+func interruptedInit(op, dir string) error {
+	hint := "remove " + dir + " (an empty ledger.db and blob store: nothing was recorded) and run rlgate init again"
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		switch de.Name() {
+		case dbName, dbName + "-wal", dbName + "-shm", blobsDir:
+		default:
+			hint = "remove " + filepath.Join(dir, dbName) + " and " + filepath.Join(dir, blobsDir) +
+				" (they hold nothing) and run rlgate init in a new or empty directory"
+		}
+	}
+	return &Error{Op: op, Path: dir, Err: ErrInterruptedInit, Hint: hint}
 }
 
 // build creates a complete ledger in the empty directory dir and closes it,
@@ -257,10 +268,10 @@ func (l *Ledger) checkFormat(ctx context.Context, dbPath string) error {
 	if err := l.db.QueryRowContext(ctx, "PRAGMA application_id").Scan(&app); err != nil {
 		return notLedger(err)
 	}
-	if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
-		return interruptedInit(l.dir)
-	}
 	if app != applicationID {
+		if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
+			return interruptedInit("open ledger", l.dir)
+		}
 		return notLedger(fmt.Errorf("application_id is %#x, want %#x", app, applicationID))
 	}
 	if err := l.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&ver); err != nil {

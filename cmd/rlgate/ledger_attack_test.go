@@ -80,6 +80,12 @@ func TestInitTargets(t *testing.T) {
 			t.Errorf("%s on a half-initialised ledger: exit %d: %s", verb, code, errOut)
 		}
 	}
+	// Beside the user's own files, the hint must not say to remove them.
+	os.WriteFile(filepath.Join(half, "notes.txt"), []byte("mine"), 0o644)
+	code, _, errOut := rlgate(t, "--ledger", half, "init")
+	if want := "Try: remove " + filepath.Join(half, "ledger.db") + " and " + filepath.Join(half, "blobs"); code != exitError || !strings.Contains(errOut, want) {
+		t.Errorf("init on a half-initialised ledger beside other files: exit %d: %s, want %q", code, errOut, want)
+	}
 	os.RemoveAll(half)
 	if code, _, errOut := rlgate(t, "--ledger", half, "init"); code != exitOK {
 		t.Errorf("init after following the hint: exit %d: %s", code, errOut)
