@@ -123,7 +123,10 @@ func (l *Ledger) verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	}
 	missing, err := l.verifySchema(ctx, rep)
 	if err != nil {
-		return nil, rep.damaged(ctx, "read the schema", err)
+		if err := rep.damaged(ctx, "read the schema", err); err != nil {
+			return nil, err
+		}
+		return rep, nil // nothing more can be read
 	}
 	if missing["entries"] {
 		return rep, nil // nothing to walk
