@@ -2,9 +2,11 @@ package ledger
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 
@@ -20,8 +22,9 @@ func (l *Ledger) blobPath(d Digest) string {
 // PutBlob streams r into the blob store and returns its digest and size.
 // The bytes go to a temporary file that is fsynced and renamed into place
 // (and the directory fsynced) before PutBlob returns, so an entry appended
-// afterwards never names a blob a crash could lose. Storing bytes that are
-// already present is a no-op.
+// afterwards never names a blob a crash could lose. Bytes already present
+// are renamed into place all the same: the fresh copy replaces the old file
+// instead of trusting it, so a damaged copy is repaired, never named anew.
 func (l *Ledger) PutBlob(r io.Reader) (Digest, int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(l.dir, blobsDir, tmpDir), "put-*")
 	if err != nil {
@@ -41,9 +44,6 @@ func (l *Ledger) PutBlob(r io.Reader) (Digest, int64, error) {
 	}
 	d := SumDigest(h)
 	dst := l.blobPath(d)
-	if _, err := os.Stat(dst); err == nil {
-		return d, n, nil
-	}
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
 		return Digest{}, n, fmt.Errorf("put blob %s: %w", d, err)
 	}
@@ -65,6 +65,7 @@ func (l *Ledger) PutBlobBytes(b []byte) (Digest, error) {
 	return d, err
 }
 
+// syncDir fsyncs a directory (or a file: it opens either read-only).
 func syncDir(dir string) error {
 	f, err := os.Open(dir)
 	if err != nil {
@@ -74,18 +75,102 @@ func syncDir(dir string) error {
 	return f.Sync()
 }
 
+// openBlobFile opens a blob file after checking that it is a regular file
+// (not a FIFO, a device, a directory or a symlink to one), so that reading
+// it ends, and returns it with its size. Readers read no more than that
+// size, so a file that grows meanwhile cannot keep them reading either.
+func openBlobFile(path string) (*os.File, int64, error) {
+	fi, err := os.Lstat(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, 0, notRegular(fi.Mode())
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, 0, err
+	}
+	now, err := f.Stat()
+	switch {
+	case err != nil:
+	case !now.Mode().IsRegular():
+		err = notRegular(now.Mode())
+	case !os.SameFile(fi, now):
+		err = fmt.Errorf("%w: it was replaced while being opened", ErrBlobNotRegular)
+	}
+	if err != nil {
+		f.Close()
+		return nil, 0, err
+	}
+	return f, now.Size(), nil
+}
+
+func notRegular(m fs.FileMode) error {
+	what := "a " + m.Type().String()
+	switch {
+	case m&fs.ModeSymlink != 0:
+		what = "a symbolic link"
+	case m&fs.ModeNamedPipe != 0:
+		what = "a named pipe (FIFO)"
+	case m.IsDir():
+		what = "a directory"
+	case m&fs.ModeDevice != 0:
+		what = "a device"
+	case m&fs.ModeSocket != 0:
+		what = "a socket"
+	}
+	return fmt.Errorf("%w: it is %s", ErrBlobNotRegular, what)
+}
+
+// blobReadBuffer is how much one read of a blob file asks for.
+const blobReadBuffer = 256 << 10
+
+// hashBlobFile re-hashes the blob file at path and returns the digest of
+// its bytes and their count. Cancelling ctx stops it between reads.
+func hashBlobFile(ctx context.Context, path string) (Digest, int64, error) {
+	f, size, err := openBlobFile(path)
+	if err != nil {
+		return Digest{}, 0, err
+	}
+	defer f.Close()
+	h := Hasher()
+	n, err := io.CopyBuffer(h, ctxReader{ctx, io.LimitReader(f, size)}, make([]byte, blobReadBuffer))
+	if err == nil && n != size {
+		err = fmt.Errorf("%s shrank from %d to %d bytes while being read", path, size, n)
+	}
+	if err != nil {
+		return Digest{}, n, err
+	}
+	return SumDigest(h), n, nil
+}
+
+// ctxReader stops reading once its context is done.
+type ctxReader struct {
+	ctx context.Context
+	r   io.Reader
+}
+
+func (c ctxReader) Read(p []byte) (int, error) {
+	if err := c.ctx.Err(); err != nil {
+		return 0, err
+	}
+	return c.r.Read(p)
+}
+
 // OpenBlob opens a blob for streaming. The reader re-hashes what it yields
 // and returns ErrBlobCorrupt instead of io.EOF when the bytes do not match
-// the digest, so a caller that reads to the end never trusts bad bytes.
+// the digest, so a caller that reads to the end never trusts bad bytes. A
+// blob file that is not a regular file is refused with ErrBlobNotRegular.
 func (l *Ledger) OpenBlob(d Digest) (io.ReadCloser, error) {
-	f, err := os.Open(l.blobPath(d))
+	f, size, err := openBlobFile(l.blobPath(d))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, fmt.Errorf("open blob %s: %w", d, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open blob %s: %w", d, err)
 	}
-	return &verifyingReader{f: f, h: Hasher(), want: d}, nil
+	return &verifyingReader{r: io.LimitReader(f, size), f: f, h: Hasher(), want: d}, nil
 }
 
 // ReadBlob reads a whole blob and checks its digest.
@@ -99,6 +184,7 @@ func (l *Ledger) ReadBlob(d Digest) ([]byte, error) {
 }
 
 type verifyingReader struct {
+	r    io.Reader // f, limited to its size at open
 	f    *os.File
 	h    *blake3.Hasher
 	want Digest
@@ -106,7 +192,7 @@ type verifyingReader struct {
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
-	n, err := v.f.Read(p)
+	n, err := v.r.Read(p)
 	v.h.Write(p[:n])
 	if errors.Is(err, io.EOF) && !v.done {
 		v.done = true

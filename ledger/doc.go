@@ -16,17 +16,25 @@
 // The query tables (runs, artifacts, metrics, outcomes, blob_refs) are derived from
 // entries by one deriver, in the same transaction as the entries, so they
 // never disagree with them; Verify replays every entry through that deriver
-// into a scratch database and compares. They can be rebuilt at any time.
+// into a scratch database and compares. They can be rebuilt at any time,
+// and Open rebuilds them for a new derived version only after the same
+// comparison finds nothing to erase.
+//
+// Init builds a whole ledger in a temporary directory and renames it into
+// place, so a crash leaves none or a whole one.
 //
 // Writes: a blob is fsynced and renamed into place before any entry names
-// it (Append refuses an entry naming a missing blob). Append runs in an
+// it (Append refuses an entry naming a missing blob, or one whose file is
+// not a regular file); storing bytes again replaces the file. Append runs in an
 // immediate transaction, so several processes may append at once and the
 // chain stays linear; SQLite's busy timeout makes them wait their turn.
 // Nothing is ever updated or deleted.
 //
 // Reads: OpenBlob and ReadBlob re-hash what they return and fail with
-// ErrBlobCorrupt on a mismatch. Verify walks everything and returns every
-// finding rather than the first. Head names the last entry; printed in a
+// ErrBlobCorrupt on a mismatch, and refuse a blob file that is not a
+// regular file (ErrBlobNotRegular). Verify checks the SQLite file and its
+// schema, walks everything and returns every finding rather than the
+// first; it never writes, and stops when its context is cancelled. Head names the last entry; printed in a
 // report, it lets a reader detect later that the chain was cut short.
 //
 // Tests get a ledger that verifies itself at cleanup from package

@@ -197,7 +197,8 @@ func (l *Ledger) prepareAll(recs []Record) ([]Entry, error) {
 }
 
 // prepare validates a record and encodes its body; it checks that every
-// referenced blob is already stored, which is the write-ordering rule.
+// referenced blob is already stored, as a regular file, which is the
+// write-ordering rule.
 func (l *Ledger) prepare(r Record) (Entry, error) {
 	if !kindPattern.MatchString(r.Kind) {
 		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindPattern)
@@ -219,8 +220,12 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	slices.SortFunc(blobs, func(a, b Digest) int { return strings.Compare(a.Hex(), b.Hex()) })
 	blobs = slices.Compact(blobs)
 	for _, b := range blobs {
-		if _, err := os.Stat(l.blobPath(b)); err != nil {
-			return Entry{}, fmt.Errorf("%w: %s: %v", ErrBlobMissing, b, err)
+		fi, err := os.Lstat(l.blobPath(b))
+		if err == nil && !fi.Mode().IsRegular() {
+			err = notRegular(fi.Mode())
+		}
+		if err != nil {
+			return Entry{}, fmt.Errorf("%w: %s: %w", ErrBlobMissing, b, err)
 		}
 	}
 	return Entry{Kind: r.Kind, Run: r.Run, Blobs: blobs, Body: body}, nil

@@ -8,6 +8,13 @@ var (
 	ErrNoLedger = errors.New("no ledger here")
 	// ErrExists is returned by Init when the directory already holds a ledger.
 	ErrExists = errors.New("a ledger already exists")
+	// ErrNotEmpty is returned by Init for a directory that holds files but
+	// no ledger: a ledger gets a directory of its own.
+	ErrNotEmpty = errors.New("directory is not empty")
+	// ErrInterruptedInit is returned for a ledger.db without any schema, as
+	// an init interrupted by an earlier rlgate (one that created ledger.db
+	// in place) left it.
+	ErrInterruptedInit = errors.New("ledger.db is empty: an interrupted rlgate init left it, and it holds no ledger")
 	// ErrNotLedger is returned when ledger.db is not a SQLite database or is
 	// one that rlgate did not create.
 	ErrNotLedger = errors.New("not an rlgate ledger")
@@ -23,6 +30,9 @@ var (
 	ErrAmbiguous = errors.New("ambiguous hash prefix")
 	// ErrBlobCorrupt is returned when a blob's bytes do not hash to its name.
 	ErrBlobCorrupt = errors.New("blob content does not match its digest")
+	// ErrBlobNotRegular is returned when a blob's file is not a regular file
+	// (a FIFO, a device, a directory, a symlink): reading it might never end.
+	ErrBlobNotRegular = errors.New("blob is not a regular file")
 	// ErrBlobMissing is returned by Append when an entry names a blob that is
 	// not in the store: blobs must be durable before the entry naming them.
 	ErrBlobMissing = errors.New("entry references a blob that is not stored")

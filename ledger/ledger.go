@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	_ "modernc.org/sqlite" // registers the "sqlite" driver
 )
@@ -59,33 +60,128 @@ func dsn(path, mode string) string {
 	return u.String()
 }
 
-// Init creates a new ledger in dir (created if missing). It refuses a
-// directory that already holds one: a ledger is never wiped.
+// Init creates a new ledger in dir, which must be missing or an empty
+// directory: Init refuses one holding anything else, and never wipes a
+// ledger. The ledger is built in a temporary directory beside dir
+// (".<name>.init-*") and renamed into place, so a crash leaves either no
+// ledger or a whole one; a leftover temporary directory holds nothing and
+// may be deleted.
 func Init(ctx context.Context, dir string) (*Ledger, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
 	}
-	dbPath := filepath.Join(dir, dbName)
-	if _, err := os.Stat(dbPath); err == nil {
-		return nil, &Error{Op: "init ledger", Path: dir, Err: ErrExists,
-			Hint: "use it as it is, or choose another directory with --ledger"}
+	if err := checkInitTarget(ctx, dir); err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
-		return nil, &Error{Op: "init ledger", Path: dir, Err: err, Hint: "check that the parent directory is writable"}
+	fail := func(err error) (*Ledger, error) {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err, Hint: "check that " + filepath.Dir(dir) + " is writable"}
 	}
-	db, err := sql.Open("sqlite", dsn(dbPath, "rwc"))
+	if err := os.MkdirAll(filepath.Dir(dir), 0o755); err != nil {
+		return fail(err)
+	}
+	tmp, err := os.MkdirTemp(filepath.Dir(dir), "."+filepath.Base(dir)+".init-")
+	if err != nil {
+		return fail(err)
+	}
+	defer os.RemoveAll(tmp) // nothing left to remove once renamed
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return fail(err)
+	}
+	id := hex.EncodeToString(idb[:])
+	if err := build(ctx, tmp, id); err != nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	}
+	// An empty target goes first (os.Remove refuses one that gained files
+	// meanwhile): a crash in between leaves no directory, not half a ledger.
+	if err := os.Remove(dir); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return fail(err)
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fail(err)
+	}
+	if err := syncDir(filepath.Dir(dir)); err != nil {
+		return fail(err)
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, dbName), "rw"))
 	if err != nil {
 		return nil, err
 	}
-	var idb [16]byte
-	if _, err := rand.Read(idb[:]); err != nil {
-		db.Close()
-		return nil, err
+	return &Ledger{dir: dir, db: db, id: id}, nil
+}
+
+// checkInitTarget accepts a missing or empty directory for a new ledger.
+func checkInitTarget(ctx context.Context, dir string) error {
+	des, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return &Error{Op: "init ledger", Path: dir, Err: err, Hint: "choose a new or empty directory with --ledger"}
+	case len(des) == 0:
+		return nil
 	}
-	l := &Ledger{dir: dir, db: db, id: hex.EncodeToString(idb[:])}
-	// One transaction: an init interrupted half-way leaves user_version 0,
-	// which Open refuses, rather than a ledger without its first entry.
+	dbPath := filepath.Join(dir, dbName)
+	if _, err := os.Stat(dbPath); err == nil {
+		if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
+			return interruptedInit("init ledger", dir)
+		}
+		return &Error{Op: "init ledger", Path: dir, Err: ErrExists,
+			Hint: "use it as it is, or choose another directory with --ledger"}
+	}
+	names := make([]string, 0, 3)
+	for _, de := range des[:min(len(des), 3)] {
+		names = append(names, de.Name())
+	}
+	return &Error{Op: "init ledger", Path: dir, Err: fmt.Errorf("%w (it holds %s)", ErrNotEmpty, strings.Join(names, ", ")),
+		Hint: "choose a new or empty directory with --ledger"}
+}
+
+// emptyDatabase reports whether the SQLite file at path has no schema at
+// all: what an init interrupted before its transaction committed left,
+// before Init built ledgers aside and renamed them into place.
+func emptyDatabase(ctx context.Context, path string) (bool, error) {
+	db, err := sql.Open("sqlite", (&url.URL{Scheme: "file", Path: path, RawQuery: "mode=ro"}).String())
+	if err != nil {
+		return false, err
+	}
+	defer db.Close()
+	var n int
+	err = db.QueryRowContext(ctx, "SELECT count(*) FROM sqlite_master").Scan(&n)
+	return n == 0, err
+}
+
+// interruptedInit is the error for a directory holding an empty ledger.db.
+// The hint names the whole directory only when it holds nothing else.
+func interruptedInit(op, dir string) error {
+	hint := "remove " + dir + " (an empty ledger.db and blob store: nothing was recorded) and run rlgate init again"
+	des, _ := os.ReadDir(dir)
+	for _, de := range des {
+		switch de.Name() {
+		case dbName, dbName + "-wal", dbName + "-shm", blobsDir:
+		default:
+			hint = "remove " + filepath.Join(dir, dbName) + " and " + filepath.Join(dir, blobsDir) +
+				" (they hold nothing) and run rlgate init in a new or empty directory"
+		}
+	}
+	return &Error{Op: op, Path: dir, Err: ErrInterruptedInit, Hint: hint}
+}
+
+// build creates a complete ledger in the empty directory dir and closes it,
+// with everything synced to disk.
+func build(ctx context.Context, dir, id string) error {
+	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
+		return err
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // MkdirTemp made it 0700
+		return err
+	}
+	db, err := sql.Open("sqlite", dsn(filepath.Join(dir, dbName), "rwc"))
+	if err != nil {
+		return err
+	}
+	l := &Ledger{dir: dir, db: db, id: id}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
 		stmts := []string{
 			fmt.Sprintf("PRAGMA application_id = %d", applicationID),
@@ -109,11 +205,18 @@ func Init(ctx context.Context, dir string) (*Ledger, error) {
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
 		return err
 	})
-	if err != nil {
-		db.Close()
-		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	if cerr := db.Close(); err == nil {
+		err = cerr // closing the last connection checkpoints the WAL into ledger.db
 	}
-	return l, nil
+	if err != nil {
+		return err
+	}
+	for _, p := range []string{filepath.Join(dir, dbName), filepath.Join(dir, blobsDir, tmpDir), filepath.Join(dir, blobsDir), dir} {
+		if err := syncDir(p); err != nil { // syncDir fsyncs any file it can open
+			return err
+		}
+	}
+	return nil
 }
 
 // Open opens an existing ledger. It refuses a file that is not a ledger and
@@ -166,6 +269,9 @@ func (l *Ledger) checkFormat(ctx context.Context, dbPath string) error {
 		return notLedger(err)
 	}
 	if app != applicationID {
+		if empty, err := emptyDatabase(ctx, dbPath); err == nil && empty {
+			return interruptedInit("open ledger", l.dir)
+		}
 		return notLedger(fmt.Errorf("application_id is %#x, want %#x", app, applicationID))
 	}
 	if err := l.db.QueryRowContext(ctx, "PRAGMA user_version").Scan(&ver); err != nil {
@@ -205,8 +311,11 @@ func checkBlobDir(path string) error {
 	return nil
 }
 
-// upgradeDerived rebuilds the derived tables when they are older than this
-// build's shape. They are pure functions of the entries, so nothing is lost.
+// upgradeDerived rebuilds the derived tables when meta gives them another
+// version than this build's. They are pure functions of the entries, so a
+// rebuild loses nothing, unless they were edited: it first compares them
+// with a replay of the entries, and when they differ it leaves tables and
+// meta as they are, for verify to report, rather than erase the evidence.
 func (l *Ledger) upgradeDerived(ctx context.Context) error {
 	have, err := l.meta(ctx, l.db, "derived_version")
 	if err != nil {
@@ -219,12 +328,60 @@ func (l *Ledger) upgradeDerived(ctx context.Context) error {
 		if have, err = l.meta(ctx, tx, "derived_version"); err != nil || have == strconv.Itoa(derivedVersion) {
 			return err // another process rebuilt them meanwhile
 		}
+		if agree, err := derivedAgree(ctx, tx); err != nil || !agree {
+			return err
+		}
 		if err := rebuildDerived(ctx, tx, tx); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, "UPDATE meta SET value = ? WHERE key = 'derived_version'", strconv.Itoa(derivedVersion))
 		return err
 	})
+}
+
+// derivedAgree reports whether the derived tables in tx hold what a replay
+// of its entries gives. Only tables whose columns are this build's can be
+// compared; one of another shape is an older version's, and is rebuilt.
+func derivedAgree(ctx context.Context, tx *sql.Tx) (bool, error) {
+	scratch, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return false, err
+	}
+	defer scratch.Close()
+	scratch.SetMaxOpenConns(1)
+	stx, err := scratch.BeginTx(ctx, nil)
+	if err != nil {
+		return false, err
+	}
+	defer stx.Rollback()
+	if err := rebuildDerived(ctx, tx, stx); err != nil {
+		return false, err
+	}
+	rep := &VerifyReport{}
+	for _, t := range derivedTables {
+		have, err := columns(ctx, tx, t.name)
+		if err != nil {
+			return false, err
+		}
+		want, err := columns(ctx, stx, t.name)
+		if err != nil {
+			return false, err
+		}
+		if have != want {
+			continue
+		}
+		if err := compareTable(ctx, rep, t.name, t.order, tx, stx); err != nil {
+			return false, err
+		}
+	}
+	return rep.OK(), nil
+}
+
+// columns lists a table's column names and types ("" when it is absent).
+func columns(ctx context.Context, q queryer, table string) (string, error) {
+	var cols sql.NullString
+	err := q.QueryRowContext(ctx, "SELECT group_concat(name || ' ' || type, ', ') FROM pragma_table_info(?)", table).Scan(&cols)
+	return cols.String, err
 }
 
 type queryer interface {

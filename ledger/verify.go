@@ -4,12 +4,17 @@ import (
 	"bytes"
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"sync"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Finding severities: an error fails verify, a note does not.
@@ -21,7 +26,7 @@ const (
 // Finding is one problem verify found. Seq or Digest names what it concerns.
 type Finding struct {
 	Severity string `json:"severity"`
-	Check    string `json:"check"` // "chain", "blob", "derived" or "head"
+	Check    string `json:"check"` // "sqlite", "schema", "meta", "chain", "blob", "derived" or "head"
 	Seq      int64  `json:"seq,omitempty"`
 	Digest   string `json:"digest,omitempty"`
 	Message  string `json:"message"`
@@ -61,6 +66,28 @@ func (r *VerifyReport) add(f Finding) {
 	r.Findings = append(r.Findings, f)
 }
 
+// damaged turns an error that is SQLite reporting a damaged file into a
+// finding, so corruption is reported like every other; other errors (and
+// cancellation) are returned, since verify cannot go on.
+func (r *VerifyReport) damaged(ctx context.Context, what string, err error) error {
+	if ctx.Err() != nil || !isCorrupt(err) {
+		return err
+	}
+	r.add(Finding{Severity: SeverityError, Check: "sqlite", Message: what + ": " + err.Error()})
+	return nil
+}
+
+// isCorrupt reports whether err is SQLite saying the database file is
+// damaged (SQLITE_CORRUPT, SQLITE_NOTADB).
+func isCorrupt(err error) bool {
+	var se *sqlite.Error
+	if !errors.As(err, &se) {
+		return false
+	}
+	code := se.Code() & 0xff
+	return code == sqlite3.SQLITE_CORRUPT || code == sqlite3.SQLITE_NOTADB
+}
+
 // VerifyOptions adjusts verify.
 type VerifyOptions struct {
 	// Against, when set, is a head printed earlier (in a report, say); verify
@@ -69,11 +96,46 @@ type VerifyOptions struct {
 	Against *Head
 }
 
-// Verify walks the whole chain, re-hashes every referenced blob and checks
-// the derived tables against the entries. It reports every finding, not
-// just the first; an error return means verify could not run at all.
+// Verify checks the database file's integrity and schema, walks the whole
+// chain, re-hashes every referenced blob and checks the derived tables
+// against the entries. It reports every finding, not just the first; an
+// error return means verify could not run at all, or ctx was cancelled
+// (every phase stops then, mid-read or mid-query). It never writes, so it
+// works on a ledger opened read-only.
 func (l *Ledger) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
+	rep, err := l.verify(ctx, opts)
+	if err != nil {
+		if ctx.Err() != nil {
+			err = ctx.Err() // the query or read it interrupted says less
+		}
+		return nil, fmt.Errorf("verify %s: %w", l.dir, err)
+	}
+	sort.SliceStable(rep.Findings, func(i, j int) bool {
+		return rep.Findings[i].Severity == SeverityError && rep.Findings[j].Severity != SeverityError
+	})
+	return rep, nil
+}
+
+func (l *Ledger) verify(ctx context.Context, opts VerifyOptions) (*VerifyReport, error) {
 	rep := &VerifyReport{Findings: []Finding{}}
+	if err := l.verifyIntegrity(ctx, rep); err != nil {
+		return nil, err
+	}
+	missing, err := l.verifySchema(ctx, rep)
+	if err != nil {
+		if err := rep.damaged(ctx, "read the schema", err); err != nil {
+			return nil, err
+		}
+		return rep, nil // nothing more can be read
+	}
+	if missing["entries"] {
+		return rep, nil // nothing to walk
+	}
+	if err := l.verifyMeta(ctx, rep); err != nil {
+		if err := rep.damaged(ctx, "read meta", err); err != nil {
+			return nil, err
+		}
+	}
 	refs := map[Digest]int64{} // blob -> first entry naming it
 	// The derived tables are checked by replaying the entries, as the chain
 	// walk reads them, into a scratch database with the same derivation
@@ -94,40 +156,181 @@ func (l *Ledger) Verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	}
 	d := newDeriver(ctx, tx)
 	err = l.verifyChain(ctx, rep, refs, func(e *Entry) {
-		if err := d.apply(e, nil); err != nil {
+		if err := d.apply(e, nil); err != nil && ctx.Err() == nil {
 			rep.add(Finding{Severity: SeverityError, Check: "derived", Seq: e.Seq, Message: "entry cannot be derived: " + err.Error()})
 		}
 	})
+	walked := err == nil
 	if err == nil {
 		err = d.flush()
 	}
 	d.close()
 	if err != nil {
-		return nil, fmt.Errorf("verify %s: %w", l.dir, err)
+		if err := rep.damaged(ctx, "the chain walk stopped early (the derived tables are not compared)", err); err != nil {
+			return nil, err
+		}
 	}
-	l.verifyBlobs(rep, refs)
+	if err := l.verifyBlobs(ctx, rep, refs, walked); err != nil {
+		return nil, err
+	}
 	for _, t := range derivedTables {
+		if !walked || missing[t.name] {
+			continue
+		}
 		if err := compareTable(ctx, rep, t.name, t.order, l.db, tx); err != nil {
-			return nil, fmt.Errorf("verify %s: compare %s: %w", l.dir, t.name, err)
+			if err := rep.damaged(ctx, "compare "+t.name, err); err != nil {
+				return nil, fmt.Errorf("compare %s: %w", t.name, err)
+			}
 		}
 	}
 	if opts.Against != nil {
 		l.verifyAgainst(ctx, rep, *opts.Against)
 	}
-	sort.SliceStable(rep.Findings, func(i, j int) bool {
-		return rep.Findings[i].Severity == SeverityError && rep.Findings[j].Severity != SeverityError
-	})
-	return rep, nil
+	return rep, ctx.Err()
+}
+
+// maxIntegrityLines caps how many problems SQLite's integrity check lists.
+const maxIntegrityLines = 100
+
+// verifyIntegrity runs SQLite's own integrity check: pages it cannot read
+// or that contradict each other (a corrupted byte, say) become findings.
+func (l *Ledger) verifyIntegrity(ctx context.Context, rep *VerifyReport) error {
+	rows, err := l.db.QueryContext(ctx, "PRAGMA integrity_check("+strconv.Itoa(maxIntegrityLines)+")")
+	if err != nil {
+		return rep.damaged(ctx, "integrity check", err)
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var line string
+		if err := rows.Scan(&line); err != nil {
+			return err
+		}
+		if line != "ok" {
+			rep.add(Finding{Severity: SeverityError, Check: "sqlite", Message: "integrity check: " + line})
+		}
+	}
+	return rep.damaged(ctx, "integrity check", rows.Err())
+}
+
+// verifySchema compares the database's schema objects with the ones rlgate
+// creates, made afresh in a scratch database from the same DDL: a trigger,
+// view, table or index that rlgate did not create (a trigger could alter
+// what is appended), or a definition that differs, is a finding. It
+// returns the names of rlgate's objects that are missing.
+func (l *Ledger) verifySchema(ctx context.Context, rep *VerifyReport) (map[string]bool, error) {
+	want, err := rlgateSchema(ctx)
+	if err != nil {
+		return nil, err
+	}
+	have, err := readSchema(ctx, l.db)
+	if err != nil {
+		return nil, err
+	}
+	bad := func(format string, args ...any) {
+		rep.add(Finding{Severity: SeverityError, Check: "schema", Message: fmt.Sprintf(format, args...)})
+	}
+	missing := map[string]bool{}
+	for _, w := range want {
+		h, ok := have[w.name]
+		switch {
+		case !ok:
+			missing[w.name] = true
+			bad("%s %s is missing", w.typ, w.name)
+		case h != w:
+			bad("%s %s is not as rlgate created it: %s", h.typ, h.name, h.sql)
+		}
+	}
+	for _, h := range sortedSchema(have) {
+		if _, ok := want[h.name]; !ok {
+			bad("%s %s (on %s) was not created by rlgate: %s", h.typ, h.name, h.table, h.sql)
+		}
+	}
+	return missing, nil
+}
+
+type schemaObject struct{ typ, name, table, sql string }
+
+// rlgateSchema is the schema rlgate creates in every ledger.
+func rlgateSchema(ctx context.Context) (map[string]schemaObject, error) {
+	db, err := sql.Open("sqlite", ":memory:")
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	db.SetMaxOpenConns(1)
+	if _, err := db.ExecContext(ctx, coreDDL+derivedDDL); err != nil {
+		return nil, err
+	}
+	return readSchema(ctx, db)
+}
+
+func readSchema(ctx context.Context, q queryer) (map[string]schemaObject, error) {
+	rows, err := q.QueryContext(ctx, "SELECT type, name, tbl_name, coalesce(sql, '') FROM sqlite_master")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := map[string]schemaObject{}
+	for rows.Next() {
+		var o schemaObject
+		if err := rows.Scan(&o.typ, &o.name, &o.table, &o.sql); err != nil {
+			return nil, err
+		}
+		out[o.name] = o
+	}
+	return out, rows.Err()
+}
+
+func sortedSchema(m map[string]schemaObject) []schemaObject {
+	out := make([]schemaObject, 0, len(m))
+	for _, o := range m {
+		out = append(out, o)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	return out
+}
+
+// verifyMeta checks that meta records the derived-table version this build
+// writes: anything else means the derived tables were left unrebuilt (see
+// upgradeDerived) or meta was edited.
+func (l *Ledger) verifyMeta(ctx context.Context, rep *VerifyReport) error {
+	have, err := l.meta(ctx, l.db, "derived_version")
+	if err != nil {
+		return err
+	}
+	if have != strconv.Itoa(derivedVersion) {
+		rep.add(Finding{Severity: SeverityError, Check: "meta",
+			Message: fmt.Sprintf("meta derived_version is %q, this rlgate writes %d: the derived tables were not rebuilt because they disagree with the entries, or meta was edited", have, derivedVersion)})
+	}
+	return nil
 }
 
 // verifyChain checks every link and hands each readable entry to replay.
+// Rows with a seq below 1 are outside the chain (no hash links them) and
+// are findings too, so every row of entries is accounted for.
 func (l *Ledger) verifyChain(ctx context.Context, rep *VerifyReport, refs map[Digest]int64, replay func(*Entry)) error {
-	var last int64
-	var lastHash Digest
-	lastOK := true // whether lastHash can be trusted as the previous link
 	bad := func(seq int64, format string, args ...any) {
 		rep.add(Finding{Severity: SeverityError, Check: "chain", Seq: seq, Message: fmt.Sprintf(format, args...)})
 	}
+	outside, err := queryRaw(ctx, l.db, "WHERE seq < 1 ORDER BY seq LIMIT ?", maxRowFindings)
+	if err != nil {
+		return err
+	}
+	var nOutside int64
+	if err := l.db.QueryRowContext(ctx, "SELECT count(*) FROM entries WHERE seq < 1").Scan(&nOutside); err != nil {
+		return err
+	}
+	for _, r := range outside {
+		bad(r.seq, "entry %d is outside the chain (seqs start at 1, so no hash links it): kind %q, hash %s", r.seq, r.kind, r.hash)
+	}
+	if n := nOutside - int64(len(outside)); n > 0 {
+		bad(0, "%d more entries have a seq below 1 and are outside the chain", n)
+	}
+	rep.Entries += nOutside
+
+	var last int64
+	var lastHash Digest
+	lastOK := true // whether lastHash can be trusted as the previous link
 	for {
 		page, err := queryRaw(ctx, l.db, "WHERE seq > ? ORDER BY seq LIMIT ?", last, entryPage)
 		if err != nil {
@@ -173,6 +376,9 @@ func (l *Ledger) verifyChain(ctx context.Context, rep *VerifyReport, refs map[Di
 		if len(page) < entryPage {
 			return nil
 		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 	}
 }
 
@@ -184,9 +390,11 @@ func (l *Ledger) checkGenesis(rep *VerifyReport, e *Entry) {
 	}
 }
 
-// verifyBlobs re-hashes every referenced blob, two files at a time per core,
-// and notes files in the store that no entry names.
-func (l *Ledger) verifyBlobs(rep *VerifyReport, refs map[Digest]int64) {
+// verifyBlobs re-hashes every referenced blob, one file at a time per core,
+// and, when refs holds every entry's blobs (walked), notes files in the
+// store that no entry names. A blob file must be a regular file;
+// cancelling ctx stops every worker between reads.
+func (l *Ledger) verifyBlobs(ctx context.Context, rep *VerifyReport, refs map[Digest]int64, walked bool) error {
 	type result struct {
 		d    Digest
 		size int64
@@ -209,21 +417,24 @@ func (l *Ledger) verifyBlobs(rep *VerifyReport, refs map[Digest]int64) {
 			defer wg.Done()
 			for i := range work {
 				res := result{d: ds[i]}
-				f, err := os.Open(l.blobPath(ds[i]))
-				if err == nil {
-					res.got, res.size, err = SumReader(f)
-					f.Close()
-				}
-				res.err = err
+				res.got, res.size, res.err = hashBlobFile(ctx, l.blobPath(ds[i]))
 				results[i] = res
 			}
 		}()
 	}
+feed:
 	for i := range ds {
-		work <- i
+		select {
+		case work <- i:
+		case <-ctx.Done():
+			break feed
+		}
 	}
 	close(work)
 	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
 	for _, res := range results {
 		seq := refs[res.d]
 		switch {
@@ -238,14 +449,20 @@ func (l *Ledger) verifyBlobs(rep *VerifyReport, refs map[Digest]int64) {
 			rep.BlobBytes += res.size
 		}
 	}
-	l.noteStrayBlobs(rep, refs)
+	if walked {
+		l.noteStrayBlobs(ctx, rep, refs)
+	}
+	return ctx.Err()
 }
 
 // noteStrayBlobs notes blobs no entry names (a crash between storing a blob
 // and appending its entry leaves one; harmless) and leftover temp files.
-func (l *Ledger) noteStrayBlobs(rep *VerifyReport, refs map[Digest]int64) {
+func (l *Ledger) noteStrayBlobs(ctx context.Context, rep *VerifyReport, refs map[Digest]int64) {
 	root := filepath.Join(l.dir, blobsDir)
 	filepath.WalkDir(root, func(path string, de os.DirEntry, err error) error {
+		if ctx.Err() != nil {
+			return filepath.SkipAll
+		}
 		if err != nil {
 			rep.add(Finding{Severity: SeverityError, Check: "blob", Message: fmt.Sprintf("cannot list %s: %v", path, err)})
 			return nil
@@ -288,6 +505,9 @@ func compareTable(ctx context.Context, rep *VerifyReport, table, order string, h
 	defer wr.Close()
 	diffs := 0
 	for row := 1; ; row++ {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
 		hv, hok, err := nextRow(hr)
 		if err != nil {
 			return err

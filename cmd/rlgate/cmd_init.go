@@ -14,7 +14,11 @@ func newInitCommand() *cli.Command {
 		Name:  "init",
 		Usage: "create a new ledger",
 		Description: "Creates a ledger directory (default ./.rlgate, or --ledger / RLGATE_LEDGER)\n" +
-			"holding ledger.db and the blob store. An existing ledger is never touched.\n\n" + exitCodesHelp,
+			"holding ledger.db and the blob store. The directory must be missing or empty;\n" +
+			"an existing ledger is never touched. The ledger is built beside it in a\n" +
+			"temporary .NAME.init-* directory and renamed into place, so an interrupted\n" +
+			"init leaves no ledger (and perhaps that directory, which may be deleted)\n" +
+			"rather than half of one.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
