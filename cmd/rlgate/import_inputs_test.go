@@ -238,3 +238,113 @@ func TestImportRefusesNonEmptyOut(t *testing.T) {
 		t.Errorf("NOTES.md changed: %q", raw)
 	}
 }
+
+// TestGradeRefusesDefectiveInputs: every input grade reads (the dataset's
+// manifest and gold, the predictions in each format), with each defect,
+// is a one-line error naming the file and line or item, exit 1, before
+// any run starts.
+func TestGradeRefusesDefectiveInputs(t *testing.T) {
+	dir := t.TempDir()
+	importInputsLedger(t, dir)
+	data := filepath.Join(dir, "bird")
+	if code, _, errOut := rlgate(t, "data", "import", "bird", "--dev", importInputsBird+"/mini_dev_sqlite.json", "--db-root", importInputsBird+"/dev_databases", "--out", data); code != exitOK {
+		t.Fatal(errOut)
+	}
+	birdPreds := importInputsBird + "/predictions/gpt-4.json"
+	txtPreds := importInputsBird + "/mini_dev_sqlite_gold.sql" // SQL<TAB>db_id: spider-txt reads the SQL
+	// dataset copies the import with one file edited.
+	dataset := func(t *testing.T, name string, edit func([]byte) []byte) string {
+		d := filepath.Join(t.TempDir(), "bird")
+		os.MkdirAll(d, 0o755)
+		for _, f := range []string{"tasks.jsonl", "gold.jsonl", "manifest.json"} {
+			raw, _ := os.ReadFile(filepath.Join(data, f))
+			if f == name {
+				raw = edit(raw)
+			}
+			os.WriteFile(filepath.Join(d, f), raw, 0o644)
+		}
+		return d
+	}
+	for _, tt := range []struct {
+		name string
+		args func(t *testing.T) []string // --tasks, --predictions, --format
+		want []string
+	}{
+		{"gold.jsonl truncated", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "gold.jsonl", func(b []byte) []byte { return b[:len(b)-40] }), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"gold.jsonl line 140", "unexpected EOF"}},
+		{"gold.jsonl a line short", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "gold.jsonl", importInputsDropLine(7)), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"gold.jsonl", "139 entries", "recorded", "with 140", "--force"}},
+		{"gold.jsonl repeated id", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "gold.jsonl", func(b []byte) []byte {
+				lines := bytes.SplitAfter(b, []byte("\n"))
+				lines[1] = lines[0]
+				return bytes.Join(lines, nil)
+			}), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"gold.jsonl: entry 1 has id bird-0", "as entry 0 does"}},
+		{"gold.jsonl invalid UTF-8", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "gold.jsonl", importInputsReplace("SELECT", "SEL\xffCT")), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"gold.jsonl line 1: invalid UTF-8"}},
+		{"gold.jsonl NUL byte", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "gold.jsonl", importInputsReplace("SELECT", "SEL\x00CT")), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"gold.jsonl line 1 byte", "NUL byte"}},
+		{"manifest.json truncated", func(t *testing.T) []string {
+			return []string{"--tasks", dataset(t, "manifest.json", func(b []byte) []byte { return b[:len(b)/2] }), "--predictions", birdPreds, "--format", "bird-json"}
+		}, []string{"manifest.json", "unexpected EOF"}},
+		{"bird-json truncated", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), birdPreds, importInputsCut(5000)), "--format", "bird-json"}
+		}, []string{"gpt-4.json", "read bird-json predictions"}},
+		{"bird-json invalid UTF-8", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), birdPreds, importInputsReplace("SELECT", "S\xc3LECT")), "--format", "bird-json"}
+		}, []string{"gpt-4.json", "line 2: invalid UTF-8"}},
+		{"bird-json NUL byte", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), birdPreds, importInputsReplace("SELECT", "SE\x00LECT")), "--format", "bird-json"}
+		}, []string{"gpt-4.json", "line 2 byte", "NUL byte"}},
+		{"bird-json a prediction short", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), birdPreds, func(b []byte) []byte {
+				var m map[string]string
+				json.Unmarshal(b, &m)
+				delete(m, "499")
+				out, _ := json.Marshal(m)
+				return out
+			}), "--format", "bird-json"}
+		}, []string{"gpt-4.json", "499 predictions for 500 gold queries"}},
+		{"bird-json repeated key", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), birdPreds, func(b []byte) []byte {
+				end := bytes.LastIndexByte(b, '}')
+				return append(b[:end:end], []byte(`, "0": "SELECT 1\t----- bird -----\tfinancial"}`)...)
+			}), "--format", "bird-json"}
+		}, []string{"gpt-4.json", `key "0"`, "duplicate key"}},
+		{"spider-txt NUL byte", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), txtPreds, importInputsReplace("SELECT", "SELECT\x00")), "--format", "spider-txt"}
+		}, []string{"mini_dev_sqlite_gold.sql", "line 1 byte 7: NUL byte"}},
+		{"spider-txt invalid UTF-8", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), txtPreds, importInputsReplace("SELECT", "SEL\xffECT")), "--format", "spider-txt"}
+		}, []string{"mini_dev_sqlite_gold.sql", "line 1: invalid UTF-8"}},
+		{"spider-txt a line short", func(t *testing.T) []string {
+			return []string{"--tasks", data, "--predictions", importInputsEdit(t, t.TempDir(), txtPreds, importInputsDropLine(10)), "--format", "spider-txt"}
+		}, []string{"mini_dev_sqlite_gold.sql", "499 predictions for 500 gold queries"}},
+		{"jsonl repeated index", func(t *testing.T) []string {
+			p := filepath.Join(t.TempDir(), "preds.jsonl")
+			os.WriteFile(p, []byte("{\"index\": 0, \"sql\": \"SELECT 1\"}\n{\"index\": 0, \"sql\": \"SELECT 2\"}\n"), 0o644)
+			return []string{"--tasks", data, "--predictions", p, "--format", "jsonl"}
+		}, []string{"preds.jsonl", "line 2: index 0 already on line 1"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, errOut := rlgate(t, append([]string{"grade", "--metric", "bird"}, tt.args(t)...)...)
+			line := strings.TrimSpace(errOut)
+			if code != exitError || strings.Contains(line, "\n") {
+				t.Errorf("exit %d, want %d with one line; stderr %q", code, exitError, errOut)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(line, w) {
+					t.Errorf("stderr %q lacks %q", line, w)
+				}
+			}
+		})
+	}
+	if code, stdout, _ := rlgate(t, "log", "--kind", "run.start", "--json"); code != exitOK || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("a refused grading started a run: %s", stdout)
+	}
+}

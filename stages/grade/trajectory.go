@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"io"
 	"path/filepath"
 	"slices"
 
@@ -52,6 +53,12 @@ type TrajectoryOptions struct {
 	// Weights combine each sample's reward components into its total;
 	// zero means DefaultWeights. They are recorded with the grading.
 	Weights Weights
+	// AllowDBMismatch, Progress: as in FileOptions. Databases is a check
+	// this command already made (the rollout's), so no database is hashed
+	// twice.
+	AllowDBMismatch bool
+	Progress        io.Writer
+	Databases       *DatabaseCheck
 }
 
 // TrajectoryItem is the grade of one task of a rollout, as recorded in the
@@ -116,6 +123,10 @@ type trajectoryStart struct {
 	GoldDigest     ledger.Digest `json:"gold_digest"`
 	Options        Options       `json:"grader_options"`
 	Weights        Weights       `json:"reward_weights"`
+
+	// Databases are the databases graded on, by digest, and the SQLite
+	// version.
+	Databases *DatabaseCheck `json:"database_check"`
 }
 
 type trajectoryEnd struct {
@@ -171,6 +182,16 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 			Hint: "rlgate log --run " + s.Run + " shows that grading; rlgate eval --grade-run ID grades again under another id"}
 	}
 
+	if o.Databases != nil {
+		if err := g.UseDatabases(ctx, o.Databases); err != nil {
+			return nil, err
+		}
+	}
+	dbs, err := g.Databases(ctx, man, dbRoot, o.AllowDBMismatch, o.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+	}
+
 	// The gold is read only now, with the rollout frozen.
 	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
 	if err != nil {
@@ -190,7 +211,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 
 	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights})
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs})
 	if err != nil {
 		return nil, err
 	}

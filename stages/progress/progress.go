@@ -1,4 +1,7 @@
-package rollout
+// Package progress reports a long command's progress (a rollout's
+// episodes, a grading's tasks): on a terminal, a bar redrawn in place;
+// elsewhere, a plain line now and then, so logs stay readable.
+package progress
 
 import (
 	"fmt"
@@ -8,89 +11,94 @@ import (
 	"time"
 )
 
-// progress reports a rollout as it goes: on a terminal, a bar redrawn in
-// place; elsewhere, a plain line now and then.
-type progress struct {
+// Bar reports the progress of a known number of items. Its methods are
+// safe for concurrent use.
+type Bar struct {
 	w       io.Writer
 	tty     bool
 	every   time.Duration
-	run     string
-	total   int // episodes to play in this command
+	verb    string // what the command does: "rollout", "grade"
+	label   string // what it does it to: the run
+	unit    string // what it counts: "episodes", "tasks"
+	total   int
 	start   time.Time
 	done    atomic.Int64
-	errored atomic.Int64 // episodes ended by http_error
+	failed  atomic.Int64
 	stop    chan struct{}
 	stopped chan struct{}
 }
 
-func newProgress(w io.Writer, tty bool, every time.Duration, run string, total int) *progress {
+// Start begins reporting on w, or nowhere when w is nil: on a terminal
+// (tty) every 200 ms, else every 10 s, unless every says otherwise.
+func Start(w io.Writer, tty bool, every time.Duration, verb, label, unit string, total int) *Bar {
 	if every <= 0 {
 		every = 10 * time.Second
 		if tty {
 			every = 200 * time.Millisecond
 		}
 	}
-	p := &progress{w: w, tty: tty, every: every, run: run, total: total, start: time.Now(),
+	b := &Bar{w: w, tty: tty, every: every, verb: verb, label: label, unit: unit, total: total, start: time.Now(),
 		stop: make(chan struct{}), stopped: make(chan struct{})}
 	if w == nil {
-		close(p.stopped)
-		return p
+		close(b.stopped)
+		return b
 	}
-	go p.loop()
-	return p
+	go b.loop()
+	return b
 }
 
-func (p *progress) episode(ep *Episode) {
-	p.done.Add(1)
-	if ep.StopReason == StopHTTPError {
-		p.errored.Add(1)
+// Done counts one item; failed counts it among the errors as well.
+func (b *Bar) Done(failed bool) {
+	b.done.Add(1)
+	if failed {
+		b.failed.Add(1)
 	}
 }
 
-func (p *progress) loop() {
-	defer close(p.stopped)
-	tick := time.NewTicker(p.every)
+func (b *Bar) loop() {
+	defer close(b.stopped)
+	tick := time.NewTicker(b.every)
 	defer tick.Stop()
 	for {
 		select {
-		case <-p.stop:
-			p.print(true)
+		case <-b.stop:
+			b.print(true)
 			return
 		case <-tick.C:
-			p.print(false)
+			b.print(false)
 		}
 	}
 }
 
-// finish prints the last state and stops the reports.
-func (p *progress) finish() {
-	if p.w != nil {
-		close(p.stop)
+// Finish prints the last state and stops the reports.
+func (b *Bar) Finish() {
+	if b.w != nil {
+		close(b.stop)
 	}
-	<-p.stopped
+	<-b.stopped
 }
 
-func (p *progress) print(last bool) {
-	done, errs := int(p.done.Load()), p.errored.Load()
-	elapsed := time.Since(p.start)
+func (b *Bar) print(last bool) {
+	done, errs := int(b.done.Load()), b.failed.Load()
+	elapsed := time.Since(b.start)
 	rate := float64(done) / max(elapsed.Seconds(), 1e-9)
 	eta := "?"
 	if rate > 0 {
-		eta = time.Duration(float64(p.total-done) / rate * float64(time.Second)).Round(time.Second).String()
+		eta = time.Duration(float64(b.total-done) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	status := fmt.Sprintf("%d/%d episodes  %.1f/s  ETA %s  errors %d", done, p.total, rate, eta, errs)
-	if !p.tty {
-		fmt.Fprintf(p.w, "rlgate: rollout %s: %s\n", p.run, status)
+	status := fmt.Sprintf("%d/%d %s  %.1f/s  ETA %s  errors %d", done, b.total, b.unit, rate, eta, errs)
+	if !b.tty {
+		fmt.Fprintf(b.w, "rlgate: %s %s: %s\n", b.verb, b.label, status)
 		return
 	}
 	const width = 30
 	filled := width
-	if p.total > 0 {
-		filled = width * done / p.total
+	if b.total > 0 {
+		filled = width * done / b.total
 	}
 	end := ""
 	if last {
 		end = "\n"
 	}
-	fmt.Fprintf(p.w, "\r\033[K%s [%s%s] %s%s", p.run, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status, end)
+	fmt.Fprintf(b.w, "\r\033[K%s [%s%s] %s%s", b.label, strings.Repeat("#", filled), strings.Repeat(".", width-filled), status, end)
 }
