@@ -43,6 +43,7 @@ func newEvalCommand() *cli.Command {
 			&cli.StringFlag{Name: "mode", Value: modeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
+			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "play and grade on databases whose digest differs from the one recorded at import (recorded in the grading run); by default refused"},
 			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},
 		}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -58,7 +59,8 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights}
+			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights,
+				AllowDBMismatch: cmd.Bool("allow-db-mismatch")}
 			_, err = runEval(ctx, o, cmd.Root().Writer)
 			return err
 		},
@@ -72,6 +74,8 @@ type evalOptions struct {
 	K        int
 	GradeRun string
 	Weights  grade.Weights
+	// AllowDBMismatch: see FileOptions in package grade.
+	AllowDBMismatch bool
 }
 
 // evalSummary is grade's summary of the trajectories, with the rollout's
@@ -107,6 +111,10 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	if o.Mode != modePassK {
 		k = 0
 	}
+	dbs, err := checkTaskDatabases(ctx, src, o.AllowDBMismatch, o.Progress)
+	if err != nil {
+		return nil, err
+	}
 
 	l, err := ledger.Open(ctx, o.Dir)
 	if err != nil {
@@ -123,7 +131,8 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights})
+		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights,
+		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
 	if err != nil {
 		return nil, err
 	}

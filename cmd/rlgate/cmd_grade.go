@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/urfave/cli/v3"
 )
@@ -128,4 +129,19 @@ func printGradeSummary(w io.Writer, s *grade.FileSummary) {
 		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)
 	}
 	fmt.Fprintf(w, "\nrecorded entries %d..%d\n", s.StartSeq, s.EndSeq)
+}
+
+// checkTaskDatabases checks the databases a rollout or an evaluation runs
+// on against the digests its import recorded (grade.CheckDatabases). A
+// tasks.jsonl given without its import directory has no recorded digests
+// and is not checked.
+func checkTaskDatabases(ctx context.Context, src *taskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
+	if src.dir == "" {
+		return nil, nil
+	}
+	man, err := dataset.ReadManifest(src.dir)
+	if err != nil {
+		return nil, err
+	}
+	return grade.CheckDatabases(ctx, man, src.dbRoot, allowMismatch, progress)
 }

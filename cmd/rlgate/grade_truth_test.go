@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )
 
 const gradeTruthBird = "../../testdata/bird"
@@ -266,3 +267,54 @@ func gradeTruthRead(t *testing.T, p string) []byte {
 }
 
 func gradeTruthItoa(n int) string { return strconv.Itoa(n) }
+
+// TestRolloutAndEvalCheckDatabases: rollout and eval check the databases
+// as grade does, before anything is played; eval --allow-db-mismatch plays
+// and grades, and the grading run records the mismatch.
+func TestRolloutAndEvalCheckDatabases(t *testing.T) {
+	dir := t.TempDir()
+	out, man := gradeTruthImport(t, dir)
+	root := gradeTruthCopyDBs(t, dir)
+	hero := dataset.DBPath(root, "superhero")
+	raw := gradeTruthRead(t, hero)
+	raw[len(raw)-100] ^= 0xff
+	os.WriteFile(hero, raw, 0o644)
+	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		return rollouttest.Reply{Content: "<think>t</think><solution>SELECT 1</solution>"}
+	})
+	base := []string{"--tasks", out, "--db-root", root, "--endpoint", srv.URL, "--model", "m", "--limit", "3"}
+	for _, args := range [][]string{
+		append([]string{"rollout", "--run", "ro"}, base...),
+		append([]string{"eval", "--run", "ev", "--metric", "bird"}, base...),
+	} {
+		code, _, errOut := rlgate(t, args...)
+		last := gradeTruthLastLine(errOut)
+		if code != exitError || !strings.Contains(last, hero) || !strings.Contains(last, man.Databases["superhero"].String()) {
+			t.Errorf("%s on a corrupted copy: exit %d, %q", args[0], code, errOut)
+		}
+	}
+	if code, stdout, _ := rlgate(t, "log", "--kind", "run.start", "--json"); code != exitOK || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("a refused rollout or eval started a run: %s", stdout)
+	}
+	code, _, errOut := rlgate(t, append([]string{"eval", "--run", "ev", "--metric", "bird", "--allow-db-mismatch"}, base...)...)
+	if code != exitOK {
+		t.Fatalf("eval --allow-db-mismatch: exit %d, %s", code, errOut)
+	}
+	if strings.Count(errOut, "checking 3 databases") != 1 {
+		t.Errorf("eval hashed the databases more than once, or said nothing: %q", errOut)
+	}
+	var start struct {
+		DatabaseCheck struct {
+			Mismatches []struct {
+				DBID string `json:"db_id"`
+			} `json:"database_mismatches"`
+			SQLiteVersion string `json:"sqlite_version"`
+		} `json:"database_check"`
+	}
+	if err := json.Unmarshal([]byte(gradeTruthRunStart(t, "ev.bird-greedy")), &start); err != nil {
+		t.Fatal(err)
+	}
+	if c := start.DatabaseCheck; len(c.Mismatches) != 1 || c.Mismatches[0].DBID != "superhero" || c.SQLiteVersion == "" {
+		t.Errorf("grading run.start database check %+v", c)
+	}
+}

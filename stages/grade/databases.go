@@ -88,7 +88,7 @@ func compare(man *dataset.Manifest, root string, digests map[string]ledger.Diges
 		m := c.Mismatches[0]
 		return nil, &ledger.Error{Op: "check database " + m.DBID, Path: m.Path,
 			Err:  fmt.Errorf("%w: digest %s, but the import recorded %s (%d of %d databases differ)", ErrDatabaseChanged, m.Actual, m.Recorded, n, len(ids)),
-			Hint: "restore the databases the import read, or re-import from these; --allow-db-mismatch uses them anyway and records the mismatch"}
+			Hint: "restore the databases the import read, or re-import from these; grade and eval take --allow-db-mismatch to use them anyway, recording the mismatch"}
 	}
 	return c, nil
 }
