@@ -318,3 +318,23 @@ func TestRolloutAndEvalCheckDatabases(t *testing.T) {
 		t.Errorf("grading run.start database check %+v", c)
 	}
 }
+
+// TestEvalRefusesEditedGold: eval grades only against the gold file the
+// import wrote; one cut short is refused before the grading run starts.
+func TestEvalRefusesEditedGold(t *testing.T) {
+	dir := t.TempDir()
+	out, _ := gradeTruthImport(t, dir)
+	goldPath := filepath.Join(out, dataset.GoldFile)
+	raw := gradeTruthRead(t, goldPath)
+	os.WriteFile(goldPath, raw[:strings.LastIndex(strings.TrimSpace(string(raw)), "\n")+1], 0o644)
+	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		return rollouttest.Reply{Content: "<think>t</think><solution>SELECT 1</solution>"}
+	})
+	code, _, errOut := rlgate(t, "eval", "--run", "ev", "--metric", "bird", "--tasks", out, "--endpoint", srv.URL, "--model", "m", "--limit", "3")
+	if last := gradeTruthLastLine(errOut); code != exitError || !strings.Contains(last, goldPath) || !strings.Contains(last, "139 entries") {
+		t.Errorf("eval with a gold file a line short: exit %d, %q", code, errOut)
+	}
+	if code, stdout, _ := rlgate(t, "log", "--run", "ev.bird-greedy", "--json"); code != exitOK || strings.TrimSpace(stdout) != "[]" {
+		t.Errorf("a grading run was recorded: %s", stdout)
+	}
+}

@@ -5,7 +5,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -193,7 +192,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 
 	// The gold is read only now, with the rollout frozen.
-	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
+	golds, err := readGold(o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}
