@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
 
 	"github.com/rlgate/rlgate/stages/jsonl"
@@ -178,11 +179,32 @@ func readJSON(path string, v any) error {
 		case errors.As(err, &syn):
 			return fmt.Errorf("import %s line %d: %w", path, lineAt(raw, syn.Offset), err)
 		case errors.As(err, &typ):
-			return fmt.Errorf("import %s line %d: wrong shape: %w", path, lineAt(raw, typ.Offset), err)
+			where := "the top level"
+			if typ.Field != "" {
+				where = "field " + typ.Field
+			}
+			return fmt.Errorf("import %s line %d: wrong shape: a JSON %s at %s, where the format has %s", path, lineAt(raw, typ.Offset), typ.Value, where, jsonKind(typ.Type))
 		}
 		return fmt.Errorf("import %s: %w", path, err)
 	}
 	return nil
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a number"
 }
 
 // lineAt is the 1-based line of byte offset off in raw.
