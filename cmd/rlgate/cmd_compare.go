@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
@@ -27,12 +29,18 @@ func newCompareCommand() *cli.Command {
 			&cli.StringFlag{Name: "baseline", Usage: "`LABEL` the others are compared with (default: the first)"},
 			&cli.FloatFlag{Name: "alpha", Value: stats.DefaultAlpha, Usage: "significance level"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "bootstrap `SEED` (recorded)"},
-			&cli.IntFlag{Name: "resamples", Value: stats.DefaultResamples, Usage: "bootstrap resamples `B`"},
+			&cli.IntFlag{Name: "resamples", Value: stats.DefaultResamples, Usage: fmt.Sprintf("bootstrap resamples `B` (at least %d)", stats.MinResamples)},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			runs, err := parseLabeledRuns(cmd.String("runs"))
 			if err != nil {
 				return err
+			}
+			if err := checkFlags(alphaFlag(cmd), countFlag(cmd, "resamples", stats.MinResamples, math.MaxInt)); err != nil {
+				return err
+			}
+			if b := cmd.String("baseline"); b != "" && !slices.ContainsFunc(runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
+				return usagef("--baseline %q: want one of the labels in --runs", b)
 			}
 			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples"))}
 			_, err = runCompare(ctx, ledgerDir(cmd), opts, cmd.Bool("json"), cmd.Root().Writer)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -14,15 +15,20 @@ func newDataCommand() *cli.Command {
 	out := &cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write tasks.jsonl, gold.jsonl and manifest.json to"}
 	name := &cli.StringFlag{Name: "name", Usage: "dataset `NAME`, the prefix of task ids (default: the benchmark's name)"}
 	dbRoot := &cli.StringFlag{Name: "db-root", Required: true, Usage: "`DIR` holding <db_id>/<db_id>.sqlite"}
+	force := &cli.BoolFlag{Name: "force", Usage: "import into a --out that is not empty, replacing tasks.jsonl, gold.jsonl and manifest.json there and nothing else"}
 	importHelp := "Writes the public tasks (id, position, db_id, question, evidence, a schema\n" +
 		"rendered from the database) and the gold (id, SQL, difficulty) to separate\n" +
 		"files with both digests in manifest.json, and records a dataset entry.\n" +
-		"Questions whose database is missing are listed and skipped.\n\n" + exitCodesHelp
+		"Questions whose database is missing are listed and skipped. A --out that\n" +
+		"already holds anything (an earlier import) is refused unless --force.\n" +
+		"Every input is checked: a truncated or mis-shaped file, invalid UTF-8, a NUL\n" +
+		"byte, a repeated id or a gold file that does not align with the questions is\n" +
+		"an error naming the file and line or item.\n\n" + exitCodesHelp
 	action := func(kind string) cli.ActionFunc {
 		return func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runDataImport(ctx, dataImportOptions{Kind: kind, Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"),
 				Name: cmd.String("name"), DBRoot: cmd.String("db-root"), Dev: cmd.String("dev"), Gold: cmd.String("gold"),
-				Tables: cmd.String("tables"), Parquet: cmd.String("parquet")}, cmd.Root().Writer)
+				Tables: cmd.String("tables"), Parquet: cmd.String("parquet"), Force: cmd.Bool("force")}, cmd.Root().Writer)
 			return err
 		}
 	}
@@ -36,17 +42,17 @@ func newDataCommand() *cli.Command {
 			Description: importHelp,
 			Commands: []*cli.Command{
 				{Name: "spider", Usage: "import Spider (dev.json, dev_gold.sql, tables.json, database/)", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
 						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json`"},
 						&cli.StringFlag{Name: "gold", Required: true, Usage: "`dev_gold.sql` (SQL<TAB>db_id per line)"},
 						&cli.StringFlag{Name: "tables", Usage: "`tables.json` (hashed as a source)"}},
 					Action: action("spider")},
 				{Name: "bird", Usage: "import BIRD dev or mini-dev (dev.json / mini_dev_sqlite.json, dev_databases/)", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
 						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json` or mini_dev_sqlite.json"}},
 					Action: action("bird")},
 				{Name: "skyrl", Usage: "import a SkyRL text2sql parquet file", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
 						&cli.StringFlag{Name: "parquet", Required: true, Usage: "`FILE`.parquet with prompt, db_id, data, reward_spec"}},
 					Action: action("skyrl")},
 			},
@@ -56,7 +62,7 @@ func newDataCommand() *cli.Command {
 
 type dataImportOptions struct {
 	Kind, Dir, Out, Name, DBRoot, Dev, Gold, Tables, Parquet string
-	JSON                                                     bool
+	JSON, Force                                              bool
 }
 
 type dataImportSummary struct {
@@ -71,6 +77,9 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 		return nil, err
 	}
 	defer l.Close()
+	if err := dataset.CheckOut(o.Out, o.Force); err != nil {
+		return nil, err
+	}
 	var im *dataset.Imported
 	switch o.Kind {
 	case "spider":
@@ -83,7 +92,7 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 	if err != nil {
 		return nil, err
 	}
-	if err := im.WriteDir(o.Out); err != nil {
+	if err := im.WriteDir(o.Out, o.Force); err != nil {
 		return nil, err
 	}
 	m := im.Manifest
@@ -95,13 +104,27 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 	return s, emit(w, o.JSON, s, func(w io.Writer) error {
 		fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", m.Dataset, m.Tasks.Count, o.Out, m.Tasks.Digest, m.Gold.Digest)
 		if n := len(m.Skipped); n > 0 {
-			missing := map[string]int{}
-			for _, sk := range m.Skipped {
-				missing[sk.DBID]++
-			}
-			fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %v\n", n, o.DBRoot, missing)
+			fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %s\n", n, o.DBRoot, skippedByDB(m.Skipped))
 		}
 		_, err := fmt.Fprintf(w, "  recorded as dataset entry %d\n", s.Seq)
 		return err
 	})
+}
+
+// skippedByDB lists the skipped questions per database, in the order the
+// databases first appear: "wta_1 (62 questions), ...".
+func skippedByDB(skipped []dataset.Skipped) string {
+	var order []string
+	count := map[string]int{}
+	for _, sk := range skipped {
+		if count[sk.DBID] == 0 {
+			order = append(order, sk.DBID)
+		}
+		count[sk.DBID]++
+	}
+	parts := make([]string, len(order))
+	for i, db := range order {
+		parts[i] = fmt.Sprintf("%s (%d)", db, count[db])
+	}
+	return strings.Join(parts, ", ")
 }

@@ -51,6 +51,7 @@ func newEvalCommand() *cli.Command {
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
 			&cli.BoolFlag{Name: "allow-incomplete", Usage: "grade a rollout whose unfinished episodes (transport failures) count as wrong; recorded"},
+			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "play and grade on databases whose digest differs from the one recorded at import (recorded in the grading run); by default refused"},
 			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},
 		}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -67,7 +68,7 @@ func newEvalCommand() *cli.Command {
 				return err
 			}
 			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights,
-				AllowIncomplete: cmd.Bool("allow-incomplete")}
+				AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")}
 			_, err = runEval(ctx, o, cmd.Root().Writer)
 			return err
 		},
@@ -83,6 +84,8 @@ type evalOptions struct {
 	Weights  grade.Weights
 	// AllowIncomplete grades a rollout left with unfinished episodes.
 	AllowIncomplete bool
+	// AllowDBMismatch: see FileOptions in package grade.
+	AllowDBMismatch bool
 }
 
 // evalSummary is grade's summary of the trajectories, with the rollout's
@@ -118,6 +121,10 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	if o.Mode != modePassK {
 		k = 0
 	}
+	dbs, err := checkTaskDatabases(ctx, src, o.AllowDBMismatch, o.Progress)
+	if err != nil {
+		return nil, err
+	}
 
 	l, err := ledger.Open(ctx, o.Dir)
 	if err != nil {
@@ -137,7 +144,8 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete})
+		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
+		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
 	if err != nil {
 		return nil, err
 	}

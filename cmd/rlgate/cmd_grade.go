@@ -4,8 +4,11 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/urfave/cli/v3"
 )
@@ -20,7 +23,13 @@ func newGradeCommand() *cli.Command {
 			"eval_exec_match with its defaults; strict: ordered multisets with exact\n" +
 			"decimals), prints EX overall and per difficulty, and records an evaluation\n" +
 			"run with one outcome per task. Several --predictions share one gold cache,\n" +
-			"so each gold query runs once.\n\n" + exitCodesHelp,
+			"so each gold query runs once.\n\n" +
+			"Before grading, every database is hashed (once per command) and checked\n" +
+			"against the digest the import recorded: a missing database or one whose\n" +
+			"bytes changed is an error naming the file (and both digests), unless\n" +
+			"--allow-db-mismatch, which is then recorded in the run. The run records the\n" +
+			"database digests and the SQLite version it graded with. Progress goes to\n" +
+			"stderr. --json prints a list with one summary per --predictions, in order.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringSliceFlag{Name: "predictions", Required: true, Usage: "predictions `FILE` (repeatable)"},
 			&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: bird-json, spider-txt or jsonl"},
@@ -29,11 +38,15 @@ func newGradeCommand() *cli.Command {
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
 			&cli.StringFlag{Name: "run", Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
 			&cli.BoolFlag{Name: "lenient", Usage: "read defects the official readers tolerate (a BIRD value that is not a string or lacks the separator) their way, as warnings, instead of refusing the file"},
+			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "grade on databases whose digest differs from the one recorded at import (recorded in the run); by default refused"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			m, err := grade.ParseMetric(cmd.String("metric"))
 			if err != nil {
-				return usagef("--metric: %v", err)
+				return usagef("--metric %q: want bird, spider or strict", cmd.String("metric"))
+			}
+			if f := cmd.String("format"); !slices.Contains(grade.Formats, f) {
+				return usagef("--format %q: want %s", f, strings.Join(grade.Formats, ", "))
 			}
 			preds := cmd.StringSlice("predictions")
 			if cmd.String("run") != "" && len(preds) > 1 {
@@ -42,7 +55,8 @@ func newGradeCommand() *cli.Command {
 			var files []grade.FileOptions
 			for _, p := range preds {
 				files = append(files, grade.FileOptions{Predictions: p, Format: cmd.String("format"), Dataset: cmd.String("tasks"),
-					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run"), Lenient: cmd.Bool("lenient")})
+					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run"), Lenient: cmd.Bool("lenient"),
+					AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 			}
 			_, err = runGrade(ctx, ledgerDir(cmd), files, cmd.Bool("json"), cmd.Root().Writer)
 			return err
@@ -68,11 +82,9 @@ func runGrade(ctx context.Context, dir string, files []grade.FileOptions, asJSON
 		}
 		out = append(out, s)
 	}
-	var summary any = out
-	if len(out) == 1 {
-		summary = out[0] // one file: its summary is the document, as the issue's JSON shape asks
-	}
-	return out, emit(w, asJSON, summary, func(w io.Writer) error {
+	// One shape however many files: a list of summaries, in --predictions
+	// order.
+	return out, emit(w, asJSON, out, func(w io.Writer) error {
 		for _, s := range out {
 			printGradeSummary(w, s)
 		}
@@ -107,8 +119,29 @@ func printGradeSummary(w io.Writer, s *grade.FileSummary) {
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "; %d items without a database not graded", s.Skipped)
 	}
+	if d := s.Databases; d != nil && len(d.Mismatches) > 0 {
+		fmt.Fprintf(w, "; graded on %d DATABASES THAT DIFFER FROM THE IMPORT (--allow-db-mismatch)", len(d.Mismatches))
+	}
 	if s.GoldDefects > 0 {
 		fmt.Fprintf(w, "; %d GOLD DEFECTS (gold query failed; scored 0)", s.GoldDefects)
 	}
+	if d := s.Databases; d != nil {
+		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)
+	}
 	fmt.Fprintf(w, "\nrecorded entries %d..%d\n", s.StartSeq, s.EndSeq)
+}
+
+// checkTaskDatabases checks the databases a rollout or an evaluation runs
+// on against the digests its import recorded (grade.CheckDatabases). A
+// tasks.jsonl given without its import directory has no recorded digests
+// and is not checked.
+func checkTaskDatabases(ctx context.Context, src *taskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
+	if src.dir == "" {
+		return nil, nil
+	}
+	man, err := dataset.ReadManifest(src.dir)
+	if err != nil {
+		return nil, err
+	}
+	return grade.CheckDatabases(ctx, man, src.dbRoot, allowMismatch, progress)
 }

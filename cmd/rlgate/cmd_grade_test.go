@@ -37,7 +37,7 @@ func TestImportGradeCompare(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("grade: %s", errOut)
 	}
-	var one struct {
+	var list []struct {
 		Correct, Total int
 		ByDifficulty   map[string]struct{ Correct, Total int } `json:"by_difficulty"`
 		Items          []struct {
@@ -47,9 +47,10 @@ func TestImportGradeCompare(t *testing.T) {
 			Correct bool   `json:"correct"`
 		} `json:"items"`
 	}
-	if err := json.Unmarshal([]byte(stdout), &one); err != nil {
-		t.Fatal(err)
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 1 {
+		t.Fatalf("grade --json: %d summaries, %v", len(list), err)
 	}
+	one := list[0]
 	if one.Correct != 83 || one.Total != 140 || len(one.Items) != 140 || one.ByDifficulty["simple"].Total != 40 {
 		t.Errorf("grade --json: %d/%d, %d items, %+v", one.Correct, one.Total, len(one.Items), one.ByDifficulty)
 	}

@@ -146,8 +146,11 @@ func runRollout(ctx context.Context, o rolloutOptions, w io.Writer) (*rollout.Su
 		return nil, err
 	}
 	defer l.Close()
-	ro, _, err := o.resolve()
+	ro, src, err := o.resolve()
 	if err != nil {
+		return nil, err
+	}
+	if _, err := checkTaskDatabases(ctx, src, false, o.Progress); err != nil {
 		return nil, err
 	}
 	s, err := rollout.Run(ctx, l, ro)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
@@ -33,6 +34,12 @@ func newStatsCommand() *cli.Command {
 					alpha,
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					if err := checkFlags(countFlag(cmd, "b", 0, math.MaxInt), countFlag(cmd, "c", 0, math.MaxInt), alphaFlag(cmd)); err != nil {
+						return err
+					}
+					if n, bc := int(cmd.Int("n")), int(cmd.Int("b")+cmd.Int("c")); n != 0 && n < bc {
+						return usagef("--n %d: want 0 (not given) or at least b+c = %d", n, bc)
+					}
 					_, err := runMcNemar(mcnemarOptions{B: int(cmd.Int("b")), C: int(cmd.Int("c")), N: int(cmd.Int("n")), Alpha: cmd.Float("alpha"), JSON: cmd.Bool("json")}, cmd.Root().Writer)
 					return err
 				},
@@ -47,6 +54,10 @@ func newStatsCommand() *cli.Command {
 					alpha,
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					n := int(cmd.Int("n"))
+					if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "k", 0, n), alphaFlag(cmd)); err != nil {
+						return err
+					}
 					_, err := runWilson(int(cmd.Int("k")), int(cmd.Int("n")), cmd.Float("alpha"), cmd.Bool("json"), cmd.Root().Writer)
 					return err
 				},
@@ -61,6 +72,10 @@ func newStatsCommand() *cli.Command {
 					&cli.IntFlag{Name: "k", Usage: "k of pass@k", Required: true},
 				},
 				Action: func(ctx context.Context, cmd *cli.Command) error {
+					n := int(cmd.Int("n"))
+					if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "c", 0, n), countFlag(cmd, "k", 1, n)); err != nil {
+						return err
+					}
 					_, err := runPassK(int(cmd.Int("n")), int(cmd.Int("c")), int(cmd.Int("k")), cmd.Bool("json"), cmd.Root().Writer)
 					return err
 				},
@@ -75,13 +90,16 @@ func newStatsCommand() *cli.Command {
 					var ps []float64
 					for _, a := range cmd.Args().Slice() {
 						p, err := strconv.ParseFloat(a, 64)
-						if err != nil {
-							return usagef("holm: %q is not a p-value", a)
+						if err != nil || !(p >= 0 && p <= 1) {
+							return usagef("holm: %q is not a p-value: want a number from 0 to 1", a)
 						}
 						ps = append(ps, p)
 					}
 					if len(ps) == 0 {
 						return usagef("holm needs at least one p-value")
+					}
+					if err := alphaFlag(cmd); err != nil {
+						return err
 					}
 					_, err := runHolm(ps, cmd.Float("alpha"), cmd.Bool("json"), cmd.Root().Writer)
 					return err
@@ -89,6 +107,38 @@ func newStatsCommand() *cli.Command {
 			},
 		},
 	}
+}
+
+// alphaFlag refuses an --alpha outside (0, 1) as a usage error naming the
+// flag and the values it takes.
+func alphaFlag(cmd *cli.Command) error {
+	if a := cmd.Float("alpha"); !(a > 0 && a < 1) {
+		return usagef("--alpha %g: want a significance level between 0 and 1, such as 0.05 for 95%% intervals", a)
+	}
+	return nil
+}
+
+// countFlag refuses an integer flag outside [lo, hi] as a usage error
+// naming the flag and the range.
+func countFlag(cmd *cli.Command, name string, lo, hi int) error {
+	v := int(cmd.Int(name))
+	switch {
+	case v >= lo && v <= hi:
+		return nil
+	case hi == math.MaxInt:
+		return usagef("--%s %d: want %d or more", name, v, lo)
+	}
+	return usagef("--%s %d: want %d to %d", name, v, lo, hi)
+}
+
+// checkFlags returns the first of the flag checks that failed.
+func checkFlags(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 type mcnemarOptions struct {

@@ -26,7 +26,7 @@ func TestStatsCalculators(t *testing.T) {
 	if !strings.Contains(out, "n/a") || strings.Contains(out, "NaN") {
 		t.Errorf("undefined chi-square not shown as n/a:\n%s", out)
 	}
-	if code, _, errOut := rlgate(t, "stats", "wilson", "--k", "3", "--n", "0"); code != exitError || !strings.Contains(errOut, "n=0") {
+	if code, _, errOut := rlgate(t, "stats", "wilson", "--k", "3", "--n", "0"); code != exitUsage || !strings.Contains(errOut, "--n 0") {
 		t.Errorf("wilson n=0: exit %d, %q", code, errOut)
 	}
 	if code, _, _ := rlgate(t, "stats", "holm", "0.2", "x"); code != exitUsage {

@@ -42,7 +42,7 @@ func TestImportSpider(t *testing.T) {
 	}
 
 	dir := t.TempDir()
-	if err := im.WriteDir(dir); err != nil {
+	if err := im.WriteDir(dir, false); err != nil {
 		t.Fatal(err)
 	}
 	back, err := tasks.Read(filepath.Join(dir, TasksFile))

@@ -6,4 +6,11 @@
 // manifest.json. Questions whose database is missing are skipped and
 // listed, not fatal; every task keeps its position in the source file so
 // predictions aligned by position still find it.
+//
+// Every input is checked before anything is written: a source that is
+// truncated, of the wrong shape, not clean UTF-8 or holding a NUL byte, a
+// gold file out of line with the questions, or a tables.json without a
+// question's database is an error naming the file and line or item. An
+// import never writes into a directory that holds anything unless forced
+// (CheckOut), and then replaces only its own three files.
 package dataset

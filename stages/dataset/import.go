@@ -2,7 +2,9 @@ package dataset
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"sort"
@@ -10,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
@@ -64,6 +67,18 @@ type row struct {
 	dbID, question, evidence, sql, difficulty string
 }
 
+// check refuses a field that is not clean text: a NUL (a JSON "\u0000"
+// escape, or a parquet string) or invalid UTF-8 (parquet strings are not
+// checked by the reader).
+func (r row) check() error {
+	for _, f := range []struct{ name, v string }{{"db_id", r.dbID}, {"question", r.question}, {"evidence", r.evidence}, {"sql", r.sql}, {"difficulty", r.difficulty}} {
+		if err := jsonl.CheckText([]byte(f.v)); err != nil {
+			return fmt.Errorf("%s: %w", f.name, err)
+		}
+	}
+	return nil
+}
+
 // DBPath is where a database lives under a root: {root}/{db_id}/{db_id}.sqlite.
 func DBPath(root, dbID string) string {
 	return filepath.Join(root, dbID, dbID+".sqlite")
@@ -93,6 +108,11 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	schemas := map[string]string{}
 	missing := map[string]string{}
 	for i, r := range rows {
+		if err := r.check(); err != nil {
+			return nil, fmt.Errorf("import %s: source item %d: %w", name, i, err)
+		}
+	}
+	for i, r := range rows {
 		if why, ok := missing[r.dbID]; ok {
 			im.Manifest.Skipped = append(im.Manifest.Skipped, Skipped{Index: i, DBID: r.dbID, Reason: why})
 			continue
@@ -121,10 +141,40 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	return im, nil
 }
 
-// WriteDir writes tasks.jsonl, gold.jsonl and manifest.json into dir. Each
-// file is written to a temporary name and renamed, so a failed import
-// never leaves a half-written file under the final name.
-func (im *Imported) WriteDir(dir string) error {
+// ErrOutNotEmpty is returned when an import would write into a directory
+// that already holds something, such as an earlier import.
+var ErrOutNotEmpty = errors.New("output directory is not empty")
+
+// CheckOut refuses an output directory that exists and holds anything,
+// unless force: an import must not silently replace another (a Spider
+// import by BIRD). With force it may, and WriteDir then replaces only the
+// files an import writes.
+func CheckOut(dir string, force bool) error {
+	if force {
+		return nil
+	}
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("import into %s: %w", dir, err)
+	case len(entries) > 0:
+		return &ledger.Error{Op: "import into", Path: dir, Err: ErrOutNotEmpty,
+			Hint: fmt.Sprintf("an empty or new --out, or --force to replace %s, %s and %s there (nothing else is touched)", TasksFile, GoldFile, ManifestFile)}
+	}
+	return nil
+}
+
+// WriteDir writes tasks.jsonl, gold.jsonl and manifest.json into dir,
+// which must be new or empty unless force (CheckOut); other files in dir
+// are never touched. Each file is written to a temporary name and
+// renamed, so a failed import never leaves a half-written file under the
+// final name.
+func (im *Imported) WriteDir(dir string, force bool) error {
+	if err := CheckOut(dir, force); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("write dataset: %w", err)
 	}

@@ -5,9 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"strings"
+
+	"github.com/rlgate/rlgate/stages/jsonl"
 )
 
 // SpiderOptions locate Spider's files: dev.json (questions), dev_gold.sql
@@ -34,6 +38,11 @@ func ImportSpider(ctx context.Context, o SpiderOptions) (*Imported, error) {
 	if err := readJSON(o.Dev, &dev); err != nil {
 		return nil, err
 	}
+	for i, q := range dev {
+		if q.DBID == "" || q.Question == "" {
+			return nil, fmt.Errorf("import spider: %s question %d has no db_id or question", o.Dev, i)
+		}
+	}
 	golds, err := readGoldSQL(o.Gold)
 	if err != nil {
 		return nil, err
@@ -50,9 +59,43 @@ func ImportSpider(ctx context.Context, o SpiderOptions) (*Imported, error) {
 	}
 	sources := map[string]string{"dev": o.Dev, "gold": o.Gold}
 	if o.Tables != "" {
+		if err := checkTables(o.Tables, rows); err != nil {
+			return nil, err
+		}
 		sources["tables"] = o.Tables
 	}
 	return build(ctx, o.Name, "spider", o.DBRoot, rows, sources)
+}
+
+// checkTables reads Spider's tables.json, which rlgate only hashes (the
+// schemas come from the databases), so that a truncated or foreign file is
+// refused rather than recorded as a source: it must be a list of schemas,
+// each with a db_id given once and its tables, covering every database
+// the questions use.
+func checkTables(path string, rows []row) error {
+	var tables []struct {
+		DBID   string   `json:"db_id"`
+		Tables []string `json:"table_names_original"`
+	}
+	if err := readJSON(path, &tables); err != nil {
+		return err
+	}
+	seen := map[string]int{}
+	for i, t := range tables {
+		if t.DBID == "" || len(t.Tables) == 0 {
+			return fmt.Errorf("import spider: %s item %d has no db_id or table_names_original", path, i)
+		}
+		if j, dup := seen[t.DBID]; dup {
+			return fmt.Errorf("import spider: %s item %d repeats db_id %s of item %d", path, i, t.DBID, j)
+		}
+		seen[t.DBID] = i
+	}
+	for i, r := range rows {
+		if _, ok := seen[r.dbID]; !ok {
+			return fmt.Errorf("import spider: %s has no schema for database %s of question %d; is it truncated or from another release?", path, r.dbID, i)
+		}
+	}
+	return nil
 }
 
 type goldLine struct{ sql, dbID string }
@@ -62,6 +105,9 @@ func readGoldSQL(path string) ([]goldLine, error) {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("import spider: %w", err)
+	}
+	if err := jsonl.CheckText(raw); err != nil {
+		return nil, fmt.Errorf("import spider: %s %w", path, err)
 	}
 	var out []goldLine
 	sc := bufio.NewScanner(bytes.NewReader(raw))
@@ -105,23 +151,65 @@ func ImportBird(ctx context.Context, o BirdOptions) (*Imported, error) {
 	}
 	rows := make([]row, len(dev))
 	for i, q := range dev {
-		if q.DBID == "" || q.SQL == "" {
-			return nil, fmt.Errorf("import bird: %s question %d has no db_id or SQL", o.Dev, i)
+		if q.DBID == "" || q.SQL == "" || q.Question == "" {
+			return nil, fmt.Errorf("import bird: %s question %d has no db_id, question or SQL", o.Dev, i)
 		}
 		rows[i] = row{dbID: q.DBID, question: q.Question, evidence: q.Evidence, sql: q.SQL, difficulty: q.Difficulty}
 	}
 	return build(ctx, o.Name, "bird", o.DBRoot, rows, map[string]string{"dev": o.Dev})
 }
 
+// readJSON decodes a source file, refusing one that is not clean text
+// and naming the line of a syntax or type error (a truncated file ends in
+// the middle of a value).
 func readJSON(path string, v any) error {
 	raw, err := os.ReadFile(path)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}
+	if err := jsonl.CheckText(raw); err != nil {
+		return fmt.Errorf("import %s %w", path, err)
+	}
 	if err := json.Unmarshal(raw, v); err != nil {
+		var syn *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syn) && syn.Offset >= int64(len(bytes.TrimSpace(raw))):
+			return fmt.Errorf("import %s line %d: truncated: %w", path, lineAt(raw, syn.Offset), err)
+		case errors.As(err, &syn):
+			return fmt.Errorf("import %s line %d: %w", path, lineAt(raw, syn.Offset), err)
+		case errors.As(err, &typ):
+			where := "the top level"
+			if typ.Field != "" {
+				where = "field " + typ.Field
+			}
+			return fmt.Errorf("import %s line %d: wrong shape: a JSON %s at %s, where the format has %s", path, lineAt(raw, typ.Offset), typ.Value, where, jsonKind(typ.Type))
+		}
 		return fmt.Errorf("import %s: %w", path, err)
 	}
 	return nil
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Slice, reflect.Array:
+		return "a list"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "a number"
+}
+
+// lineAt is the 1-based line of byte offset off in raw.
+func lineAt(raw []byte, off int64) int {
+	return bytes.Count(raw[:min(off, int64(len(raw)))], []byte("\n")) + 1
 }
 
 func jsonUnmarshalStrict(raw []byte, v any) error {

@@ -19,16 +19,21 @@ type Gold struct {
 	Difficulty string `json:"difficulty,omitempty"` // BIRD: simple, moderate, challenging
 }
 
-// Read reads a gold.jsonl file, refusing unknown fields.
+// Read reads a gold.jsonl file, refusing unknown fields and a repeated id.
 func Read(path string) ([]Gold, error) {
 	gs, err := jsonl.Read[Gold](path, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read gold %w", err)
 	}
+	seen := make(map[string]int, len(gs))
 	for i, g := range gs {
 		if g.ID == "" || g.DBID == "" {
 			return nil, fmt.Errorf("read gold %s: entry %d has no id or db_id", path, i)
 		}
+		if j, dup := seen[g.ID]; dup {
+			return nil, fmt.Errorf("read gold %s: entry %d has id %s, as entry %d does; ids must be unique", path, i, g.ID, j)
+		}
+		seen[g.ID] = i
 	}
 	return gs, nil
 }

@@ -28,7 +28,7 @@ func importSpider(t testing.TB) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := im.WriteDir(dir); err != nil {
+	if err := im.WriteDir(dir, false); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -41,7 +41,7 @@ func importBird(t testing.TB) string {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := im.WriteDir(dir); err != nil {
+	if err := im.WriteDir(dir, false); err != nil {
 		t.Fatal(err)
 	}
 	return dir

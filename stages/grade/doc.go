@@ -64,6 +64,15 @@
 // reader's fallbacks reported as Warnings), spider-txt (one query per
 // line; a blank line is an error, where the official reader would drop it
 // and misalign every later line) and jsonl ({"index": i, "sql": "…"}).
+// A file that is not clean UTF-8, or holds a NUL byte, is refused first.
+//
+// # Databases
+//
+// CheckDatabases hashes every database an import recorded (on all cores,
+// once per command: a Grader remembers the digests) and refuses a missing
+// one or one whose digest differs from the import's, unless the caller
+// allows the mismatch, which is then listed. Gradings record the check
+// (digests, mismatches, SQLite version) in their run.start entry.
 //
 // GradeFile grades a predictions file offline against an imported dataset,
 // pairing predictions with tasks by source position. GradeTrajectories

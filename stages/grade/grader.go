@@ -68,6 +68,7 @@ type Grader struct {
 
 	mu      sync.Mutex
 	digests map[string]*digestEntry
+	known   map[string]ledger.Digest // digests a DatabaseCheck gave (UseDatabases)
 	schemas map[string]schema
 }
 
@@ -98,6 +99,7 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 		}),
 		gold:    cache,
 		digests: make(map[string]*digestEntry),
+		known:   make(map[string]ledger.Digest),
 		schemas: make(map[string]schema),
 	}
 }

@@ -4,14 +4,17 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/progress"
 )
 
 // FileOptions name one predictions file to grade against an imported
@@ -27,6 +30,13 @@ type FileOptions struct {
 	// not a string, or lacks the separator, becomes a query on financial)
 	// and records the warnings; by default such a file is refused.
 	Lenient bool
+	// AllowDBMismatch grades on databases whose digest differs from the
+	// import's, recording the mismatch; by default that is refused.
+	AllowDBMismatch bool
+	// Progress, when not nil, hears the database check and the grading's
+	// progress (a bar redrawn in place when Terminal).
+	Progress io.Writer
+	Terminal bool
 }
 
 // Item is the grade of one task, as recorded in the ledger's outcomes
@@ -60,6 +70,7 @@ type FileSummary struct {
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
 	Skipped      int               `json:"skipped"` // source items without a database, not graded
+	Databases    *DatabaseCheck    `json:"database_check"`
 	Warnings     []Warning         `json:"warnings"`
 	Items        []Item            `json:"items"`
 	StartSeq     int64             `json:"start_seq"`
@@ -68,20 +79,23 @@ type FileSummary struct {
 
 // gradeStart is the body of a grading run's run.start entry.
 type gradeStart struct {
-	Stage       string        `json:"stage"`
-	Metric      Metric        `json:"metric"`
-	Format      string        `json:"format"`
-	Predictions string        `json:"predictions"`
-	PredDigest  ledger.Digest `json:"predictions_digest"`
-	Dataset     string        `json:"dataset"`
-	TasksDigest ledger.Digest `json:"tasks_digest"`
-	GoldDigest  ledger.Digest `json:"gold_digest"`
-	Options     Options       `json:"grader_options"`
+	Stage       string         `json:"stage"`
+	Metric      Metric         `json:"metric"`
+	Format      string         `json:"format"`
+	Predictions string         `json:"predictions"`
+	PredDigest  ledger.Digest  `json:"predictions_digest"`
+	Dataset     string         `json:"dataset"`
+	TasksDigest ledger.Digest  `json:"tasks_digest"`
+	GoldDigest  ledger.Digest  `json:"gold_digest"`
+	Options     Options        `json:"grader_options"`
+	Databases   *DatabaseCheck `json:"database_check"`
 }
 
-// gradeEnd is the body of its run.end entry.
+// gradeEnd is the body of its run.end entry. Reason says why a failed or
+// interrupted grading ended so, as ledger.ActiveRun.Fail writes it.
 type gradeEnd struct {
 	ledger.RunEnd
+	Reason       string            `json:"reason,omitempty"`
 	Correct      int               `json:"correct"`
 	Total        int               `json:"total"`
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
@@ -92,14 +106,18 @@ type gradeEnd struct {
 const outcomeBatch = 1000
 
 // GradeFile grades a predictions file against an imported dataset with g
-// and records the run in l: its inputs by digest, an outcome per task, and
-// the totals. Predictions pair with tasks by position in the source file.
+// and records the run in l: its inputs by digest, the databases it graded
+// on (checked against the import's digests) and the SQLite version, an
+// outcome per task, and the totals. Predictions pair with tasks by
+// position in the source file. Defective inputs and databases are refused
+// before the run starts; an error after it started ends the run as
+// failed, with the error.
 func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) (*FileSummary, error) {
 	man, err := dataset.ReadManifest(o.Dataset)
 	if err != nil {
 		return nil, err
 	}
-	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
+	golds, err := readGold(o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}
@@ -120,6 +138,11 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		return nil, fmt.Errorf("grade %s: %d defects, first %s: %s: %w. Try: fix the file, or --lenient to read it as the official evaluator does (the defects are then recorded as warnings)",
 			o.Predictions, len(warns), warns[0].Where, warns[0].Msg, ErrPredictions)
 	}
+	for _, gd := range golds {
+		if gd.Index >= len(preds) {
+			return nil, fmt.Errorf("grade %s: gold %s is at position %d but there are %d predictions", o.Predictions, gd.ID, gd.Index, len(preds))
+		}
+	}
 	s := &FileSummary{Run: o.Run, Metric: o.Metric, Predictions: o.Predictions, PredDigest: ledger.Sum(raw), Dataset: man.Dataset,
 		Skipped: len(man.Skipped), Warnings: warns}
 	if s.Warnings == nil {
@@ -128,33 +151,31 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if s.Run == "" {
 		s.Run = fmt.Sprintf("grade-%s-%s-%s", filepath.Base(o.Predictions), s.PredDigest.Hex()[:8], time.Now().UTC().Format("20060102T150405.000"))
 	}
+	if s.Databases, err = g.Databases(ctx, man, dbRoot, o.AllowDBMismatch, o.Progress); err != nil {
+		return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
+	}
 
 	predBlob, err := l.PutBlobBytes(raw)
 	if err != nil {
 		return nil, err
 	}
 	run, err := l.StartRun(ctx, s.Run, gradeStart{Stage: "grade", Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
-		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options()})
+		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(),
+		Databases: s.Databases})
 	if err != nil {
 		return nil, err
 	}
 	s.StartSeq = run.Seq
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
-		Body: ledger.Artifact{Role: "input", Name: "predictions", Kind: "file", Digest: s.PredDigest}}); err != nil {
-		return nil, err
-	}
-
-	s.Items, err = gradeTasks(ctx, g, o.Metric, dbRoot, golds, preds)
-	if err != nil {
-		return nil, err
-	}
-	for i := 0; i < len(s.Items); i += outcomeBatch {
-		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
-		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
-			return nil, err
+	if err := s.grade(ctx, l, g, o, dbRoot, golds, preds, predBlob); err != nil {
+		// Closed as failed (or interrupted), with why, so that the run is
+		// not left open for the next command to label killed or crashed.
+		status := "failed"
+		if ctx.Err() != nil {
+			status = "interrupted"
 		}
+		run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: status}, Reason: err.Error()})
+		return nil, err
 	}
-	s.tally()
 	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects})
 	if err != nil {
 		return nil, err
@@ -163,14 +184,54 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	return s, nil
 }
 
-// gradeTasks grades every gold task against its prediction on all cores,
-// keeping the results in gold order.
-func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction) ([]Item, error) {
-	for _, gd := range golds {
-		if gd.Index >= len(preds) {
-			return nil, fmt.Errorf("grade: gold %s is at position %d but there are %d predictions", gd.ID, gd.Index, len(preds))
+// grade records the predictions input, grades every task and records the
+// outcomes and totals, inside the started run.
+func (s *FileSummary) grade(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions, dbRoot string, golds []gold.Gold, preds []Prediction, predBlob ledger.Digest) error {
+	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
+		Body: ledger.Artifact{Role: "input", Name: "predictions", Kind: "file", Digest: s.PredDigest}}); err != nil {
+		return err
+	}
+	bar := progress.Start(o.Progress, o.Terminal, 0, "grade", s.Run, "tasks", len(golds))
+	var err error
+	s.Items, err = gradeTasks(ctx, g, o.Metric, dbRoot, golds, preds, bar)
+	bar.Finish()
+	if err != nil {
+		return err
+	}
+	for i := 0; i < len(s.Items); i += outcomeBatch {
+		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
+		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
+			return err
 		}
 	}
+	s.tally()
+	return nil
+}
+
+// readGold reads the dataset's gold.jsonl and refuses it unless it is the
+// file the import wrote (its digest in man): a gold file cut short, edited
+// or copied from another import would otherwise grade quietly.
+func readGold(dir string, man *dataset.Manifest) ([]gold.Gold, error) {
+	path := filepath.Join(dir, dataset.GoldFile)
+	golds, err := gold.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	d, _, err := manifests.HashFile(path)
+	if err != nil {
+		return nil, err
+	}
+	if d != man.Gold.Digest {
+		return nil, &ledger.Error{Op: "read gold", Path: path, Err: fmt.Errorf("%w: digest %s with %d entries, but the import recorded %s with %d", ErrGoldChanged, d, len(golds), man.Gold.Digest, man.Gold.Count),
+			Hint: "rlgate data import --force into " + dir + " to write it again"}
+	}
+	return golds, nil
+}
+
+// gradeTasks grades every gold task against its prediction on all cores,
+// keeping the results in gold order, and counts each on bar (with the
+// errors: a prediction or gold that failed).
+func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction, bar *progress.Bar) ([]Item, error) {
 	items := make([]Item, len(golds))
 	err := forEach(len(golds), func(i int) error {
 		gd := golds[i]
@@ -180,6 +241,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 		}
 		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
 			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail}
+		bar.Done(out.Verdict == VerdictPredError || out.Verdict == VerdictGoldDefect)
 		return nil
 	})
 	if err != nil {

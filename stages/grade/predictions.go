@@ -6,8 +6,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/rlgate/rlgate/stages/jsonl"
 )
 
 // Prediction is one predicted query, in gold order.
@@ -31,21 +34,33 @@ const (
 	FormatJSONL     = "jsonl"      // {"index": 0, "sql": "..."} per line
 )
 
+// Formats lists the predictions formats ReadPredictions reads.
+var Formats = []string{FormatBirdJSON, FormatSpiderTxt, FormatJSONL}
+
 // ReadPredictions reads a predictions file in format; goldCount, when
 // positive, is the number of gold queries the file must match.
 func ReadPredictions(r io.Reader, format string, goldCount int) ([]Prediction, []Warning, error) {
+	if !slices.Contains(Formats, format) {
+		return nil, nil, fmt.Errorf("read predictions: %q: %w", format, ErrUnknownFormat)
+	}
+	raw, err := io.ReadAll(r)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read %s predictions: %w", format, err)
+	}
+	// Checked before decoding: encoding/json would read invalid UTF-8 as
+	// U+FFFD, and the text readers would pass it on to SQLite.
+	if err := jsonl.CheckText(raw); err != nil {
+		return nil, nil, fmt.Errorf("read %s predictions: %v: %w", format, err, ErrPredictions)
+	}
 	var preds []Prediction
 	var warns []Warning
-	var err error
-	switch format {
+	switch r := bytes.NewReader(raw); format {
 	case FormatBirdJSON:
 		preds, warns, err = ReadBirdJSON(r)
 	case FormatSpiderTxt:
 		preds, err = ReadSpiderTxt(r)
 	case FormatJSONL:
 		preds, err = ReadJSONL(r)
-	default:
-		return nil, nil, fmt.Errorf("read predictions: %q: %w", format, ErrUnknownFormat)
 	}
 	if err != nil {
 		return nil, nil, err

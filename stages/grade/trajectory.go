@@ -4,7 +4,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
-	"path/filepath"
+	"io"
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -59,6 +59,12 @@ type TrajectoryOptions struct {
 	// rollout stays in the denominator. The flag and the count are
 	// recorded with the grading.
 	AllowIncomplete bool
+	// AllowDBMismatch, Progress: as in FileOptions. Databases is a check
+	// this command already made (the rollout's), so no database is hashed
+	// twice.
+	AllowDBMismatch bool
+	Progress        io.Writer
+	Databases       *DatabaseCheck
 }
 
 // TrajectoryItem is the grade of one task of a rollout, as recorded in the
@@ -131,6 +137,10 @@ type trajectoryStart struct {
 	// Set only when grading an incomplete rollout was allowed.
 	AllowIncomplete bool `json:"allow_incomplete,omitempty"`
 	Unfinished      int  `json:"unfinished_episodes,omitempty"`
+
+	// Databases are the databases graded on, by digest, and the SQLite
+	// version.
+	Databases *DatabaseCheck `json:"database_check"`
 }
 
 type trajectoryEnd struct {
@@ -191,8 +201,18 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 			Hint: "rlgate log --run " + s.Run + " shows that grading; rlgate eval --grade-run ID grades again under another id"}
 	}
 
+	if o.Databases != nil {
+		if err := g.UseDatabases(ctx, o.Databases); err != nil {
+			return nil, err
+		}
+	}
+	dbs, err := g.Databases(ctx, man, dbRoot, o.AllowDBMismatch, o.Progress)
+	if err != nil {
+		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+	}
+
 	// The gold is read only now, with the rollout frozen.
-	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
+	golds, err := readGold(o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}
@@ -217,7 +237,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 
 	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights,
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs,
 		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err

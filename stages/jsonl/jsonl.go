@@ -15,8 +15,9 @@ import (
 // can run to megabytes.
 const maxLine = 64 << 20
 
-// Read decodes every non-blank line of path into a T. check, if not nil,
-// sees each raw line first and can refuse it.
+// Read decodes every non-blank line of path into a T. A line that is not
+// clean text (CheckText) is refused; check, if not nil, sees each raw line
+// next and can refuse it.
 func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -28,6 +29,9 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 	sc.Buffer(make([]byte, 1<<20), maxLine)
 	for line := 1; sc.Scan(); line++ {
 		b := sc.Bytes()
+		if err := checkLine(b); err != nil {
+			return nil, fmt.Errorf("%s line %d%w", path, line, err)
+		}
 		if len(bytes.TrimSpace(b)) == 0 {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
@@ -204,7 +205,7 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 		recErr <- err
 	}()
 
-	prog := newProgress(o.Progress, o.Terminal, o.ProgressEvery, o.Run, len(jobs))
+	prog := progress.Start(o.Progress, o.Terminal, o.ProgressEvery, "rollout", o.Run, "episodes", len(jobs))
 	work := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -218,7 +219,7 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 				if err != nil {
 					continue // abandoned: ctx ended; a resume plays it again
 				}
-				prog.episode(ep)
+				prog.Done(ep.StopReason == StopHTTPError || ep.StopReason == StopTransport)
 				mu.Lock()
 				s.Ran++
 				if !ep.StopReason.Finished() && firstTransport == "" {
@@ -241,7 +242,7 @@ feed:
 	wg.Wait()
 	close(rec.in)
 	err := <-recErr
-	prog.finish()
+	prog.Finish()
 	if err != nil {
 		return firstTransport, err
 	}

@@ -34,17 +34,22 @@ var goldFields = []string{"sql", "SQL", "query", "gold", "gold_sql", "ground_tru
 // ErrGoldField is returned when a tasks file carries a gold field.
 var ErrGoldField = errors.New("tasks file carries gold")
 
-// Read reads a tasks.jsonl file, refusing unknown fields and, with its own
-// error, any gold field.
+// Read reads a tasks.jsonl file, refusing unknown fields, a repeated id
+// and, with its own error, any gold field.
 func Read(path string) ([]Task, error) {
 	ts, err := jsonl.Read[Task](path, refuseGold)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks %w", err)
 	}
+	seen := make(map[string]int, len(ts))
 	for i, t := range ts {
 		if t.ID == "" || t.DBID == "" {
 			return nil, fmt.Errorf("read tasks %s: task %d has no id or db_id", path, i)
 		}
+		if j, dup := seen[t.ID]; dup {
+			return nil, fmt.Errorf("read tasks %s: task %d has id %s, as task %d does; ids must be unique", path, i, t.ID, j)
+		}
+		seen[t.ID] = i
 	}
 	return ts, nil
 }
