@@ -60,9 +60,9 @@ func TestVerlJSONL(t *testing.T) {
 			want: []Point{{5, `a"b`, 1}, {5, "café/x", 2}, {5, "😀", 3}, {5, "tab\there", 4}},
 		},
 		{
-			name: "duplicate key keeps the first",
+			name: "duplicate key: the last write wins",
 			text: `{"step": 6, "data": {"a": 1, "a": 2}}` + "\n",
-			want: []Point{{6, "a", 1}},
+			want: []Point{{6, "a", 2}},
 			dup:  1,
 		},
 		{
