@@ -173,3 +173,26 @@ func TestReproIgnoresHowThePipelineIsNamed(t *testing.T) {
 		}
 	}
 }
+
+// TestReproComparesWhatWasRecorded: run.start records a command and params
+// with secrets redacted, so repro must compare the redacted forms, or a
+// stage with a token would never be up to date.
+func TestReproComparesWhatWasRecorded(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "rlgate.yaml")
+	os.WriteFile(pf, []byte("stages:\n  pull:\n    cmd: \"echo fetch --token tok-5150 > out.txt\"\n    params: {api_key: k-6160, lr: \"1e-6\"}\n    outs: {out: out.txt}\n    gpu: off\n"), 0o644)
+	l := ledgertest.New(t)
+	for _, want := range []string{"ran", "skip"} {
+		f, err := Load(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Repro(ctx, l, f, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Action != want {
+			t.Errorf("%s (%v), want %s", ds[0].Action, ds[0].Reasons, want)
+		}
+	}
+}
