@@ -108,6 +108,13 @@ type EndBody struct {
 	LogBytes     map[string]int64         `json:"log_bytes"`
 	GPU          *gpu.Summary             `json:"gpu,omitempty"`
 	GPUState     gpu.State                `json:"gpu_state,omitempty"`
+
+	// MetricFindings are the problems found in the metrics files (a parse
+	// error, a file never written, keys written twice): recorded for the
+	// training audit, never a change to the stage's status.
+	MetricFindings []string `json:"metric_findings,omitempty"`
+
+	ownExit bool // failed because the stage itself exited non-zero
 }
 
 // Result is what Run reports.
@@ -266,8 +273,12 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = killGrace
 	setDeathSignal(cmd)
+	var warn io.Writer // the stage's stderr and rlgate's warnings, one at a time
+	if spec.Stderr != nil {
+		warn = &syncWriter{w: spec.Stderr}
+	}
 	stdout := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stdout", term: spec.Stdout, mask: red.Masker()}
-	stderr := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stderr", term: spec.Stderr, mask: red.Masker()}
+	stderr := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stderr", term: warn, mask: red.Masker()}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	var end EndBody
@@ -279,7 +290,7 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 	}
 	ingesters := make([]*ingester, len(spec.Metrics))
 	for i, m := range spec.Metrics {
-		ingesters[i] = &ingester{file: m}
+		ingesters[i] = &ingester{file: m, warn: warn}
 	}
 
 	if err := cmd.Start(); err != nil {
@@ -339,6 +350,7 @@ loop:
 	end.LogBytes = map[string]int64{"stdout": stdout.offset, "stderr": stderr.offset}
 	for _, g := range ingesters {
 		end.MetricPoints += g.points
+		end.MetricFindings = append(end.MetricFindings, g.findings...)
 	}
 	if spec.GPU {
 		end.GPUState = gres.State
@@ -359,14 +371,26 @@ loop:
 		end.Status, end.Reason = "failed", fmt.Sprintf("timed out after %s", spec.Timeout)
 	case waitErr != nil:
 		end.Status, end.Reason = "failed", waitErr.Error()
+		end.ownExit = code > 0 && end.Signal == ""
 	default:
 		end.Status = "ok"
 	}
 	if recordErr != nil {
-		end.Status = "failed"
+		end.Status, end.ownExit = "failed", false
 		end.Reason = "recording the stage: " + recordErr.Error()
 	}
 	return end
+}
+
+// StageExit is the stage's own exit code when the run failed because the
+// stage exited non-zero, so that a front end can exit with it (a trainer
+// exiting 7 makes rlgate exit 7); 0 otherwise, including failures rlgate
+// decided (a timeout, a signal, a declared output missing, recording).
+func (r *Result) StageExit() int {
+	if r.Status != "failed" || !r.ownExit || r.ExitCode == nil {
+		return 0
+	}
+	return *r.ExitCode
 }
 
 // recordOutputs hashes the declared outputs that exist; a stage that

@@ -95,3 +95,16 @@ func (s *logSink) flushLocked() {
 	s.masked = 0
 	s.buf.Reset()
 }
+
+// syncWriter serialises writes to a terminal stream that the stage's output
+// and rlgate's own warnings share.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
