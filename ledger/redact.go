@@ -309,7 +309,7 @@ func replacer(secrets []string) *strings.Replacer {
 // still masked: Mask holds back a tail that could begin one until the next
 // write or Flush.
 type Masker struct {
-	secrets []string // longest first
+	secrets [][]byte // longest first
 	rep     *strings.Replacer
 	held    []byte
 }
@@ -326,7 +326,11 @@ func (r *Redactor) Masker() *Masker {
 	if len(long) == 0 {
 		return nil
 	}
-	return &Masker{secrets: long, rep: replacer(long)}
+	m := &Masker{rep: replacer(long)}
+	for _, s := range long {
+		m.secrets = append(m.secrets, []byte(s))
+	}
+	return m
 }
 
 // Mask takes the next bytes of the stream and returns what can be released,
@@ -348,7 +352,7 @@ func (m *Masker) boundary(b []byte) int {
 		moved = false
 		for _, s := range m.secrets {
 			lo := max(0, cut-len(s)+1)
-			if i := bytes.Index(b[lo:min(len(b), cut+len(s)-1)], []byte(s)); i >= 0 && lo+i < cut {
+			if i := bytes.Index(b[lo:min(len(b), cut+len(s)-1)], s); i >= 0 && lo+i < cut {
 				cut, moved = lo+i, true
 			}
 		}
@@ -366,7 +370,7 @@ func (m *Masker) Flush() ([]byte, int) {
 func (m *Masker) replace(b []byte) ([]byte, int) {
 	n := 0
 	for _, s := range m.secrets {
-		n += bytes.Count(b, []byte(s))
+		n += bytes.Count(b, s)
 	}
 	if n == 0 {
 		return slices.Clone(b), 0
@@ -384,7 +388,7 @@ func (m *Masker) partial(b []byte) int {
 	for k := min(len(b), longest-1); k > 0; k-- {
 		tail := b[len(b)-k:]
 		for _, s := range m.secrets {
-			if len(s) > k && strings.HasPrefix(s, string(tail)) {
+			if len(s) > k && bytes.HasPrefix(s, tail) {
 				return k
 			}
 		}
