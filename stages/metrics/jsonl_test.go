@@ -212,8 +212,9 @@ func flattenJSON(obj map[string]any, prefix string, out map[string]float64) {
 	}
 }
 
-// repeatsKey reports whether an object in doc repeats a key, where
-// encoding/json keeps the last value and the scanner the first.
+// repeatsKey reports whether an object in doc repeats a key. Both keep the
+// last value of a repeated leaf, but encoding/json replaces a repeated
+// object whole where the scanner merges its leaves.
 func repeatsKey(doc string) bool {
 	type frame struct {
 		obj, wantKey bool
