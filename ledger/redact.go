@@ -116,7 +116,7 @@ func (r *Redactor) Argv(field string, argv []string) []string {
 	secretNext := false
 	for i, a := range argv {
 		f := field + "[" + strconv.Itoa(i) + "]"
-		if strings.ContainsAny(a, " \t\n") {
+		if !secretNext && strings.ContainsAny(a, " \t\n") {
 			out[i] = r.script(f, a)
 			secretNext = false
 			continue

@@ -74,16 +74,16 @@ func secretList(r *Redactor) []string {
 func TestRedactArgv(t *testing.T) {
 	argv := []string{"python", "train.py", "--token", "tok1", "--token=tok2", "-api-key=k3", "API_KEY=k4", "--lr", "1e-6",
 		"--endpoint", "http://user:pw5@host/v1?api_key=k6", "--use-auth", "--verbose", "max_tokens=512",
-		"sh -c 'serve --hf-token tok7 --port 1'"}
+		"sh -c 'serve --hf-token tok7 --port 1'", "--password", "two words"}
 	want := []string{"python", "train.py", "--token", Redacted, "--token=" + Redacted, "-api-key=" + Redacted, "API_KEY=" + Redacted,
 		"--lr", "1e-6", "--endpoint", "http://" + Redacted + "@host/v1?api_key=" + Redacted, "--use-auth", "--verbose", "max_tokens=512",
-		"sh -c 'serve --hf-token " + Redacted + " --port 1'"}
+		"sh -c 'serve --hf-token " + Redacted + " --port 1'", "--password", Redacted}
 	var r Redactor
 	got := r.Argv("argv", argv)
 	if d := cmp.Diff(want, got); d != "" {
 		t.Errorf("Argv (-want +got):\n%s", d)
 	}
-	wantFields := []string{"argv[10]", "argv[14]", "argv[3]", "argv[4]", "argv[5]", "argv[6]"}
+	wantFields := []string{"argv[10]", "argv[14]", "argv[16]", "argv[3]", "argv[4]", "argv[5]", "argv[6]"}
 	if d := cmp.Diff(wantFields, r.Fields()); d != "" {
 		t.Errorf("fields (-want +got):\n%s", d)
 	}
