@@ -20,7 +20,10 @@ func newReproCommand() *cli.Command {
 			"upstream of them (all stages if none are named), runs each stage whose\n" +
 			"command, params, configs or input digests differ from its last successful\n" +
 			"run, or whose outputs no longer have the digests that run recorded. Says\n" +
-			"why each stage runs or is skipped. --dry-run only says.\n\n" + exitCodesHelp,
+			"why each stage runs or is skipped. --dry-run only says.\n\n" +
+			"A stage has cmd (a string run by sh -c, or an argv list), deps and outs (a\n" +
+			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
+			"path), params, configs, metrics, timeout and gpu.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -21,13 +22,22 @@ func newRunCommand() *cli.Command {
 		DisableSliceFlagSeparator: true,
 		Description: "Hashes the inputs (checkpoint manifests for safetensors directories, dataset\n" +
 			"manifests otherwise) and configs, records the git commit and diff, an\n" +
-			"allow-listed environment (secrets redacted) and the host; runs CMD by argv\n" +
-			"(no shell unless CMD is one), teeing its output into the ledger and ingesting\n" +
-			"--metrics files and GPU telemetry while it runs; then hashes the outputs.\n" +
-			"A failed stage is recorded as failed and exits 1; a stage whose recorder is\n" +
-			"killed is marked interrupted at the ledger's next open.\n\n" +
+			"allow-listed environment and the host; runs CMD by argv (no shell unless\n" +
+			"CMD is one), teeing its output into the ledger and ingesting --metrics\n" +
+			"files and GPU telemetry while it runs; then hashes the outputs. Secrets in\n" +
+			"the environment, --param values and CMD's arguments are redacted, and masked\n" +
+			"in the recorded output (docs/FORMAT.md, Secrets).\n\n" +
+			"The stage's own exit decides its status. A stage that exits non-zero is\n" +
+			"recorded as failed with its exit code, and rlgate exits with that code (a\n" +
+			"stage exiting 7 makes rlgate exit 7); a timeout, a signal or a declared\n" +
+			"output missing fails it with exit 1. A metrics file that does not parse,\n" +
+			"is never written or writes a key twice in one step is a warning, printed\n" +
+			"as soon as it is seen and recorded in run.end's metric_findings for the\n" +
+			"training audit; it does not change the stage's status. A stage whose\n" +
+			"recorder is killed is marked interrupted at the ledger's next open.\n\n" +
 			"Metric formats: verl, verl-console, trl, tensorboard, jsonl (FILE:FORMAT;\n" +
-			"without :FORMAT it is detected).\n\n" + exitCodesHelp,
+			"without :FORMAT it is detected).\n\n" + exitCodesHelp +
+			"\nA stage that exits non-zero: its own exit code.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
 			&cli.StringFlag{Name: "run", Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
@@ -130,6 +140,9 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 			fmt.Fprintf(w, ": %s", res.Reason)
 		}
 		fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points, %.1fs\n", res.StartSeq, res.EndSeq, res.MetricPoints, res.DurationS)
+		if n := len(res.MetricFindings); n > 0 {
+			fmt.Fprintf(w, "rlgate: %d metrics warning(s) recorded in run.end (metric_findings); the training audit will see them\n", n)
+		}
 		for name, d := range res.Outputs {
 			fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
 		}
@@ -144,5 +157,9 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 	case "interrupted":
 		return res, context.Canceled
 	}
-	return res, fmt.Errorf("stage %s failed (%s); its record is run %s", res.Stage, res.Reason, res.Run)
+	msg := fmt.Sprintf("stage %s failed (%s); its record is run %s", res.Stage, res.Reason, res.Run)
+	if code := res.StageExit(); code > 0 {
+		return res, stageExited{msg: msg, code: code}
+	}
+	return res, errors.New(msg)
 }

@@ -56,6 +56,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 func exitCode(ctx context.Context, err error) int {
 	var ue usageError
 	var cf checkFailed
+	var se stageExited
 	switch {
 	case err == nil:
 		return exitOK
@@ -65,9 +66,21 @@ func exitCode(ctx context.Context, err error) int {
 		return exitUsage
 	case errors.As(err, &cf):
 		return exitCheckFailed
+	case errors.As(err, &se):
+		return se.code
 	}
 	return exitError
 }
+
+// stageExited is a stage run through rlgate that exited non-zero: rlgate
+// exits with the stage's own code, so a script around it sees what the
+// trainer said.
+type stageExited struct {
+	msg  string
+	code int
+}
+
+func (e stageExited) Error() string { return e.msg }
 
 // usageError is a command line that cannot be run as written.
 type usageError struct{ msg string }

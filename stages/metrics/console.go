@@ -50,9 +50,14 @@ func (d *consoleDecoder) part(sk *sink, b []byte, at Cursor) {
 		return
 	}
 	if step, rest, ok := cutStep(text); ok {
-		d.flush(sk)
-		sk.begin()
-		d.open, d.from, d.step = true, at, step
+		// The open record's step again (a line redrawn after a carriage
+		// return, or printed twice) continues that record, so a key it
+		// repeats follows the one rule for repeats: the last write wins.
+		if !d.open || step != d.step {
+			d.flush(sk)
+			sk.begin()
+			d.open, d.from, d.step = true, at, step
+		}
 		d.pairs(sk, rest)
 		return
 	}
@@ -65,11 +70,8 @@ func (d *consoleDecoder) part(sk *sink, b []byte, at Cursor) {
 }
 
 // pairs adds the "key:value" pairs of text, which follows "step:N" or
-// continues a record. A key repeated within a record keeps its first value:
-// veRL builds the line from a dict, so a repeat is a formatting slip, and in
-// the veRL documentation's own example (testdata/trainer-logs) the repeated
-// actor/reward_kl_penalty stands where actor/reward_kl_penalty_coeff belongs,
-// so the first value is the true one.
+// continues a record. A key repeated within a record takes its last value
+// and is counted in Stats.Duplicates (see the package documentation).
 func (d *consoleDecoder) pairs(sk *sink, text []byte) {
 	text = bytes.TrimRight(text, " ")
 	text, d.cont = bytes.CutSuffix(text, []byte(" -"))

@@ -52,9 +52,22 @@ func TestConsoleLines(t *testing.T) {
 			want: []Point{{1, "loss", math.NaN()}, {1, "up", math.Inf(1)}, {1, "down", math.Inf(-1)}, {1, "big", math.Inf(1)}},
 		},
 		{
-			name: "repeated key keeps the first",
+			name: "repeated key: the last write wins",
 			text: "step:1 - k:0.000 - k:0.001 - j:2\n",
-			want: []Point{{1, "k", 0}, {1, "j", 2}},
+			want: []Point{{1, "k", 0.001}, {1, "j", 2}},
+			dup:  1,
+		},
+		{
+			// The fuzz finding: a \r-rewritten line repeats step and key.
+			name: "carriage-return rewrite of a step: the last write wins",
+			text: "step:0 -:0\rstep:0 -:1\n",
+			want: []Point{{0, "-", 1}},
+			dup:  1,
+		},
+		{
+			name: "the same step on consecutive lines is one record",
+			text: "step:4 - a:1 - b:1\nstep:4 - a:2\nstep:5 - a:3\n",
+			want: []Point{{4, "a", 2}, {4, "b", 1}, {5, "a", 3}},
 			dup:  1,
 		},
 		{
@@ -147,7 +160,10 @@ func TestConsoleRealExcerpt(t *testing.T) {
 		{0, "actor/lr(1e-4)", 0.010},
 		{0, "critic/vpred_mean", -2.056},
 		{0, "prompt_length/min", 68},
-		{1, "actor/reward_kl_penalty", 0.000}, // first of the two wins
+		// The example repeats this key where actor/reward_kl_penalty_coeff
+		// belongs; the last write wins, as for every repeat, and counts as a
+		// duplicate.
+		{1, "actor/reward_kl_penalty", 0.001},
 		{1, "critic/vf_clipfrac", 0.384},
 	}
 	for _, c := range checks {
@@ -162,7 +178,8 @@ func TestConsoleRealExcerpt(t *testing.T) {
 
 // FuzzConsoleLine checks that any text parses without panicking, and that
 // points it yields survive being printed the way veRL prints them and parsed
-// again.
+// again. testdata/fuzz/FuzzConsoleLine/carriage-return-rewrite is the
+// finding that made a redrawn line one record.
 func FuzzConsoleLine(f *testing.F) {
 	excerpt, err := os.ReadFile("../../testdata/trainer-logs/verl-console-doc-excerpt.log")
 	if err != nil {
@@ -183,14 +200,21 @@ func FuzzConsoleLine(f *testing.F) {
 		if len(sk.out) == 0 {
 			return
 		}
+		// One line per record: a new one where the step changes or a key
+		// repeats (two records of one step, apart in the input). A blank
+		// line between them keeps them apart, as a line that is not a step
+		// line did in the input.
 		var b strings.Builder
+		var keys map[string]bool
 		for i, p := range sk.out {
-			if i == 0 || p.Step != sk.out[i-1].Step {
+			if i == 0 || p.Step != sk.out[i-1].Step || keys[p.Key] {
 				if i > 0 {
-					b.WriteByte('\n')
+					b.WriteString("\n\n")
 				}
 				b.WriteString("step:" + itoa(p.Step))
+				keys = map[string]bool{}
 			}
+			keys[p.Key] = true
 			b.WriteString(" - " + p.Key + ":" + ftoa(p.Value))
 		}
 		var d2 consoleDecoder

@@ -34,14 +34,19 @@
 //
 // # Duplicates
 //
-// A key repeated within one record keeps its first value and is counted in
-// Stats.Duplicates. veRL builds each line from a dict, so a repeat is a
-// formatting slip; in the veRL documentation's example log
-// (testdata/trainer-logs/verl-console-doc-excerpt.log, step 1) the second
-// actor/reward_kl_penalty holds the value of actor/reward_kl_penalty_coeff,
-// so the first is the true one. The same (step, key) in two records (a
-// trainer resumed from a checkpoint logs some steps again) is returned as
-// is: points come in file order and the consumer decides.
+// One rule for a key written twice in one record: the last write wins, and
+// the repeat is counted in Stats.Duplicates, which the runner records as a
+// warning. A record is one JSON line or TRL entry, one TensorBoard event, or
+// one console step record, which takes in a line redrawn after a carriage
+// return and a step line that repeats the open record's step; Python's json
+// module and Go's encoding/json also keep the last of repeated members. (In
+// the veRL documentation's example log, testdata/trainer-logs/
+// verl-console-doc-excerpt.log, step 1, the second actor/reward_kl_penalty
+// stands where actor/reward_kl_penalty_coeff belongs; the rule keeps it and
+// the warning says a value was overwritten.) The same (step, key) in two
+// records apart in the file (a trainer resumed from a checkpoint logs some
+// steps again) is returned as is: points come in file order and the
+// consumer decides.
 //
 // # Reading a growing file
 //

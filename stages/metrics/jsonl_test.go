@@ -60,9 +60,9 @@ func TestVerlJSONL(t *testing.T) {
 			want: []Point{{5, `a"b`, 1}, {5, "café/x", 2}, {5, "😀", 3}, {5, "tab\there", 4}},
 		},
 		{
-			name: "duplicate key keeps the first",
+			name: "duplicate key: the last write wins",
 			text: `{"step": 6, "data": {"a": 1, "a": 2}}` + "\n",
-			want: []Point{{6, "a", 1}},
+			want: []Point{{6, "a", 2}},
 			dup:  1,
 		},
 		{
@@ -212,8 +212,9 @@ func flattenJSON(obj map[string]any, prefix string, out map[string]float64) {
 	}
 }
 
-// repeatsKey reports whether an object in doc repeats a key, where
-// encoding/json keeps the last value and the scanner the first.
+// repeatsKey reports whether an object in doc repeats a key. Both keep the
+// last value of a repeated leaf, but encoding/json replaces a repeated
+// object whole where the scanner merges its leaves.
 func repeatsKey(doc string) bool {
 	type frame struct {
 		obj, wantKey bool

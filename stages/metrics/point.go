@@ -21,8 +21,9 @@ type Stats struct {
 	// Skipped counts values that are not numbers: strings, bools, nulls,
 	// arrays, non-scalar tensors, console pairs without a number.
 	Skipped int64 `json:"skipped"`
-	// Duplicates counts keys repeated within one record; the first value is
-	// kept (see the package documentation for why).
+	// Duplicates counts keys repeated within one record (a console line
+	// redrawn after a carriage return is the same record); the last value is
+	// kept (see the package documentation).
 	Duplicates int64 `json:"duplicates"`
 	// Ignored counts input that carries no step record: console lines that
 	// are not step lines, blank lines, TensorBoard events without a summary.
@@ -49,14 +50,17 @@ func (s *sink) begin() {
 	s.keys.gen++
 }
 
-// add appends key=v to the current record unless key was already seen in it.
+// add appends key=v to the current record or, when key was already seen in
+// it, overwrites that value: the last write wins.
 func (s *sink) add(key []byte, v float64) {
-	name, fresh := s.keys.intern(key)
+	e, fresh := s.keys.intern(key)
 	if !fresh {
 		s.stats.Duplicates++
+		s.out[e.at].Value = v
 		return
 	}
-	s.out = append(s.out, Point{Key: name, Value: v})
+	e.at = len(s.out)
+	s.out = append(s.out, Point{Key: e.name, Value: v})
 }
 
 // commit ends the current record at step.
@@ -82,11 +86,12 @@ type keyTable struct {
 type keyEntry struct {
 	name string
 	gen  uint64
+	at   int // index in sink.out of the key's point in record gen
 }
 
-// intern returns the shared string for b and whether b is new in the
-// current record.
-func (t *keyTable) intern(b []byte) (string, bool) {
+// intern returns the entry for b and whether b is new in the current
+// record.
+func (t *keyTable) intern(b []byte) (*keyEntry, bool) {
 	e := t.m[string(b)]
 	if e == nil {
 		if t.m == nil {
@@ -94,11 +99,11 @@ func (t *keyTable) intern(b []byte) (string, bool) {
 		}
 		e = &keyEntry{name: string(b), gen: t.gen}
 		t.m[e.name] = e
-		return e.name, true
+		return e, true
 	}
 	if e.gen == t.gen {
-		return e.name, false
+		return e, false
 	}
 	e.gen = t.gen
-	return e.name, true
+	return e, true
 }

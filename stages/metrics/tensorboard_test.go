@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"reflect"
+	"runtime"
 	"slices"
 	"testing"
 
@@ -140,6 +141,36 @@ func TestTensorBoardTruncatedTail(t *testing.T) {
 		if got := tl.Cursor().Offset; got != int64(first) {
 			t.Errorf("cut at %d: cursor = %d, want %d", cut, got, first)
 		}
+	}
+}
+
+// TestTensorBoardHugeLengthAllocatesLittle: a record header that claims
+// the largest allowed length, with none of the data yet, is a truncated
+// tail like any other, and reading it costs memory in proportion to the
+// bytes present, not the bytes claimed (12 bytes used to allocate 256 MiB;
+// the input is also a FuzzTFRecord seed, huge-length-truncated).
+func TestTensorBoardHugeLengthAllocatesLittle(t *testing.T) {
+	first := appendRecord(nil, eventBytes(1, tbValue{tag: "a", simple: 1}))
+	var hdr [tfrecordHeaderLen]byte
+	binary.LittleEndian.PutUint64(hdr[:8], maxRecordLen)
+	binary.LittleEndian.PutUint32(hdr[8:], maskedCRC32C(hdr[:8]))
+	path := t.TempDir() + "/events.out.tfevents.x"
+	if err := os.WriteFile(path, append(append(first, hdr[:]...), "partial"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tl, err := NewTailer(path, Options{}, Cursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	pts, err := tl.Next()
+	runtime.ReadMemStats(&after)
+	if err != nil || len(pts) != 1 || tl.Stats().PendingBytes != int64(len(hdr)+len("partial")) {
+		t.Fatalf("points %v, pending %d, %v; want step 1 and the rest pending", pts, tl.Stats().PendingBytes, err)
+	}
+	if got := after.TotalAlloc - before.TotalAlloc; got > 8<<20 {
+		t.Errorf("reading %d bytes allocated %d MiB", len(first)+len(hdr)+len("partial"), got>>20)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // TFRecord framing, as TensorBoard event files use it:
@@ -66,19 +67,26 @@ func (rr *recordReader) next() ([]byte, error) {
 	if length > maxRecordLen {
 		return nil, fmt.Errorf("record length %d exceeds the limit of %d bytes", length, maxRecordLen)
 	}
+	// The body is read in steps of at most readChunk, growing the buffer
+	// only as bytes arrive: a header claiming 256 MiB at the tail of a
+	// growing file (or a corrupt one) costs what is there, not the claim.
 	need := int(length) + tfrecordFooterLen
-	if cap(rr.buf) < need {
-		rr.buf = make([]byte, need)
+	body := rr.buf[:0]
+	for len(body) < need {
+		step := min(need-len(body), readChunk)
+		body = slices.Grow(body, step)
+		m, err := io.ReadFull(rr.r, body[len(body):len(body)+step])
+		body = body[:len(body)+m]
+		switch {
+		case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
+			rr.buf = body
+			rr.partial = tfrecordHeaderLen + int64(len(body))
+			return nil, errTruncated
+		case err != nil:
+			return nil, err
+		}
 	}
-	body := rr.buf[:need]
-	m, err := io.ReadFull(rr.r, body)
-	switch {
-	case errors.Is(err, io.EOF), errors.Is(err, io.ErrUnexpectedEOF):
-		rr.partial = tfrecordHeaderLen + int64(m)
-		return nil, errTruncated
-	case err != nil:
-		return nil, err
-	}
+	rr.buf = body
 	data := body[:length]
 	if binary.LittleEndian.Uint32(body[length:]) != maskedCRC32C(data) {
 		return nil, fmt.Errorf("record data: %w", ErrBadCRC)

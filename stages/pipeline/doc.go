@@ -2,10 +2,14 @@
 // through the ledger.
 //
 // A pipeline names stages, each with a cmd (a list is an argv, a string is
-// run by sh -c), deps and outs (name: path), params, configs, metrics files
-// and an optional timeout and gpu setting. A stage depends on the stages
-// whose outs hold its deps; Load orders the stages and refuses unknown
-// fields, cycles and an output with two producers.
+// run by sh -c), deps and outs (a mapping name: path, or, as dvc.yaml
+// writes them, a list of paths, each named by its cleaned path with forward
+// slashes), params, configs, metrics files and an optional timeout and gpu
+// setting. A stage depends on the stages whose outs hold its deps; Load
+// orders the stages and refuses unknown keys, a value of the wrong shape
+// (naming the file and line, the stage, the key and what it expects), a
+// path listed twice, one name for a dep and an out, cycles and an output
+// with two producers.
 //
 // Repro walks the stages in order and runs a stage only when it must: when
 // it never succeeded, or its command, params, configs or input digests

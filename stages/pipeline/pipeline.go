@@ -21,51 +21,184 @@ type File struct {
 
 // Stage is one stage of a pipeline file. Paths are relative to the file.
 type Stage struct {
-	Name    string            `yaml:"-"`
-	Cmd     Cmd               `yaml:"cmd"`
-	Deps    map[string]string `yaml:"deps"`    // input name -> path
-	Outs    map[string]string `yaml:"outs"`    // output name -> path
-	Params  map[string]string `yaml:"params"`  // recorded and compared; passed as RLGATE_PARAM_<KEY>
-	Configs []string          `yaml:"configs"` // config files, hashed in canonical form
-	Metrics []string          `yaml:"metrics"` // FILE[:FORMAT]
-	Timeout Duration          `yaml:"timeout"`
-	GPU     string            `yaml:"gpu"` // auto (default) or off
+	Name    string
+	Cmd     Cmd
+	Deps    map[string]string // input name -> path
+	Outs    map[string]string // output name -> path
+	Params  map[string]string // recorded and compared; passed as RLGATE_PARAM_<KEY>
+	Configs []string          // config files, hashed in canonical form
+	Metrics []string          // FILE[:FORMAT]
+	Timeout Duration
+	GPU     string // auto (default) or off
 	// Upstream are the stages whose outputs this stage reads.
-	Upstream []string `yaml:"-"`
+	Upstream []string
 }
 
 // Cmd is a stage's command: a YAML list is an argv run as is; a string is
 // a shell command run by "sh -c", which the file then says plainly.
 type Cmd []string
 
-// UnmarshalYAML accepts a string or a list of strings.
-func (c *Cmd) UnmarshalYAML(n *yaml.Node) error {
-	switch n.Kind {
-	case yaml.ScalarNode:
-		*c = Cmd{"sh", "-c", n.Value}
-		return nil
-	case yaml.SequenceNode:
-		var argv []string
-		if err := n.Decode(&argv); err != nil {
-			return err
-		}
-		*c = argv
-		return nil
-	}
-	return fmt.Errorf("line %d: cmd must be a string (run by sh -c) or a list (argv)", n.Line)
-}
-
 // Duration is a time.Duration written as "90m" or "2h".
 type Duration time.Duration
 
-// UnmarshalYAML parses a Go duration string.
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	v, err := time.ParseDuration(n.Value)
-	if err != nil {
-		return fmt.Errorf("line %d: timeout %q: %v", n.Line, n.Value, err)
+// stageKeys are the keys a stage may have, and what each expects.
+var stageKeys = []struct{ key, want string }{
+	{"cmd", "a string (run by sh -c) or a list of strings (an argv)"},
+	{"deps", "a mapping NAME: PATH, or a list of paths (each named by its path)"},
+	{"outs", "a mapping NAME: PATH, or a list of paths (each named by its path)"},
+	{"params", "a mapping KEY: VALUE of scalars"},
+	{"configs", "a list of paths"},
+	{"metrics", "a list of FILE[:FORMAT]"},
+	{"timeout", `a duration such as "90m" or "2h"`},
+	{"gpu", "auto or off"},
+}
+
+// fieldError is a stage's key whose value is not what the key expects.
+type fieldError struct {
+	line int
+	key  string
+	msg  string
+}
+
+// decodeStage reads one stage's mapping, naming the key, what it expects
+// and the line of any value that does not fit.
+func decodeStage(name string, n *yaml.Node) (*Stage, *fieldError) {
+	s := &Stage{Name: name}
+	if n.Kind != yaml.MappingNode {
+		return nil, &fieldError{n.Line, "stage", "want a mapping of " + keyList()}
 	}
-	*d = Duration(v)
-	return nil
+	seen := map[string]bool{}
+	for i := 0; i < len(n.Content); i += 2 {
+		k, v := n.Content[i], n.Content[i+1]
+		want := ""
+		for _, sk := range stageKeys {
+			if sk.key == k.Value {
+				want = sk.want
+			}
+		}
+		if want == "" {
+			return nil, &fieldError{k.Line, k.Value, "unknown key (want " + keyList() + ")"}
+		}
+		if seen[k.Value] {
+			return nil, &fieldError{k.Line, k.Value, "given twice"}
+		}
+		seen[k.Value] = true
+		if err := decodeKey(s, k.Value, v); err != nil {
+			return nil, &fieldError{v.Line, k.Value, "want " + want + err.Error()}
+		}
+	}
+	return s, nil
+}
+
+func keyList() string {
+	keys := make([]string, len(stageKeys))
+	for i, sk := range stageKeys {
+		keys[i] = sk.key
+	}
+	return strings.Join(keys, ", ")
+}
+
+// decodeKey sets one key of s. Its error completes "want ...": an empty
+// one for a value of the wrong shape, else ", " and what is wrong.
+func decodeKey(s *Stage, key string, v *yaml.Node) error {
+	var err error
+	switch key {
+	case "cmd":
+		if v.Kind == yaml.ScalarNode {
+			s.Cmd = Cmd{"sh", "-c", v.Value}
+			return nil
+		}
+		s.Cmd, err = scalars(v)
+	case "deps":
+		s.Deps, err = namedPaths(v)
+	case "outs":
+		s.Outs, err = namedPaths(v)
+	case "params":
+		s.Params, err = scalarMap(v)
+	case "configs":
+		s.Configs, err = scalars(v)
+	case "metrics":
+		s.Metrics, err = scalars(v)
+	case "timeout":
+		if v.Kind != yaml.ScalarNode {
+			return errShape(v)
+		}
+		d, perr := time.ParseDuration(v.Value)
+		if perr != nil {
+			return fmt.Errorf(", got %q", v.Value)
+		}
+		s.Timeout = Duration(d)
+	case "gpu":
+		if v.Kind != yaml.ScalarNode || v.Value != "auto" && v.Value != "off" {
+			return fmt.Errorf(", got %q", v.Value)
+		}
+		s.GPU = v.Value
+	}
+	return err
+}
+
+// errShape says which kind of YAML value was found instead.
+func errShape(v *yaml.Node) error { return fmt.Errorf(", got %s", shape(v)) }
+
+func shape(v *yaml.Node) string {
+	return map[yaml.Kind]string{yaml.ScalarNode: "a scalar", yaml.SequenceNode: "a list", yaml.MappingNode: "a mapping", yaml.AliasNode: "an alias"}[v.Kind]
+}
+
+// scalars reads a list of scalars.
+func scalars(v *yaml.Node) ([]string, error) {
+	if v.Kind != yaml.SequenceNode {
+		return nil, errShape(v)
+	}
+	out := make([]string, len(v.Content))
+	for i, e := range v.Content {
+		if e.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf(", got %s at line %d", shape(e), e.Line)
+		}
+		out[i] = e.Value
+	}
+	return out, nil
+}
+
+// scalarMap reads a mapping of scalars to scalars.
+func scalarMap(v *yaml.Node) (map[string]string, error) {
+	if v.Kind != yaml.MappingNode {
+		return nil, errShape(v)
+	}
+	out := make(map[string]string, len(v.Content)/2)
+	for i := 0; i < len(v.Content); i += 2 {
+		k, e := v.Content[i], v.Content[i+1]
+		if k.Kind != yaml.ScalarNode || e.Kind != yaml.ScalarNode {
+			return nil, fmt.Errorf(", got a non-scalar at line %d", e.Line)
+		}
+		if _, dup := out[k.Value]; dup {
+			return nil, fmt.Errorf(", got %q twice at line %d", k.Value, k.Line)
+		}
+		out[k.Value] = e.Value
+	}
+	return out, nil
+}
+
+// namedPaths reads deps or outs: a mapping NAME: PATH, or a list of paths
+// as dvc.yaml writes them, where each path names itself (cleaned, with
+// forward slashes: "./data//in.txt" is named "data/in.txt"). Two entries
+// with one name (a path listed twice) are refused.
+func namedPaths(v *yaml.Node) (map[string]string, error) {
+	if v.Kind == yaml.MappingNode {
+		return scalarMap(v)
+	}
+	paths, err := scalars(v)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(paths))
+	for i, p := range paths {
+		name := filepath.ToSlash(filepath.Clean(p))
+		if _, dup := out[name]; dup {
+			return nil, fmt.Errorf(", got %s twice at line %d", name, v.Content[i].Line)
+		}
+		out[name] = p
+	}
+	return out, nil
 }
 
 type fileYAML struct {
@@ -92,40 +225,24 @@ func Load(path string) (*File, error) {
 	f := &File{Path: path}
 	for i := 0; i < len(top.Stages.Content); i += 2 {
 		name, node := top.Stages.Content[i].Value, top.Stages.Content[i+1]
-		var s Stage
-		if err := decodeStrict(node, &s); err != nil {
-			return nil, fmt.Errorf("pipeline %s: stage %q: %w", path, name, err)
+		s, fe := decodeStage(name, node)
+		if fe != nil {
+			return nil, fmt.Errorf("pipeline %s:%d: stage %q: %s: %s", path, fe.line, name, fe.key, fe.msg)
 		}
-		s.Name = name
 		if len(s.Cmd) == 0 {
-			return nil, fmt.Errorf("pipeline %s: stage %q (line %d): no cmd", path, name, node.Line)
+			return nil, fmt.Errorf("pipeline %s:%d: stage %q: no cmd", path, node.Line, name)
 		}
-		switch s.GPU {
-		case "", "auto", "off":
-		default:
-			return nil, fmt.Errorf("pipeline %s: stage %q: gpu %q: want auto or off", path, name, s.GPU)
+		for out := range s.Outs {
+			if _, both := s.Deps[out]; both {
+				return nil, fmt.Errorf("pipeline %s:%d: stage %q: %q names both a dep and an out; give them different names", path, node.Line, name, out)
+			}
 		}
-		f.Stages = append(f.Stages, &s)
+		f.Stages = append(f.Stages, s)
 	}
 	if err := f.order(); err != nil {
 		return nil, fmt.Errorf("pipeline %s: %w", path, err)
 	}
 	return f, nil
-}
-
-// decodeStrict decodes a node refusing unknown fields (yaml.Node.Decode
-// does not apply the decoder's KnownFields).
-func decodeStrict(n *yaml.Node, v any) error {
-	b, err := yaml.Marshal(n)
-	if err != nil {
-		return err
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(v); err != nil {
-		return fmt.Errorf("near line %d: %w", n.Line, err)
-	}
-	return nil
 }
 
 // order links each stage to the stages producing its deps and sorts the

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 )
 
@@ -101,7 +102,13 @@ func TestReproRunsOnlyWhatChanged(t *testing.T) {
 
 func TestLoadRefusesBadFiles(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown field", "stages:\n  a:\n    cmd: [true]\n    dependencies: {x: y}\n", "field dependencies not found"},
+		{"unknown field", "stages:\n  a:\n    cmd: [true]\n    dependencies: {x: y}\n", `rlgate.yaml:4: stage "a": dependencies: unknown key (want cmd, deps, outs, params, configs, metrics, timeout, gpu)`},
+		{"params as a list", "stages:\n  a:\n    cmd: [true]\n    params: [lr]\n", `rlgate.yaml:4: stage "a": params: want a mapping KEY: VALUE of scalars, got a list`},
+		{"deps as a scalar", "stages:\n  a:\n    cmd: [true]\n    deps: in.txt\n", `rlgate.yaml:4: stage "a": deps: want a mapping NAME: PATH, or a list of paths (each named by its path), got a scalar`},
+		{"a path listed twice", "stages:\n  a:\n    cmd: [true]\n    outs:\n      - o.txt\n      - ./o.txt\n", `rlgate.yaml:5: stage "a": outs: want a mapping NAME: PATH, or a list of paths (each named by its path), got o.txt twice at line 6`},
+		{"a list entry that is not a path", "stages:\n  a:\n    cmd: [true]\n    metrics:\n      - m.json: {cache: false}\n", `rlgate.yaml:5: stage "a": metrics: want a list of FILE[:FORMAT], got a mapping at line 5`},
+		{"one name for a dep and an out", "stages:\n  a:\n    cmd: [true]\n    deps: [x.txt]\n    outs: [x.txt]\n", `stage "a": "x.txt" names both a dep and an out`},
+		{"bad gpu", "stages:\n  a:\n    cmd: [true]\n    gpu: on\n", `rlgate.yaml:4: stage "a": gpu: want auto or off, got "on"`},
 		{"no cmd", "stages:\n  a:\n    outs: {x: y}\n", "no cmd"},
 		{"cycle", "stages:\n  a:\n    cmd: [true]\n    deps: {x: b.txt}\n    outs: {y: a.txt}\n  b:\n    cmd: [true]\n    deps: {x: a.txt}\n    outs: {y: b.txt}\n", "cycle"},
 		{"two producers", "stages:\n  a:\n    cmd: [true]\n    outs: {y: o}\n  b:\n    cmd: [true]\n    outs: {z: o}\n", "written by both"},
@@ -170,6 +177,81 @@ func TestReproIgnoresHowThePipelineIsNamed(t *testing.T) {
 		want := []string{"ran", "skip"}[i]
 		if ds[0].Action != want {
 			t.Errorf("via %s: %s (%v), want %s", path, ds[0].Action, ds[0].Reasons, want)
+		}
+	}
+}
+
+// TestReproComparesWhatWasRecorded: run.start records a command and params
+// with secrets redacted, so repro must compare the redacted forms, or a
+// stage with a token would never be up to date.
+func TestReproComparesWhatWasRecorded(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "rlgate.yaml")
+	os.WriteFile(pf, []byte("stages:\n  pull:\n    cmd: \"echo fetch --token tok-5150 > out.txt\"\n    params: {api_key: k-6160, lr: \"1e-6\"}\n    outs: {out: out.txt}\n    gpu: off\n"), 0o644)
+	l := ledgertest.New(t)
+	for _, want := range []string{"ran", "skip"} {
+		f, err := Load(pf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds, err := Repro(ctx, l, f, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ds[0].Action != want {
+			t.Errorf("%s (%v), want %s", ds[0].Action, ds[0].Reasons, want)
+		}
+	}
+}
+
+// TestLoadDVCStyleStage: a stage written as dvc.yaml writes one (deps,
+// outs and metrics as lists of paths, cmd a string) loads, names each path
+// by itself, and runs through repro.
+func TestLoadDVCStyleStage(t *testing.T) {
+	dir := t.TempDir()
+	pf := filepath.Join(dir, "rlgate.yaml")
+	os.WriteFile(pf, []byte(`stages:
+  one:
+    cmd: cat in.txt > one.txt && echo "step:1 - loss:0.5" > one.log
+    deps: [in.txt]
+    outs: [one.txt]
+    metrics: [one.log]
+    gpu: off
+  two:
+    cmd: cat one.txt ./one.txt > two.txt
+    deps:
+      - ./one.txt
+    outs:
+      - two.txt
+    gpu: off
+`), 0o644)
+	os.WriteFile(filepath.Join(dir, "in.txt"), []byte("x\n"), 0o644)
+	f, err := Load(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string][]map[string]string{}
+	for _, s := range f.Stages {
+		got[s.Name] = []map[string]string{s.Deps, s.Outs}
+	}
+	want := map[string][]map[string]string{
+		"one": {{"in.txt": "in.txt"}, {"one.txt": "one.txt"}},
+		"two": {{"one.txt": "./one.txt"}, {"two.txt": "two.txt"}},
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("deps and outs (-want +got):\n%s", d)
+	}
+	if f.Stages[0].Name != "one" || len(f.Stages[0].Metrics) != 1 || f.Stages[1].Upstream[0] != "one" {
+		t.Errorf("stages %+v %+v", f.Stages[0], f.Stages[1])
+	}
+	l := ledgertest.New(t)
+	for _, want := range []string{"one:ran two:ran", "one:skip two:skip"} {
+		ds, err := Repro(ctx, l, f, nil, Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := actions(t, ds); got != want {
+			t.Errorf("repro: %s, want %s (%v)", got, want, ds)
 		}
 	}
 }

@@ -196,12 +196,13 @@ func staleness(ctx context.Context, l *ledger.Ledger, spec runner.Spec, last *pa
 		return []string{"never run successfully"}, nil
 	}
 	var why []string
-	if !slices.Equal(spec.Argv, last.Start.Argv) {
+	argv, params := runner.RecordedCommand(spec)
+	if !slices.Equal(argv, last.Start.Argv) {
 		why = append(why, "command changed")
 	}
-	for _, k := range unionKeys(spec.Params, last.Start.Params) {
-		if spec.Params[k] != last.Start.Params[k] {
-			why = append(why, fmt.Sprintf("param %s changed (%q -> %q)", k, last.Start.Params[k], spec.Params[k]))
+	for _, k := range unionKeys(params, last.Start.Params) {
+		if params[k] != last.Start.Params[k] {
+			why = append(why, fmt.Sprintf("param %s changed (%q -> %q)", k, last.Start.Params[k], params[k]))
 		}
 	}
 	if len(spec.Configs) != len(last.Start.Configs) {

@@ -290,7 +290,7 @@ func (o *Options) start() (Start, error) {
 	if err != nil {
 		return Start{}, err
 	}
-	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model, Endpoint: o.Endpoint,
+	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model, Endpoint: ledger.Redact("", o.Endpoint),
 		Tasks: o.TasksPath, TasksDigest: o.TasksDigest, TaskSet: tasks.SetDigest(ids), Count: len(ids), DBRoot: o.DBRoot,
 		Client: o.Client.record(), Parallel: o.Concurrency}, nil
 }

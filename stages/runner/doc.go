@@ -4,10 +4,12 @@
 // Before the command starts, Run hashes the inputs (a checkpoint manifest
 // with a model identity for safetensors, a dataset manifest otherwise) and
 // configs (raw bytes, plus a canonical JSON form for YAML and JSON), and
-// records the git commit and diff, an allow-listed environment with secret
-// values redacted, and the host with the tool versions found. While the
-// command runs (by argv, never through a shell it did not ask for), its
-// output is teed to the terminal and to the ledger in chunks, declared
+// records the git commit and diff, an allow-listed environment, and the
+// host with the tool versions found; the environment, argv and params go
+// through ledger's one redaction rule (ledger.Redactor), which also masks
+// their secrets in the recorded output. While the command runs (by argv,
+// never through a shell it did not ask for), its output is teed to the
+// terminal and to the ledger in chunks, declared
 // metrics files are tailed into metrics entries and nvidia-smi is sampled,
 // every FlushEvery: what was logged before a crash survives it. Afterwards
 // the outputs are hashed and the run is closed as ok, failed (non-zero exit,

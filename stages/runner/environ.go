@@ -3,6 +3,8 @@ package runner
 import (
 	"slices"
 	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // envPrefixes and envNames are the allow-list of environment variables a
@@ -20,27 +22,25 @@ var (
 		"LOCAL_RANK", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT",
 		"PYTHONPATH", "VIRTUAL_ENV", "CONDA_DEFAULT_ENV", "GOMAXPROCS",
 	}
-	// secretMarkers: a recorded name containing any of these has its value
-	// replaced by Redacted.
-	secretMarkers = []string{"KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH"}
 )
 
-// Redacted replaces the value of a variable whose name marks it secret.
-const Redacted = "[redacted]"
-
-// CaptureEnv returns the allow-listed variables of environ (as os.Environ
-// gives it), with secret-looking values redacted.
-func CaptureEnv(environ []string) map[string]string {
+// captureEnv returns the allow-listed variables of environ (as os.Environ
+// gives it) with ledger's redaction rule applied, noting each redacted one
+// as "env.NAME" in r. Every variable, recorded or not, goes through r, so
+// that a secret the stage can print (MY_DB_PASSWORD, a URL with a
+// password) is masked in its recorded output too.
+func captureEnv(r *ledger.Redactor, environ []string) map[string]string {
 	out := map[string]string{}
 	for _, kv := range environ {
 		name, value, ok := strings.Cut(kv, "=")
-		if !ok || !allowed(name) {
+		if !ok {
 			continue
 		}
-		if secret(name) {
-			value = Redacted
+		if !allowed(name) {
+			r.Value("", name, value)
+			continue
 		}
-		out[name] = value
+		out[name] = r.Value("env."+name, name, value)
 	}
 	return out
 }
@@ -51,16 +51,6 @@ func allowed(name string) bool {
 	}
 	for _, p := range envPrefixes {
 		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
-}
-
-func secret(name string) bool {
-	up := strings.ToUpper(name)
-	for _, m := range secretMarkers {
-		if strings.Contains(up, m) {
 			return true
 		}
 	}

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -20,26 +21,50 @@ type MetricFile struct {
 const metricsPerEntry = 50000
 
 // ingester tails one metrics file into the ledger while the stage runs.
+// A problem with the file (it does not parse, it never appears, a key is
+// written twice in one record) is a finding: printed on warn as soon as it
+// is seen, kept for run.end, and never a change to the stage's outcome.
 type ingester struct {
-	file   MetricFile
-	tailer *metrics.Tailer
-	points int64
+	file     MetricFile
+	warn     io.Writer // the terminal's stderr; nil: none
+	tailer   *metrics.Tailer
+	points   int64
+	findings []string
+	stopped  bool // a parse error ended ingestion of this file
+}
+
+// finding records a problem with the metrics file and reports it at once.
+func (g *ingester) finding(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	g.findings = append(g.findings, msg)
+	if g.warn != nil {
+		fmt.Fprintf(g.warn, "rlgate: warning: %s\n", msg)
+	}
 }
 
 // poll appends the complete records written since the last poll; with
 // final set, the writer has exited and a trailing record is complete too.
-// A file that does not exist yet is not an error until the stage has ended.
+// Only a failure to record is an error; what is wrong with the file is a
+// finding. The first parse error stops ingestion of the file: what follows
+// a fault cannot be placed reliably, so it is not recorded.
 func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final bool) error {
+	if g.stopped {
+		return nil
+	}
 	if g.tailer == nil {
 		if _, err := os.Stat(g.file.Path); err != nil {
 			if final {
-				return fmt.Errorf("metrics %s: the stage never wrote it", g.file.Path)
+				g.finding("metrics %s: the stage never wrote it", g.file.Path)
 			}
 			return nil
 		}
 		t, err := metrics.NewTailer(g.file.Path, metrics.Options{Format: g.file.Format}, metrics.Cursor{})
 		if err != nil {
-			return err
+			// An empty or just-created file may not show its format yet.
+			if final {
+				g.finding("metrics %s: %v", g.file.Path, err)
+			}
+			return nil
 		}
 		g.tailer = t
 	}
@@ -47,9 +72,15 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 	if final {
 		next = g.tailer.Final
 	}
-	pts, err := next()
-	if err != nil {
-		return err
+	pts, perr := next()
+	if perr != nil {
+		g.stopped = true
+		g.finding("%v; the rest of %s was not ingested", perr, g.file.Path)
+	}
+	if final || g.stopped {
+		if n := g.tailer.Stats().Duplicates; n > 0 {
+			g.finding("metrics %s: %d keys written twice in one record; the last value was kept", g.file.Path, n)
+		}
 	}
 	if len(pts) == 0 {
 		return nil

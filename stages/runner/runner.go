@@ -71,6 +71,30 @@ type StartBody struct {
 	Host     Host                     `json:"host"`
 	TimeoutS float64                  `json:"timeout_s,omitempty"`
 	PID      int                      `json:"pid"`
+	// Redacted names the values the redaction rule replaced ("argv[3]",
+	// "env.HF_TOKEN", "params.api_key"), sorted.
+	Redacted []string `json:"redacted,omitempty"`
+}
+
+// recordedCommand returns spec's argv and params as run.start records
+// them: through ledger's redaction rule, noted in r.
+func recordedCommand(r *ledger.Redactor, spec Spec) ([]string, map[string]string) {
+	argv := r.Argv("argv", spec.Argv)
+	var params map[string]string
+	if spec.Params != nil {
+		params = make(map[string]string, len(spec.Params))
+		for k, v := range spec.Params {
+			params[k] = r.Value("params."+k, k, v)
+		}
+	}
+	return argv, params
+}
+
+// RecordedCommand returns spec's argv and params as run.start records them,
+// so that repro compares a stage with its last run like for like. A change
+// in a redacted value is therefore not seen.
+func RecordedCommand(spec Spec) ([]string, map[string]string) {
+	return recordedCommand(new(ledger.Redactor), spec)
 }
 
 // EndBody is the body of a stage's run.end entry.
@@ -84,6 +108,13 @@ type EndBody struct {
 	LogBytes     map[string]int64         `json:"log_bytes"`
 	GPU          *gpu.Summary             `json:"gpu,omitempty"`
 	GPUState     gpu.State                `json:"gpu_state,omitempty"`
+
+	// MetricFindings are the problems found in the metrics files (a parse
+	// error, a file never written, keys written twice): recorded for the
+	// training audit, never a change to the stage's status.
+	MetricFindings []string `json:"metric_findings,omitempty"`
+
+	ownExit bool // failed because the stage itself exited non-zero
 }
 
 // Result is what Run reports.
@@ -122,8 +153,11 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 
 	var arts []artifactBody
 	var blobs []ledger.Digest
-	start := StartBody{Stage: spec.Stage, Argv: spec.Argv, Params: spec.Params, Outputs: spec.Outputs, Metrics: spec.Metrics,
-		Env: CaptureEnv(spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid()}
+	var red ledger.Redactor
+	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
+		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid()}
+	start.Argv, start.Params = recordedCommand(&red, spec)
+	start.Redacted = red.Fields()
 	start.Dir, _ = filepath.Abs(spec.Dir)
 	if len(spec.Inputs) > 0 {
 		start.Inputs = map[string]ledger.Digest{}
@@ -181,7 +215,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	}
 
 	began := time.Now()
-	res.EndBody = execute(ctx, rec, l, spec)
+	res.EndBody = execute(ctx, rec, l, spec, &red)
 	res.DurationS = time.Since(began).Seconds()
 	if err := recordOutputs(rec, l, spec, &res.EndBody); err != nil {
 		res.Status, res.Reason = "failed", err.Error()
@@ -220,9 +254,10 @@ func newRunID(stage string) string {
 	return stage + "-" + time.Now().UTC().Format("20060102T150405") + "-" + hex.EncodeToString(b[:])
 }
 
-// execute runs the command and records its output, metrics and telemetry
-// while it runs. It returns the end body without outputs.
-func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec) EndBody {
+// execute runs the command and records its output, with the secrets red
+// removed from run.start masked, metrics and telemetry while it runs. It
+// returns the end body without outputs.
+func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.Redactor) EndBody {
 	runCtx := ctx
 	if spec.Timeout > 0 {
 		var cancel context.CancelFunc
@@ -238,8 +273,12 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec) EndBody {
 	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = killGrace
 	setDeathSignal(cmd)
-	stdout := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stdout", term: spec.Stdout}
-	stderr := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stderr", term: spec.Stderr}
+	var warn io.Writer // the stage's stderr and rlgate's warnings, one at a time
+	if spec.Stderr != nil {
+		warn = &syncWriter{w: spec.Stderr}
+	}
+	stdout := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stdout", term: spec.Stdout, mask: red.Masker()}
+	stderr := &logSink{ctx: rec, l: l, run: spec.Run, stream: "stderr", term: warn, mask: red.Masker()}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 
 	var end EndBody
@@ -251,7 +290,7 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec) EndBody {
 	}
 	ingesters := make([]*ingester, len(spec.Metrics))
 	for i, m := range spec.Metrics {
-		ingesters[i] = &ingester{file: m}
+		ingesters[i] = &ingester{file: m, warn: warn}
 	}
 
 	if err := cmd.Start(); err != nil {
@@ -278,8 +317,8 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec) EndBody {
 
 	var gpuRecorded int
 	flushAll := func(final bool) {
-		note(stdout.flush())
-		note(stderr.flush())
+		note(stdout.flush(final))
+		note(stderr.flush(final))
 		for _, g := range ingesters {
 			note(g.poll(rec, l, spec.Run, final))
 		}
@@ -311,6 +350,7 @@ loop:
 	end.LogBytes = map[string]int64{"stdout": stdout.offset, "stderr": stderr.offset}
 	for _, g := range ingesters {
 		end.MetricPoints += g.points
+		end.MetricFindings = append(end.MetricFindings, g.findings...)
 	}
 	if spec.GPU {
 		end.GPUState = gres.State
@@ -331,14 +371,26 @@ loop:
 		end.Status, end.Reason = "failed", fmt.Sprintf("timed out after %s", spec.Timeout)
 	case waitErr != nil:
 		end.Status, end.Reason = "failed", waitErr.Error()
+		end.ownExit = code > 0 && end.Signal == ""
 	default:
 		end.Status = "ok"
 	}
 	if recordErr != nil {
-		end.Status = "failed"
+		end.Status, end.ownExit = "failed", false
 		end.Reason = "recording the stage: " + recordErr.Error()
 	}
 	return end
+}
+
+// StageExit is the stage's own exit code when the run failed because the
+// stage exited non-zero, so that a front end can exit with it (a trainer
+// exiting 7 makes rlgate exit 7); 0 otherwise, including failures rlgate
+// decided (a timeout, a signal, a declared output missing, recording).
+func (r *Result) StageExit() int {
+	if r.Status != "failed" || !r.ownExit || r.ExitCode == nil {
+		return 0
+	}
+	return *r.ExitCode
 }
 
 // recordOutputs hashes the declared outputs that exist; a stage that

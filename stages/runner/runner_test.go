@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/metrics"
@@ -92,7 +93,7 @@ mkdir -p out && cp data.txt out/weights.txt`
 	start, _ := l.EntryBySeq(ctx, res.StartSeq)
 	var sb StartBody
 	json.Unmarshal(start.Body, &sb)
-	if sb.Env["HF_TOKEN"] != Redacted || sb.Env["CUDA_VISIBLE_DEVICES"] != "0" || sb.Env["HOME"] != "" {
+	if sb.Env["HF_TOKEN"] != ledger.Redacted || sb.Env["CUDA_VISIBLE_DEVICES"] != "0" || sb.Env["HOME"] != "" {
 		t.Errorf("environment capture: %v", sb.Env)
 	}
 	if bytes.Contains(start.Body, []byte("hf_secret_value")) {
@@ -222,14 +223,13 @@ func TestGPUTelemetryFromFakeSMI(t *testing.T) {
 }
 
 func TestCaptureEnv(t *testing.T) {
-	got := CaptureEnv([]string{"WANDB_API_KEY=k", "HF_TOKEN=t", "OPENAI_API_KEY=x", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root", "VLLM_SECRET=s", "NCCL_DEBUG=INFO", "RAY_ADDRESS=auto", "MY_PASSWORD=p", "OMP_NUM_THREADS=4"})
-	want := map[string]string{"WANDB_API_KEY": Redacted, "HF_TOKEN": Redacted, "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_SECRET": Redacted, "NCCL_DEBUG": "INFO", "RAY_ADDRESS": "auto", "OMP_NUM_THREADS": "4"}
-	if len(got) != len(want) {
-		t.Errorf("captured %v, want %v", got, want)
+	var r ledger.Redactor
+	got := captureEnv(&r, []string{"WANDB_API_KEY=k", "HF_TOKEN=t", "OPENAI_API_KEY=x", "CUDA_VISIBLE_DEVICES=0,1", "HOME=/root", "VLLM_SECRET=s", "NCCL_DEBUG=INFO", "RAY_ADDRESS=auto", "MY_PASSWORD=p", "OMP_NUM_THREADS=4", "TOKENIZERS_PARALLELISM=false"})
+	want := map[string]string{"WANDB_API_KEY": ledger.Redacted, "HF_TOKEN": ledger.Redacted, "CUDA_VISIBLE_DEVICES": "0,1", "VLLM_SECRET": ledger.Redacted, "NCCL_DEBUG": "INFO", "RAY_ADDRESS": "auto", "OMP_NUM_THREADS": "4", "TOKENIZERS_PARALLELISM": "false"}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("captured (-want +got):\n%s", d)
 	}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("%s = %q, want %q", k, got[k], v)
-		}
+	if d := cmp.Diff([]string{"env.HF_TOKEN", "env.VLLM_SECRET", "env.WANDB_API_KEY"}, r.Fields()); d != "" {
+		t.Errorf("redacted (-want +got):\n%s", d)
 	}
 }

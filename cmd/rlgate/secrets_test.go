@@ -1,0 +1,188 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+	"github.com/rlgate/rlgate/stages/runner"
+)
+
+// secretsLeaked returns the planted secrets found anywhere in the ledger
+// directory: every byte of ledger.db, its -wal and -shm, and every blob.
+func secretsLeaked(t *testing.T, ldir string, secrets []string) []string {
+	t.Helper()
+	var found []string
+	err := filepath.WalkDir(ldir, func(path string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		for _, s := range secrets {
+			if bytes.Contains(data, []byte(s)) {
+				found = append(found, s+" in "+strings.TrimPrefix(path, ldir))
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return found
+}
+
+func TestSecretsRunNeverReachTheLedger(t *testing.T) {
+	ldir := filepath.Join(t.TempDir(), "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	env := map[string]string{
+		"HF_ENDPOINT":    "https://hfuser:hfpass-7781@hf.example.org", // recorded, a password in the URL
+		"HF_TOKEN":       "hf_tok_5521xyz",                            // recorded, secret by name
+		"WANDB_ACCESS":   "wandb-acc-3391",                            // *_ACCESS
+		"SLURM_JOB_PASS": "slurm-pass-4410",                           // *_PASS
+		"MY_DB_PASSWORD": "hunter2",                                   // not recorded, but printed
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	secrets := []string{"hfpass-7781", "hf_tok_5521xyz", "wandb-acc-3391", "slurm-pass-4410", "hunter2",
+		"param-key-6612", "argv-tok-9902", "argv-auth-1203", "argv-key-5504", "argv-pw-8805", "argv-q-7706"}
+	// The stage prints every secret it was given, one of them split across
+	// two writes.
+	script := `echo "$MY_DB_PASSWORD $HF_ENDPOINT $WANDB_ACCESS $SLURM_JOB_PASS"; echo "$HF_TOKEN" >&2
+echo "param $RLGATE_PARAM_API_KEY args $*"
+printf hun; sleep 0.1; printf 'ter2\n'`
+	argv := []string{"sh", "-c", script, "sh", "--token", "argv-tok-9902", "--auth=argv-auth-1203", "API_KEY=argv-key-5504",
+		"--endpoint", "http://u:argv-pw-8805@127.0.0.1:9/v1?api_key=argv-q-7706&model=m"}
+	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--run", "s1", "--gpu", "off",
+		"--param", "api_key=param-key-6612", "--param", "lr=1e-6", "--"}, argv...)
+	code, out, errOut := rlgate(t, args...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	// The stage saw the real values: the terminal shows what it printed.
+	for _, s := range secrets {
+		if !strings.Contains(out+errOut, s) {
+			t.Errorf("the stage did not print %q: the real value did not reach it", s)
+		}
+	}
+	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
+		t.Errorf("secrets in the ledger: %v", leaked)
+	}
+
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var start runner.StartBody
+	var stdout bytes.Buffer
+	masked := 0
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "s1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.Kind {
+		case ledger.KindRunStart:
+			json.Unmarshal(e.Body, &start)
+		case runner.KindLog:
+			var c runner.LogChunk
+			json.Unmarshal(e.Body, &c)
+			masked += c.Masked
+			if c.Stream == "stdout" {
+				b, _ := l.ReadBlob(e.Blobs[0])
+				stdout.Write(b)
+			}
+		}
+	}
+	for _, f := range []string{"argv[5]", "argv[6]", "argv[7]", "argv[9]", "env.HF_ENDPOINT", "env.HF_TOKEN",
+		"env.SLURM_JOB_PASS", "env.WANDB_ACCESS", "params.api_key"} {
+		if !slices.Contains(start.Redacted, f) {
+			t.Errorf("run.start redacted = %v, lacks %s", start.Redacted, f)
+		}
+	}
+	wantArgv := append(slices.Clone(argv[:5]), ledger.Redacted, "--auth="+ledger.Redacted, "API_KEY="+ledger.Redacted,
+		"--endpoint", "http://"+ledger.Redacted+"@127.0.0.1:9/v1?api_key="+ledger.Redacted+"&model=m")
+	if !slices.Equal(start.Argv, wantArgv) {
+		t.Errorf("recorded argv %q, want %q", start.Argv, wantArgv)
+	}
+	if start.Params["lr"] != "1e-6" || start.Env["HF_ENDPOINT"] != "https://"+ledger.Redacted+"@hf.example.org" {
+		t.Errorf("plain values changed: params %v, HF_ENDPOINT %q", start.Params, start.Env["HF_ENDPOINT"])
+	}
+	if !strings.Contains(stdout.String(), "param "+ledger.Redacted+" args") || masked == 0 {
+		t.Errorf("recorded stdout %q (%d masked)", stdout.String(), masked)
+	}
+}
+
+func TestSecretsRolloutEndpoint(t *testing.T) {
+	ldir, data := spiderLedger(t)
+	backend := rollouttest.New(t, rollouttest.ThreeTurns(nil))
+	target, _ := url.Parse(backend.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	// The front door checks the credentials the rollout sends, then passes
+	// the request on to the scripted server.
+	var mu sync.Mutex
+	var users, keys []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		user, pw, _ := r.BasicAuth()
+		mu.Lock()
+		users = append(users, user+":"+pw)
+		keys = append(keys, r.URL.RawQuery)
+		mu.Unlock()
+		if user != "rollout-user" || pw != "pw-rollout-4471" {
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+	endpoint := strings.Replace(front.URL, "http://", "http://rollout-user:pw-rollout-4471@", 1) + "/v1?api_key=rollout-q-key-8832"
+	code, out, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
+		"--run", "r1", "--limit", "2", "--json")
+	if code != 0 {
+		t.Fatalf("rollout: exit %d: %s", code, errOut)
+	}
+	var s rollout.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != 2 {
+		t.Fatalf("summary %+v: %v", s, err)
+	}
+	mu.Lock()
+	for i := range users {
+		if users[i] != "rollout-user:pw-rollout-4471" || !strings.Contains(keys[i], "api_key=rollout-q-key-8832") {
+			t.Errorf("request %d sent user %q, query %q", i, users[i], keys[i])
+		}
+	}
+	mu.Unlock()
+	if leaked := secretsLeaked(t, ldir, []string{"pw-rollout-4471", "rollout-q-key-8832"}); len(leaked) > 0 {
+		t.Errorf("secrets in the ledger: %v", leaked)
+	}
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	start, err := rollout.ReadStart(context.Background(), l, "r1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := strings.Replace(front.URL, "http://", "http://"+ledger.Redacted+"@", 1) + "/v1?api_key=" + ledger.Redacted; start.Endpoint != want {
+		t.Errorf("recorded endpoint %q, want %q", start.Endpoint, want)
+	}
+}

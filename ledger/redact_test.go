@@ -1,0 +1,141 @@
+package ledger
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func TestSecretName(t *testing.T) {
+	secret := []string{"HF_TOKEN", "MY_DB_PASSWORD", "DB_PASS", "S3_ACCESS", "OPENAI_API_KEY", "APIKEY", "apiKey",
+		"api_key", "access-token", "X-Amz-Signature", "X-Amz-Credential", "sig", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD",
+		"GH_AUTH", "oauth", "passwordFile", "key", "secret", "password"}
+	plain := []string{"max_tokens", "TOKENIZERS_PARALLELISM", "XAUTHORITY", "lr", "HF_ENDPOINT", "CUDA_VISIBLE_DEVICES",
+		"PWD", "endpoint", "model", "num_passes", ""}
+	for _, n := range secret {
+		if !SecretName(n) {
+			t.Errorf("SecretName(%q) = false, want true", n)
+		}
+	}
+	for _, n := range plain {
+		if SecretName(n) {
+			t.Errorf("SecretName(%q) = true, want false", n)
+		}
+	}
+}
+
+func TestRedactValues(t *testing.T) {
+	tests := []struct {
+		name, key, value, want string
+		secrets                []string
+	}{
+		{"secret name", "HF_TOKEN", "hf_abcdef", Redacted, []string{"hf_abcdef"}},
+		{"plain", "lr", "1e-6", "1e-6", nil},
+		{"url userinfo", "HF_ENDPOINT", "https://user:PASS@host/x", "https://" + Redacted + "@host/x", []string{"PASS"}},
+		{"url token as user", "", "https://ghp_tok@github.com", "https://" + Redacted + "@github.com", []string{"ghp_tok"}},
+		{"url query", "endpoint", "http://user:pw@h:8/v1?api_key=K1%2B&model=m&sig=S#frag",
+			"http://" + Redacted + "@h:8/v1?api_key=" + Redacted + "&model=m&sig=" + Redacted + "#frag", []string{"pw", "K1%2B", "K1+", "S"}},
+		{"two urls", "", "a=http://h/?token=T1 b=https://u:p2@g", "a=http://h/?token=" + Redacted + " b=https://" + Redacted + "@g", []string{"T1", "p2"}},
+		{"url without secrets", "", "http://127.0.0.1:8000/v1?model=x", "http://127.0.0.1:8000/v1?model=x", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var r Redactor
+			if got := r.Value("f", tt.key, tt.value); got != tt.want {
+				t.Errorf("Value = %q, want %q", got, tt.want)
+			}
+			if d := cmp.Diff(tt.secrets, secretList(&r), cmpopts.SortSlices(func(a, b string) bool { return a < b })); d != "" {
+				t.Errorf("secrets (-want +got):\n%s", d)
+			}
+			wantFields := []string(nil)
+			if tt.secrets != nil {
+				wantFields = []string{"f"}
+			}
+			if d := cmp.Diff(wantFields, r.Fields()); d != "" {
+				t.Errorf("fields (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func secretList(r *Redactor) []string {
+	if len(r.secrets) == 0 {
+		return nil
+	}
+	var out []string
+	for s := range r.secrets {
+		out = append(out, s)
+	}
+	return out
+}
+
+func TestRedactArgv(t *testing.T) {
+	argv := []string{"python", "train.py", "--token", "tok1", "--token=tok2", "-api-key=k3", "API_KEY=k4", "--lr", "1e-6",
+		"--endpoint", "http://user:pw5@host/v1?api_key=k6", "--use-auth", "--verbose", "max_tokens=512",
+		"sh -c 'serve --hf-token tok7 --port 1'", "--password", "two words"}
+	want := []string{"python", "train.py", "--token", Redacted, "--token=" + Redacted, "-api-key=" + Redacted, "API_KEY=" + Redacted,
+		"--lr", "1e-6", "--endpoint", "http://" + Redacted + "@host/v1?api_key=" + Redacted, "--use-auth", "--verbose", "max_tokens=512",
+		"sh -c 'serve --hf-token " + Redacted + " --port 1'", "--password", Redacted}
+	var r Redactor
+	got := r.Argv("argv", argv)
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("Argv (-want +got):\n%s", d)
+	}
+	wantFields := []string{"argv[10]", "argv[14]", "argv[16]", "argv[3]", "argv[4]", "argv[5]", "argv[6]"}
+	if d := cmp.Diff(wantFields, r.Fields()); d != "" {
+		t.Errorf("fields (-want +got):\n%s", d)
+	}
+	for _, s := range []string{"tok1", "tok2", "k3", "k4", "pw5", "k6", "tok7"} {
+		if !r.secrets[s] {
+			t.Errorf("secret %q not collected", s)
+		}
+	}
+}
+
+// TestMaskerSplits feeds output holding secrets in every split into two
+// writes, and in single bytes: no secret of MinMasked bytes or more
+// survives, the rest of the output is unchanged, and shorter ones are left.
+func TestMaskerSplits(t *testing.T) {
+	var r Redactor
+	r.Value("", "MY_DB_PASSWORD", "hunter2")
+	r.Value("", "URL", "https://u:hunter2-long@h") // contains the shorter secret
+	r.Value("", "SHORT_KEY", "abc")                // below MinMasked
+	r.Value("", "OTHER_TOKEN", "aaab")
+	text := "x hunter2 y hunter2-long z abc hunhunter2 aaaab hunte"
+	want := "x [redacted] y [redacted] z abc hun[redacted] a[redacted] hunte"
+	for cut := 0; cut <= len(text); cut++ {
+		m := r.Masker()
+		var got []byte
+		for _, part := range []string{text[:cut], text[cut:]} {
+			out, _ := m.Mask([]byte(part))
+			got = append(got, out...)
+		}
+		out, _ := m.Flush()
+		got = append(got, out...)
+		if string(got) != want {
+			t.Fatalf("split at %d: got %q, want %q", cut, got, want)
+		}
+	}
+	m := r.Masker()
+	var got []byte
+	n := 0
+	for i := range len(text) {
+		out, k := m.Mask([]byte{text[i]})
+		got, n = append(got, out...), n+k
+	}
+	out, k := m.Flush()
+	got, n = append(got, out...), n+k
+	if string(got) != want || n == 0 {
+		t.Errorf("byte by byte: got %q (%d masked), want %q", got, n, want)
+	}
+	if strings.Contains(string(got), "hunter2") {
+		t.Error("a secret survived")
+	}
+	var none Redactor
+	none.Value("", "lr", "1")
+	if none.Masker() != nil {
+		t.Error("Masker without secrets is not nil")
+	}
+}
