@@ -12,9 +12,10 @@ import (
 
 func newLogCommand() *cli.Command {
 	return &cli.Command{
-		Name:        "log",
-		Usage:       "list ledger entries",
-		Description: "Lists entries in chain order, optionally only one kind or one run.\n\n" + exitCodesHelp,
+		Name:  "log",
+		Usage: "list ledger entries",
+		Description: "Lists entries in chain order, optionally only one kind or one run. Opens\n" +
+			"the ledger read-only.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "kind", Usage: "only entries of this `KIND` (run.start, artifact, metrics, ...)"},
 			&cli.StringFlag{Name: "run", Usage: "only entries of this `RUN`"},
@@ -36,7 +37,7 @@ type logOptions struct {
 const bodyPreview = 60
 
 func runLog(ctx context.Context, opts logOptions, w io.Writer) ([]ledger.Entry, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
+	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -18,7 +18,7 @@ func newShowCommand() *cli.Command {
 		Usage:     "print one entry in full",
 		ArgsUsage: "SEQ|HASH",
 		Description: "Prints the entry with that sequence number, or whose hash starts with the\n" +
-			"given hex digits (at least 4), with its body.\n\n" + exitCodesHelp,
+			"given hex digits (at least 4), with its body. Opens the ledger read-only.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
@@ -37,7 +37,7 @@ type showOptions struct {
 }
 
 func runShow(ctx context.Context, opts showOptions, w io.Writer) (*ledger.Entry, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
+	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -104,6 +104,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newLogCommand(),
 			newShowCommand(),
 			newHeadCommand(),
+			newRunsCommand(),
 			newVerifyCommand(),
 			newCkptCommand(),
 			newAuditCommand(),
