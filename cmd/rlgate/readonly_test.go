@@ -14,6 +14,7 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
@@ -258,4 +259,79 @@ func readonlyCopyFile(from, to string) error {
 		return err
 	}
 	return dst.Close()
+}
+
+// readonlyLogLedger makes a ledger with a real stage run under a long run
+// id, whose entries have wide bodies.
+func readonlyLogLedger(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	for _, db := range []string{"concert_singer", "car_1", "dog_kennels"} {
+		if code, _, errOut := rlgate(t, "--ledger", dir, "hash", "--record", "../../testdata/spider/database/"+db); code != exitOK {
+			t.Fatal(errOut)
+		}
+	}
+	if code, _, errOut := rlgate(t, "--ledger", dir, "run", "--stage", "export", "--run", "export-qwen2.5-coder-7b-instruct-2026-11-30", "--gpu", "off", "--", "sh", "-c", "echo exported"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	return dir
+}
+
+func readonlyLogJSON(t *testing.T, dir string, args ...string) []ledger.Entry {
+	t.Helper()
+	code, out, errOut := rlgate(t, append([]string{"--ledger", dir, "log", "--json"}, args...)...)
+	if code != exitOK {
+		t.Fatalf("log --json %v: exit %d: %s", args, code, errOut)
+	}
+	var es []ledger.Entry
+	if err := json.Unmarshal([]byte(out), &es); err != nil {
+		t.Fatal(err)
+	}
+	return es
+}
+
+// TestLogLimitTailAndWidth: --limit N keeps the first N entries, --tail N
+// the last N, --json stays complete, and the table fits 100 columns.
+// Before, there was neither flag and the table was 179 columns wide.
+func TestLogLimitTailAndWidth(t *testing.T) {
+	dir := readonlyLogLedger(t)
+	all := readonlyLogJSON(t, dir)
+	if len(all) < 7 {
+		t.Fatalf("fixture has %d entries", len(all))
+	}
+	if diff := cmp.Diff(all[:3], readonlyLogJSON(t, dir, "--limit", "3")); diff != "" {
+		t.Errorf("--limit 3 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(all[len(all)-3:], readonlyLogJSON(t, dir, "--tail", "3")); diff != "" {
+		t.Errorf("--tail 3 (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(all, readonlyLogJSON(t, dir, "--tail", "1000")); diff != "" {
+		t.Errorf("--tail past the start (-want +got):\n%s", diff)
+	}
+	runStarts := readonlyLogJSON(t, dir, "--kind", "run.start", "--tail", "1")
+	if len(runStarts) != 1 || runStarts[0].Run != "export-qwen2.5-coder-7b-instruct-2026-11-30" {
+		t.Errorf("--kind run.start --tail 1: %+v", runStarts)
+	}
+
+	for _, args := range [][]string{{}, {"--tail", "2"}, {"--run", "export-qwen2.5-coder-7b-instruct-2026-11-30"}} {
+		code, out, errOut := rlgate(t, append([]string{"--ledger", dir, "log"}, args...)...)
+		if code != exitOK {
+			t.Fatalf("log %v: exit %d: %s", args, code, errOut)
+		}
+		for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
+			if n := utf8.RuneCountInString(line); n > termWidth {
+				t.Errorf("log %v: a line of %d columns, want at most %d:\n%s", args, n, termWidth, line)
+			}
+		}
+		if !strings.Contains(out, all[len(all)-1].Hash.Hex()[:12]) {
+			t.Errorf("log %v does not show the last entry's hash prefix:\n%s", args, out)
+		}
+	}
+	_, out, _ := rlgate(t, "--ledger", dir, "log", "--tail", "2")
+	if !strings.Contains(out, "2 entries (the last 2)") {
+		t.Errorf("log --tail 2 does not say what it shows:\n%s", out)
+	}
 }
