@@ -84,8 +84,9 @@ func (e checkFailed) Error() string { return e.msg }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{
-		Name:  "rlgate",
-		Usage: "an evidence-gated experiment ledger for agentic RL on Text-to-SQL",
+		Name:    "rlgate",
+		Usage:   "an evidence-gated experiment ledger for agentic RL on Text-to-SQL",
+		Version: buildVersion(),
 		Description: "rlgate records every stage of a run in a hash-chained ledger, checks it,\n" +
 			"and lets a claim through only when audits and paired statistics pass.\n\n" + exitCodesHelp,
 		Writer:    stdout,

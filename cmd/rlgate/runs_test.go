@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"runtime"
+	"runtime/debug"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -61,5 +63,26 @@ func TestRunsListsEveryRun(t *testing.T) {
 		if !strings.Contains(out, s) {
 			t.Errorf("runs table lacks %q:\n%s", s, out)
 		}
+	}
+}
+
+// TestVersion: rlgate --version prints one line; before, there was no
+// such flag (exit 2).
+func TestVersion(t *testing.T) {
+	code, out, errOut := rlgate(t, "--version")
+	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "rlgate version ") || !strings.Contains(out, runtime.Version()) {
+		t.Fatalf("--version: exit %d, %q, %q", code, out, errOut)
+	}
+	// What a build from a modified git checkout records, as go version -m
+	// prints it (ParseBuildInfo leaves GoVersion to the caller).
+	bi, err := debug.ParseBuildInfo("path\tgithub.com/rlgate/rlgate/cmd/rlgate\n" +
+		"mod\tgithub.com/rlgate/rlgate\tv0.3.0\t\nbuild\t-buildmode=exe\nbuild\tvcs=git\n" +
+		"build\tvcs.revision=5a3996d1c0ffee5a3996d1c0ffee5a3996d1c0ff\nbuild\tvcs.time=2026-11-30T21:00:00Z\nbuild\tvcs.modified=true\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bi.GoVersion = "go1.26.8"
+	if got, want := formatVersion(bi), "v0.3.0, git 5a3996d1c0ffee5a3996d1c0ffee5a3996d1c0ff, dirty, go1.26.8"; got != want {
+		t.Errorf("version of a dirty checkout = %q, want %q", got, want)
 	}
 }
