@@ -26,9 +26,6 @@ func newLogCommand() *cli.Command {
 			&cli.IntFlag{Name: "tail", Usage: "only the last `N` entries that match"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Present() {
-				return usagef("log takes no arguments, got %q (filter with --kind or --run)", cmd.Args().First())
-			}
 			opts := logOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Kind: cmd.String("kind"), Run: cmd.String("run"),
 				Limit: cmd.Int("limit"), Tail: cmd.Int("tail")}
 			for _, f := range []string{"limit", "tail"} {

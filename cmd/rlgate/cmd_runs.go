@@ -21,9 +21,6 @@ func newRunsCommand() *cli.Command {
 			"recorder died shows as running until a writing command closes it.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if cmd.Args().Present() {
-				return usagef("runs takes no arguments, got %q", cmd.Args().First())
-			}
 			_, err := runRuns(ctx, runsOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
 			return err
 		},

@@ -131,12 +131,21 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	return app
 }
 
-// setUsageErrors makes flag-parsing errors of every command exit 2.
+// setUsageErrors makes flag-parsing errors of every command exit 2, and
+// arguments given to a command that takes none (no ArgsUsage).
 func setUsageErrors(c *cli.Command) {
 	c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 		return usageError{err.Error()}
 	}
 	for _, sub := range c.Commands {
+		if action := sub.Action; action != nil && sub.ArgsUsage == "" {
+			sub.Action = func(ctx context.Context, cmd *cli.Command) error {
+				if cmd.Args().Present() {
+					return usagef("%s takes no arguments, got %q", cmd.FullName(), cmd.Args().First())
+				}
+				return action(ctx, cmd)
+			}
+		}
 		setUsageErrors(sub)
 	}
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"path/filepath"
 	"runtime"
 	"runtime/debug"
 	"strings"
@@ -84,5 +85,48 @@ func TestVersion(t *testing.T) {
 	bi.GoVersion = "go1.26.8"
 	if got, want := formatVersion(bi), "v0.3.0, git 5a3996d1c0ffee5a3996d1c0ffee5a3996d1c0ff, dirty, go1.26.8"; got != want {
 		t.Errorf("version of a dirty checkout = %q, want %q", got, want)
+	}
+}
+
+// TestReadCommandsUsageErrorsExit2: a missing or extra argument, or one
+// that is not what the command reads, exits 2 with a message saying what
+// is expected, before the ledger is opened. Before, head, verify and init
+// ignored extra arguments (verify x exited 0, init x said "a ledger
+// already exists"), and show abc / show 0 exited 1.
+func TestReadCommandsUsageErrorsExit2(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	for _, tt := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"show"}, "show takes one argument, an entry's SEQ or HASH; got 0"},
+		{[]string{"show", "1", "2"}, "show takes one argument, an entry's SEQ or HASH; got 2"},
+		{[]string{"show", "abc"}, `show "abc": want an entry's SEQ (a number from 1) or 4 to 64 hex digits of its HASH`},
+		{[]string{"show", "zzzz"}, `show "zzzz": want an entry's SEQ`},
+		{[]string{"show", "0"}, "show 0: sequence numbers start at 1"},
+		{[]string{"head", "x"}, `rlgate head takes no arguments, got "x"`},
+		{[]string{"verify", "x"}, `rlgate verify takes no arguments, got "x"`},
+		{[]string{"init", "x"}, `rlgate init takes no arguments, got "x"`},
+		{[]string{"runs", "x"}, `rlgate runs takes no arguments, got "x"`},
+		{[]string{"log", "artifact"}, `rlgate log takes no arguments, got "artifact"`},
+		{[]string{"log", "--limit", "abc"}, `invalid value "abc" for flag -limit`},
+		{[]string{"log", "--limit", "0"}, "--limit wants a positive number of entries, got 0"},
+		{[]string{"log", "--tail", "-3"}, "--tail wants a positive number of entries, got -3"},
+		{[]string{"log", "--limit", "2", "--tail", "2"}, "--limit and --tail exclude each other"},
+		{[]string{"hash"}, "hash needs at least one PATH"},
+		{[]string{"verify", "--against", "1/2"}, "--against: parse head"},
+	} {
+		code, _, errOut := rlgate(t, append([]string{"--ledger", dir}, tt.args...)...)
+		if code != exitUsage || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%v: exit %d, %q; want exit %d and %q", tt.args, code, errOut, exitUsage, tt.want)
+		}
+	}
+	// A well-formed reference to an entry that does not exist is no usage
+	// error: the command ran and found nothing.
+	if code, _, errOut := rlgate(t, "--ledger", dir, "show", "99"); code != exitError || !strings.Contains(errOut, "entry 99: not found") {
+		t.Errorf("show 99: exit %d, %q", code, errOut)
 	}
 }
