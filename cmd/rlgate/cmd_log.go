@@ -64,17 +64,24 @@ func runLog(ctx context.Context, opts logOptions, w io.Writer) ([]ledger.Entry, 
 	}
 	defer l.Close()
 	entries := []ledger.Entry{}
+	n := 0 // entries matched; with --tail, entries is a ring of the last Tail
 	for e, err := range l.Entries(ctx, ledger.Filter{Kind: opts.Kind, Run: opts.Run}) {
 		if err != nil {
 			return nil, err
 		}
 		if opts.Tail > 0 && len(entries) == opts.Tail {
-			entries = append(entries[:0], entries[1:]...)
+			entries[n%opts.Tail] = e
+		} else {
+			entries = append(entries, e)
 		}
-		entries = append(entries, e)
+		n++
 		if len(entries) == opts.Limit {
 			break
 		}
+	}
+	if opts.Tail > 0 && n > opts.Tail {
+		k := n % opts.Tail // the oldest kept entry
+		entries = append(entries[k:], entries[:k]...)
 	}
 	return entries, emit(w, opts.JSON, entries, func(w io.Writer) error {
 		header := []string{"seq", "at (UTC)", "kind", "run", "hash", "body"}

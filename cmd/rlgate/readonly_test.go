@@ -305,8 +305,10 @@ func TestLogLimitTailAndWidth(t *testing.T) {
 	if diff := cmp.Diff(all[:3], readonlyLogJSON(t, dir, "--limit", "3")); diff != "" {
 		t.Errorf("--limit 3 (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(all[len(all)-3:], readonlyLogJSON(t, dir, "--tail", "3")); diff != "" {
-		t.Errorf("--tail 3 (-want +got):\n%s", diff)
+	for n := 1; n <= len(all); n++ {
+		if diff := cmp.Diff(all[len(all)-n:], readonlyLogJSON(t, dir, "--tail", fmt.Sprint(n))); diff != "" {
+			t.Errorf("--tail %d (-want +got):\n%s", n, diff)
+		}
 	}
 	if diff := cmp.Diff(all, readonlyLogJSON(t, dir, "--tail", "1000")); diff != "" {
 		t.Errorf("--tail past the start (-want +got):\n%s", diff)
