@@ -154,27 +154,73 @@ func TestReadOnlyCommandsWriteNothing(t *testing.T) {
 // failed with "attempt to write a readonly database".
 func TestReadOnlyCommandsOnUnwritableLedger(t *testing.T) {
 	stranger := readonlyStranger(t)
-	for _, stale := range []bool{false, true} {
-		dir := readonlyFixture(t, stale)
+	for _, tt := range []struct {
+		name string
+		make func(t *testing.T) string
+		// the abandoned run's status; the live copy's last writer closed it
+		status string
+	}{
+		{"closed cleanly", func(t *testing.T) string { return readonlyFixture(t, false) }, "running"},
+		{"stale derived tables", func(t *testing.T) string { return readonlyFixture(t, true) }, "running"},
+		{"copied while a writer had it open", readonlyLiveCopy, "interrupted"},
+	} {
+		dir := tt.make(t)
+		_, wantHead, _ := rlgate(t, "--ledger", dir, "head") // as its owner reads it
 		readonlyChmod(t, dir)
 		before := readonlySnapshot(t, dir)
 		for _, args := range readonlyCommands {
 			code, out, errOut := stranger(append([]string{"--ledger", dir}, args...)...)
 			if code != exitOK {
-				t.Errorf("stale %v, %v: exit %d: %s", stale, args, code, errOut)
+				t.Errorf("%s, %v: exit %d: %s", tt.name, args, code, errOut)
 				continue
 			}
-			if args[0] == "runs" && readonlyRunStatus(t, out) != "running" {
-				t.Errorf("stale %v: runs --json: %s", stale, out)
-			}
-			if args[0] == "verify" && !strings.Contains(out, "0 errors") {
-				t.Errorf("stale %v: verify: %s", stale, out)
+			switch args[0] {
+			case "runs":
+				if got := readonlyRunStatus(t, out); got != tt.status {
+					t.Errorf("%s: abandoned run is %s, want %s", tt.name, got, tt.status)
+				}
+			case "verify":
+				if !strings.Contains(out, "0 errors") {
+					t.Errorf("%s: verify: %s", tt.name, out)
+				}
+			case "head":
+				if out != wantHead {
+					t.Errorf("%s: head %q, want %q", tt.name, out, wantHead)
+				}
 			}
 		}
 		if diff := cmp.Diff(before, readonlySnapshot(t, dir)); diff != "" {
-			t.Errorf("stale %v: the ledger directory changed (-before +after):\n%s", stale, diff)
+			t.Errorf("%s: the ledger directory changed (-before +after):\n%s", tt.name, diff)
 		}
 	}
+}
+
+// readonlyLiveCopy copies a ledger while another connection holds it open,
+// after one more entry, so the copy's last entry is still in its -wal file
+// (as in an artifact taken from a running pipeline).
+func readonlyLiveCopy(t *testing.T) string {
+	t.Helper()
+	dir := readonlyFixture(t, false)
+	hold, err := sql.Open("sqlite", filepath.Join(dir, "ledger.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Close()
+	var n int
+	if err := hold.QueryRow("SELECT count(*) FROM entries").Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	if code, _, errOut := rlgate(t, "--ledger", dir, "hash", "--record", "../../testdata/spider/database/car_1"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	cp := filepath.Join(t.TempDir(), "ledger")
+	if err := os.CopyFS(cp, os.DirFS(dir)); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err := os.Stat(filepath.Join(cp, "ledger.db-wal")); err != nil || fi.Size() == 0 {
+		t.Fatalf("the copy has no entries in its -wal: %v", err)
+	}
+	return cp
 }
 
 // readonlyChmod makes the ledger read-only for everyone and its parents
