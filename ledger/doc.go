@@ -24,11 +24,13 @@
 // chain stays linear; SQLite's busy timeout makes them wait their turn.
 // Nothing is ever updated or deleted.
 //
-// Reads: OpenReadOnly opens a ledger without writing it, for commands that
-// only read (and users who may not write). OpenBlob and ReadBlob re-hash
-// what they return and fail with ErrBlobCorrupt on a mismatch. Verify walks everything and returns every
+// Reads: OpenBlob and ReadBlob re-hash what they return and fail with
+// ErrBlobCorrupt on a mismatch. Verify walks everything and returns every
 // finding rather than the first. Head names the last entry; printed in a
 // report, it lets a reader detect later that the chain was cut short.
+//
+// OpenReadOnly opens a ledger without writing it, for commands that only
+// read and for users who may not write it.
 //
 // Tests get a ledger that verifies itself at cleanup from package
 // ledgertest.
