@@ -37,6 +37,9 @@
 // first; it never writes, and stops when its context is cancelled. Head names the last entry; printed in a
 // report, it lets a reader detect later that the chain was cut short.
 //
+// OpenReadOnly opens a ledger without writing it, for commands that only
+// read and for users who may not write it.
+//
 // Tests get a ledger that verifies itself at cleanup from package
 // ledgertest.
 package ledger

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -42,20 +43,34 @@ type Ledger struct {
 	dir string
 	db  *sql.DB
 	id  string
+	// scratch, when set, is a temporary directory holding the database l
+	// reads instead of the ledger's own (see OpenReadOnly); Close removes it.
+	scratch string
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
 // it modernc.org/sqlite ignores mode= (see FIELD-NOTES). synchronous=FULL
 // makes every commit durable on power loss, not just on a process crash.
+// Mode "ro" refuses every write and sets none of the writer's pragmas;
+// "ro-immutable" also reads without locks or WAL, for a database that
+// nothing can be writing (see openDB).
 func dsn(path, mode string) string {
 	u := url.URL{Scheme: "file", Path: path}
 	q := url.Values{}
-	q.Set("mode", mode)
 	q.Add("_pragma", "busy_timeout("+strconv.Itoa(busyTimeoutMS)+")")
-	q.Add("_pragma", "journal_mode(WAL)")
-	q.Add("_pragma", "synchronous(FULL)")
-	q.Add("_pragma", "foreign_keys(1)")
-	q.Set("_txlock", "immediate")
+	switch mode {
+	case "ro":
+		q.Set("mode", "ro")
+	case "ro-immutable":
+		q.Set("mode", "ro")
+		q.Set("immutable", "1")
+	default:
+		q.Set("mode", mode)
+		q.Add("_pragma", "journal_mode(WAL)")
+		q.Add("_pragma", "synchronous(FULL)")
+		q.Add("_pragma", "foreign_keys(1)")
+		q.Set("_txlock", "immediate")
+	}
 	u.RawQuery = q.Encode()
 	return u.String()
 }
@@ -219,9 +234,24 @@ func build(ctx context.Context, dir, id string) error {
 	return nil
 }
 
-// Open opens an existing ledger. It refuses a file that is not a ledger and
-// a schema version outside the supported range, saying what to do instead.
-func Open(ctx context.Context, dir string) (*Ledger, error) {
+// Open opens an existing ledger for reading and writing. It refuses a file
+// that is not a ledger and a schema version outside the supported range,
+// saying what to do instead. Commands that append use it: it rebuilds
+// derived tables older than this build's and closes, as interrupted, every
+// run whose recorder died.
+func Open(ctx context.Context, dir string) (*Ledger, error) { return open(ctx, dir, false) }
+
+// OpenReadOnly opens an existing ledger for reading only. It appends no
+// entry and never changes ledger.db (where the directory allows, SQLite
+// adds its -shm index and an empty -wal), so it reads a ledger its user
+// cannot write (another user's, an unpacked CI artifact, a read-only
+// mount). A run whose recorder died stays marked running: closing it is
+// left to the next Open. When the derived tables are older than this
+// build's, it reads from a private copy of the database with the tables
+// rebuilt, in a temporary directory that Close removes.
+func OpenReadOnly(ctx context.Context, dir string) (*Ledger, error) { return open(ctx, dir, true) }
+
+func open(ctx context.Context, dir string, readOnly bool) (*Ledger, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -234,28 +264,92 @@ func Open(ctx context.Context, dir string) (*Ledger, error) {
 	if err := checkBlobDir(filepath.Join(dir, blobsDir)); err != nil {
 		return nil, err
 	}
-	db, err := sql.Open("sqlite", dsn(dbPath, "rw"))
-	if err != nil {
-		return nil, err
-	}
-	l := &Ledger{dir: dir, db: db}
-	if err := l.checkFormat(ctx, dbPath); err != nil {
-		db.Close()
+	l := &Ledger{dir: dir}
+	if err := l.openDB(ctx, dbPath, readOnly); err != nil {
 		return nil, err
 	}
 	if err := l.db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'ledger_id'").Scan(&l.id); err != nil {
-		db.Close()
+		l.Close()
 		return nil, &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("%w: no ledger id: %v", ErrNotLedger, err)}
 	}
+	if readOnly {
+		if err := l.readDerived(ctx); err != nil {
+			l.Close()
+			return nil, &Error{Op: "open ledger", Path: dbPath, Err: err,
+				Hint: "set TMPDIR to a writable directory, or open the ledger once with a command that writes (rlgate run, rlgate hash --record) as a user who may write it"}
+		}
+		return l, nil
+	}
 	if err := l.upgradeDerived(ctx); err != nil {
-		db.Close()
+		l.Close()
 		return nil, &Error{Op: "open ledger", Path: dbPath, Err: err}
 	}
 	if err := l.recoverInterrupted(ctx); err != nil {
-		db.Close()
+		l.Close()
 		return nil, &Error{Op: "open ledger", Path: dbPath, Err: fmt.Errorf("close interrupted runs: %w", err)}
 	}
 	return l, nil
+}
+
+// openDB connects to the database and checks its format. Read-only, SQLite
+// still needs the WAL's -wal and -shm files, and creates them when they are
+// missing (a ledger whose last writer closed cleanly), which a directory
+// the user cannot write refuses (SQLITE_READONLY_DIRECTORY). Without a
+// -wal file no writer has anything uncheckpointed, so the database file
+// alone holds every entry and is read as immutable: without locks, which
+// is safe unless its owner starts writing, and checkpoints, while it is read.
+func (l *Ledger) openDB(ctx context.Context, dbPath string, readOnly bool) error {
+	mode := "rw"
+	if readOnly {
+		mode = "ro"
+	}
+	db, err := sql.Open("sqlite", dsn(dbPath, mode))
+	if err != nil {
+		return err
+	}
+	l.db = db
+	err = l.checkFormat(ctx, dbPath)
+	if err != nil && readOnly {
+		if _, serr := os.Stat(dbPath + "-wal"); errors.Is(serr, fs.ErrNotExist) {
+			db.Close()
+			if l.db, err = sql.Open("sqlite", dsn(dbPath, "ro-immutable")); err != nil {
+				return err
+			}
+			err = l.checkFormat(ctx, dbPath)
+		}
+	}
+	if err != nil {
+		l.db.Close()
+	}
+	return err
+}
+
+// readDerived makes the derived tables of a read-only ledger current: when
+// they are older than this build's, it copies the database to a temporary
+// directory, rebuilds them there and reads from the copy.
+func (l *Ledger) readDerived(ctx context.Context) error {
+	have, err := l.meta(ctx, l.db, "derived_version")
+	if err != nil || have == strconv.Itoa(derivedVersion) {
+		return err
+	}
+	stale := fmt.Errorf("derived tables are version %s, this rlgate reads %d, and a read-only ledger cannot be rebuilt in place", have, derivedVersion)
+	if l.scratch, err = os.MkdirTemp("", "rlgate-read-"); err != nil {
+		return fmt.Errorf("%w: %v", stale, err)
+	}
+	copyPath := filepath.Join(l.scratch, dbName)
+	if _, err := l.db.ExecContext(ctx, "VACUUM INTO ?", copyPath); err != nil {
+		return fmt.Errorf("%w: copy it: %v", stale, err)
+	}
+	db, err := sql.Open("sqlite", dsn(copyPath, "rw"))
+	if err != nil {
+		return err
+	}
+	l.db.Close()
+	l.db = db
+	if err := l.upgradeDerived(ctx); err != nil {
+		return fmt.Errorf("%w: rebuild them in a copy: %v", stale, err)
+	}
+	return nil
 }
 
 // checkFormat reads the application id and schema version.
@@ -408,8 +502,15 @@ func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	return tx.Commit()
 }
 
-// Close closes the database. Blobs need no closing.
-func (l *Ledger) Close() error { return l.db.Close() }
+// Close closes the database and removes a read-only open's private copy.
+// Blobs need no closing.
+func (l *Ledger) Close() error {
+	err := l.db.Close()
+	if l.scratch != "" {
+		os.RemoveAll(l.scratch)
+	}
+	return err
+}
 
 // ID returns the ledger's random identifier, fixed at init.
 func (l *Ledger) ID() string { return l.id }

@@ -15,7 +15,8 @@ func newHeadCommand() *cli.Command {
 		Usage: "print the ledger's head (ledger id, seq, hash)",
 		Description: "Prints <ledger id>/<seq>/blake3:<hash> of the last entry. Reports embed it;\n" +
 			"'rlgate verify --against HEAD' later checks that the ledger still extends it,\n" +
-			"which is the only way to detect a chain whose tail was cut off.\n\n" + exitCodesHelp,
+			"which is the only way to detect a chain whose tail was cut off. Opens the\n" +
+			"ledger read-only.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runHead(ctx, headOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
@@ -35,7 +36,7 @@ type headSummary struct {
 }
 
 func runHead(ctx context.Context, opts headOptions, w io.Writer) (*headSummary, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
+	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -47,7 +47,7 @@ type verifyOptions struct {
 }
 
 func runVerify(ctx context.Context, opts verifyOptions, w io.Writer) (*ledger.VerifyReport, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
+	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}

@@ -97,8 +97,9 @@ func (e checkFailed) Error() string { return e.msg }
 
 func newApp(stdout, stderr io.Writer) *cli.Command {
 	app := &cli.Command{
-		Name:  "rlgate",
-		Usage: "an evidence-gated experiment ledger for agentic RL on Text-to-SQL",
+		Name:    "rlgate",
+		Usage:   "an evidence-gated experiment ledger for agentic RL on Text-to-SQL",
+		Version: buildVersion(),
 		Description: "rlgate records every stage of a run in a hash-chained ledger, checks it,\n" +
 			"and lets a claim through only when audits and paired statistics pass.\n\n" + exitCodesHelp,
 		Writer:    stdout,
@@ -117,6 +118,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newLogCommand(),
 			newShowCommand(),
 			newHeadCommand(),
+			newRunsCommand(),
 			newVerifyCommand(),
 			newCkptCommand(),
 			newAuditCommand(),
@@ -142,12 +144,21 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	return app
 }
 
-// setUsageErrors makes flag-parsing errors of every command exit 2.
+// setUsageErrors makes flag-parsing errors of every command exit 2, and
+// arguments given to a command that takes none (no ArgsUsage).
 func setUsageErrors(c *cli.Command) {
 	c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
 		return usageError{err.Error()}
 	}
 	for _, sub := range c.Commands {
+		if action := sub.Action; action != nil && sub.ArgsUsage == "" {
+			sub.Action = func(ctx context.Context, cmd *cli.Command) error {
+				if cmd.Args().Present() {
+					return usagef("%s takes no arguments, got %q", cmd.FullName(), cmd.Args().First())
+				}
+				return action(ctx, cmd)
+			}
+		}
 		setUsageErrors(sub)
 	}
 }

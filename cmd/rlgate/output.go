@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"strings"
+	"unicode/utf8"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
@@ -32,4 +34,46 @@ func newTable(w io.Writer, header ...any) *tablewriter.Table {
 	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft))
 	t.Header(header...)
 	return t
+}
+
+// termWidth is the terminal width the default tables fit.
+const termWidth = 100
+
+// preview puts s on one line and cuts it to at most n characters, ending a
+// cut one with "…".
+func preview(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:max(n-1, 0)]) + "…"
+}
+
+// fitTable cuts column col of rows so that the table newTable draws from
+// header and rows is at most termWidth characters wide.
+func fitTable(header []string, rows [][]string, col int) {
+	used := 3*len(header) + 1 // borders and padding
+	for c := range header {
+		if c == col {
+			continue
+		}
+		w := utf8.RuneCountInString(header[c])
+		for _, r := range rows {
+			w = max(w, utf8.RuneCountInString(r[c]))
+		}
+		used += w
+	}
+	room := max(termWidth-used, utf8.RuneCountInString(header[col]), 8)
+	for _, r := range rows {
+		r[col] = preview(r[col], room)
+	}
+}
+
+func toAny(ss []string) []any {
+	out := make([]any, len(ss))
+	for i, s := range ss {
+		out[i] = s
+	}
+	return out
 }
