@@ -138,14 +138,26 @@ func TestSecretsRolloutEndpoint(t *testing.T) {
 	proxy := httputil.NewSingleHostReverseProxy(target)
 	// The front door checks the credentials the rollout sends, then passes
 	// the request on to the scripted server.
+	// The first completion request has its connection dropped, so the
+	// rollout records a retried attempt whose error names the URL.
 	var mu sync.Mutex
 	var users, keys []string
+	dropped := false
 	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		user, pw, _ := r.BasicAuth()
 		mu.Lock()
 		users = append(users, user+":"+pw)
 		keys = append(keys, r.URL.RawQuery)
+		drop := !dropped && strings.HasSuffix(r.URL.Path, "/chat/completions")
+		dropped = dropped || drop
 		mu.Unlock()
+		if drop {
+			conn, _, err := w.(http.Hijacker).Hijack()
+			if err == nil {
+				conn.Close()
+			}
+			return
+		}
 		if user != "rollout-user" || pw != "pw-rollout-4471" {
 			http.Error(w, "unauthorized", http.StatusUnauthorized)
 			return
@@ -165,9 +177,12 @@ func TestSecretsRolloutEndpoint(t *testing.T) {
 	}
 	mu.Lock()
 	for i := range users {
-		if users[i] != "rollout-user:pw-rollout-4471" || !strings.Contains(keys[i], "api_key=rollout-q-key-8832") {
+		if users[i] != "rollout-user:pw-rollout-4471" || keys[i] != "api_key=rollout-q-key-8832" {
 			t.Errorf("request %d sent user %q, query %q", i, users[i], keys[i])
 		}
+	}
+	if !dropped {
+		t.Error("no connection was dropped: the test did not exercise a retried attempt")
 	}
 	mu.Unlock()
 	if leaked := secretsLeaked(t, ldir, []string{"pw-rollout-4471", "rollout-q-key-8832"}); len(leaked) > 0 {

@@ -9,8 +9,11 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
+
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // ClientOptions bound how rollout talks to the endpoint. A zero field
@@ -93,21 +96,24 @@ type client struct {
 }
 
 // completionsURL accepts a server root ("http://h:8000"), its OpenAI base
-// ("http://h:8000/v1") or the full path.
-func completionsURL(endpoint string) string {
-	u := strings.TrimRight(endpoint, "/")
-	switch {
-	case strings.HasSuffix(u, "/chat/completions"):
-		return u
-	case strings.HasSuffix(u, "/v1"):
-		return u + "/chat/completions"
-	}
-	return u + "/v1/chat/completions"
-}
+// ("http://h:8000/v1") or the full path. The route goes on the path, so a
+// query the endpoint carries (a gateway's api_key) stays a query.
+func completionsURL(endpoint string) string { return route(endpoint, "/chat/completions") }
 
 // modelsURL is the models route beside the completions route.
-func modelsURL(endpoint string) string {
-	return strings.TrimSuffix(completionsURL(endpoint), "/chat/completions") + "/models"
+func modelsURL(endpoint string) string { return route(endpoint, "/models") }
+
+func route(endpoint, name string) string {
+	u, err := url.Parse(endpoint)
+	if err != nil {
+		return endpoint // the request reports the parse error
+	}
+	p := strings.TrimSuffix(strings.TrimRight(u.Path, "/"), "/chat/completions")
+	if !strings.HasSuffix(p, "/v1") {
+		p += "/v1"
+	}
+	u.Path, u.RawPath = p+name, ""
+	return u.String()
 }
 
 func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
@@ -158,6 +164,11 @@ func (c *client) probe(ctx context.Context, endpoint string) error {
 	return fmt.Errorf("%w: %w. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, err)
 }
 
+// recordable is an attempt's error as the ledger may keep it: Go's HTTP
+// errors quote the URL, credentials included, so it passes through the
+// ledger's redaction rule.
+func recordable(err error) string { return ledger.Redact("", err.Error()) }
+
 // errTransient marks a failed attempt worth retrying.
 type errTransient struct{ error }
 
@@ -183,11 +194,11 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 		var tr errTransient
 		x.transient = errors.As(err, &tr)
 		if !x.transient || attempt >= c.opts.MaxAttempts {
-			x.err = fmt.Errorf("attempt %d: %w", attempt, err)
+			x.err = fmt.Errorf("attempt %d: %s", attempt, recordable(err))
 			x.duration = time.Since(start)
 			return x, nil
 		}
-		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: err.Error(), LatencyMS: millis(time.Since(t0))})
+		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: millis(time.Since(t0))})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
