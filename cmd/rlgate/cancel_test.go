@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/grade"
 )
 
 // cancelHugeSize is the apparent size of the sparse inputs below: at the
@@ -128,5 +135,91 @@ func TestInterruptDuringHashing(t *testing.T) {
 				t.Errorf("exit %d, stderr %q; want exit %d and \"interrupted\"", code, stderr, exitInterrupted)
 			}
 		})
+	}
+}
+
+// TestGradeQueryTimeoutFlag: --query-timeout bounds a hostile prediction,
+// which counts as incorrect and stays in the denominator, and the limit
+// used is recorded with the grading run. The predictions are BIRD
+// mini-dev's gold queries, one replaced by an endless recursive CTE.
+func TestGradeQueryTimeoutFlag(t *testing.T) {
+	dir := t.TempDir()
+	ldir := filepath.Join(dir, "ledger")
+	t.Setenv(ledger.EnvLedger, ldir)
+	if code, _, errOut := rlgate(t, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	bird := "../../testdata/bird"
+	out := filepath.Join(dir, "bird")
+	if code, _, errOut := rlgate(t, "data", "import", "bird", "--dev", bird+"/mini_dev_sqlite.json", "--db-root", bird+"/dev_databases", "--out", out); code != 0 {
+		t.Fatal(errOut)
+	}
+	tasks, err := os.Open(filepath.Join(out, "tasks.jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tasks.Close()
+	first := bufio.NewScanner(tasks)
+	first.Scan()
+	var hostile struct{ Index int }
+	if err := json.Unmarshal(first.Bytes(), &hostile); err != nil {
+		t.Fatal(err)
+	}
+	var dev []struct{ SQL string }
+	raw, _ := os.ReadFile(bird + "/mini_dev_sqlite.json")
+	if err := json.Unmarshal(raw, &dev); err != nil {
+		t.Fatal(err)
+	}
+	var preds bytes.Buffer
+	for i, q := range dev {
+		if i == hostile.Index {
+			q.SQL = "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
+		}
+		b, _ := json.Marshal(map[string]any{"index": i, "sql": q.SQL})
+		preds.Write(append(b, '\n'))
+	}
+	predFile := filepath.Join(dir, "preds.jsonl")
+	os.WriteFile(predFile, preds.Bytes(), 0o644)
+
+	code, stdout, errOut := rlgate(t, "grade", "--predictions", predFile, "--format", "jsonl", "--tasks", out,
+		"--metric", "bird", "--run", "hostile", "--query-timeout", "1s", "--json")
+	if code != 0 {
+		t.Fatalf("grade: exit %d, %s", code, errOut)
+	}
+	var s grade.FileSummary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
+		t.Fatal(err)
+	}
+	if s.Total != 140 || s.Correct > 139 {
+		t.Errorf("graded %d/%d, want at most 139/140: the hostile prediction counts, as incorrect", s.Correct, s.Total)
+	}
+	for _, it := range s.Items {
+		if it.Index == hostile.Index && (it.Correct || it.Verdict != grade.VerdictPredError || !strings.Contains(it.Error, "timed out")) {
+			t.Errorf("hostile prediction graded %+v, want a timed-out pred-error", it)
+		}
+	}
+
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var recorded []grade.Options
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "hostile", Kind: "run.start"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body struct {
+			Options grade.Options `json:"grader_options"`
+		}
+		if err := json.Unmarshal(e.Body, &body); err != nil {
+			t.Fatal(err)
+		}
+		recorded = append(recorded, body.Options)
+	}
+	want := grade.DefaultOptions()
+	want.BirdBudget, want.QueryTimeout = time.Second, time.Second
+	if diff := cmp.Diff([]grade.Options{want}, recorded); diff != "" {
+		t.Errorf("recorded grader options (-want +got):\n%s", diff)
 	}
 }
