@@ -83,14 +83,14 @@ func BuildCheckpointManifest(ctx context.Context, path string) (*CheckpointManif
 
 	type job struct {
 		size int64
-		run  func(buf []byte) error
+		run  func(ctx context.Context, buf []byte) error
 	}
 	var jobs []job
 	tensorDigests := make([][]ledger.Digest, len(c.shards))
 	for i, sf := range c.shards {
 		tensorDigests[i] = make([]ledger.Digest, len(sf.Tensors))
 		for j, t := range sf.Tensors {
-			jobs = append(jobs, job{t.Len(), func(buf []byte) error {
+			jobs = append(jobs, job{t.Len(), func(ctx context.Context, buf []byte) error {
 				d, err := hashRange(ctx, sf.f, sf.DataStart+t.Begin, t.Len(), buf)
 				if err != nil {
 					return fmt.Errorf("hash %s: tensor %q: %w", sf.Name, t.Name, err)
@@ -110,16 +110,16 @@ func BuildCheckpointManifest(ctx context.Context, path string) (*CheckpointManif
 		if _, ok := shardIndex[f.path]; ok {
 			continue
 		}
-		jobs = append(jobs, job{f.size, func([]byte) error {
-			d, n, err := HashFile(c.abs(f.path))
+		jobs = append(jobs, job{f.size, func(ctx context.Context, buf []byte) error {
+			d, n, err := hashFile(ctx, c.abs(f.path), buf)
 			m.Files[i].Digest, m.Files[i].Size = d, n
 			return err
 		}})
 	}
 	slices.SortStableFunc(jobs, func(a, b job) int { return cmp.Compare(b.size, a.size) })
-	err = parallel(ctx, len(jobs), func() func(int) error {
+	err = parallel(ctx, len(jobs), func() func(context.Context, int) error {
 		buf := make([]byte, readBufSize)
-		return func(i int) error { return jobs[i].run(buf) }
+		return func(ctx context.Context, i int) error { return jobs[i].run(ctx, buf) }
 	})
 	if err != nil {
 		return nil, err

@@ -10,6 +10,11 @@
 // from outside itself. Files are hashed in parallel, in 256 KiB reads that
 // stay in the L2 cache (faster here than hashing from a memory map).
 //
+// Every function that reads files to hash or diff them takes a context and
+// runs on an errgroup limited to GOMAXPROCS goroutines: the first error
+// cancels the other workers, and canceling the context (Ctrl-C in the CLI)
+// stops them all between two reads, returning the context's error.
+//
 // Checkpoint manifests add, for safetensors files, each tensor's name,
 // dtype, shape and digest, and a model identity that does not depend on how
 // the tensors are sharded into files.

@@ -17,8 +17,15 @@ import (
 // to cost few syscalls, and memory stays at one buffer per worker.
 const readBufSize = 256 << 10
 
-// HashFile returns the BLAKE3-256 digest and size of the file at path.
-func HashFile(path string) (d ledger.Digest, n int64, err error) {
+// HashFile returns the BLAKE3-256 digest and size of the file at path. It
+// stops with ctx's error when ctx is canceled.
+func HashFile(ctx context.Context, path string) (ledger.Digest, int64, error) {
+	return hashFile(ctx, path, nil)
+}
+
+// hashFile is HashFile reading through buf, or through a buffer of its
+// own when buf is nil.
+func hashFile(ctx context.Context, path string, buf []byte) (d ledger.Digest, n int64, err error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return d, 0, fmt.Errorf("hash file: %w", err)
@@ -28,8 +35,10 @@ func HashFile(path string) (d ledger.Digest, n int64, err error) {
 	if err != nil {
 		return d, 0, fmt.Errorf("hash file: %w", err)
 	}
-	buf := make([]byte, min(fi.Size(), readBufSize))
-	if d, err = hashRange(context.Background(), f, 0, fi.Size(), buf); err != nil {
+	if buf == nil {
+		buf = make([]byte, min(fi.Size(), readBufSize))
+	}
+	if d, err = hashRange(ctx, f, 0, fi.Size(), buf); err != nil {
 		return d, 0, fmt.Errorf("hash file %s: %w", path, err)
 	}
 	return d, fi.Size(), nil

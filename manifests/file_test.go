@@ -39,11 +39,11 @@ func TestHashRange(t *testing.T) {
 			}
 		}
 	}
-	d, n, err := HashFile(path)
+	d, n, err := HashFile(t.Context(), path)
 	if err != nil || n != int64(len(data)) || d != ledger.Sum(data) {
 		t.Errorf("HashFile = %v, %d, %v", d, n, err)
 	}
-	if _, _, err := HashFile(filepath.Join(t.TempDir(), "missing")); err == nil {
+	if _, _, err := HashFile(t.Context(), filepath.Join(t.TempDir(), "missing")); err == nil {
 		t.Error("HashFile of a missing file: no error")
 	}
 }

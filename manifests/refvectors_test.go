@@ -187,7 +187,7 @@ func TestTreeDigestsMatchIndependentImplementation(t *testing.T) {
 				root = filepath.Join(t.TempDir(), "root")
 				writeRefTree(t, root, c.Tree)
 			}
-			m, err := HashTree(root)
+			m, err := HashTree(context.Background(), root)
 			if err != nil {
 				t.Fatal(err)
 			}

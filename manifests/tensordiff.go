@@ -137,9 +137,9 @@ func DiffCheckpoints(ctx context.Context, a, b CheckpointRef, tol Tolerance) (*C
 		}
 	}
 	parts := make([]deltaAcc, len(units))
-	err = parallel(ctx, len(units), func() func(int) error {
+	err = parallel(ctx, len(units), func() func(context.Context, int) error {
 		w := newDiffWorker()
-		return func(i int) error {
+		return func(ctx context.Context, i int) error {
 			u := units[i]
 			name := names[u.tensor]
 			acc, err := w.segment(ctx, ca.tensors[name], cb.tensors[name], u.first, u.last, tol)

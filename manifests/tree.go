@@ -2,16 +2,15 @@ package manifests
 
 import (
 	"cmp"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
 )
@@ -60,7 +59,8 @@ const (
 // hashed in parallel, largest first so the cores finish together; symlinks
 // are recorded with their target and never followed, so a tree cannot pull
 // in bytes from outside itself. Any other kind of file is an error.
-func HashTree(root string) (*DatasetManifest, error) {
+// Canceling ctx stops every worker, and HashTree returns ctx's error.
+func HashTree(ctx context.Context, root string) (*DatasetManifest, error) {
 	fi, err := os.Lstat(root)
 	if err != nil {
 		return nil, fmt.Errorf("hash %s: %w", root, err)
@@ -79,7 +79,7 @@ func HashTree(root string) (*DatasetManifest, error) {
 	default:
 		return nil, fmt.Errorf("hash %s: unsupported file type %s", root, fi.Mode().Type())
 	}
-	if err := hashFiles(root, nodes); err != nil {
+	if err := hashFiles(ctx, root, nodes); err != nil {
 		return nil, err
 	}
 	if fi.IsDir() {
@@ -145,8 +145,9 @@ func comparePaths(a, b string) int {
 	return strings.Compare(a, b)
 }
 
-// hashFiles fills in the digest of every file node, on all cores.
-func hashFiles(root string, nodes []Node) error {
+// hashFiles fills in the digest of every file node, on all cores, largest
+// file first so the cores finish together.
+func hashFiles(ctx context.Context, root string, nodes []Node) error {
 	var idx []int
 	for i, n := range nodes {
 		if n.Type == NodeFile {
@@ -154,33 +155,21 @@ func hashFiles(root string, nodes []Node) error {
 		}
 	}
 	slices.SortStableFunc(idx, func(a, b int) int { return cmp.Compare(nodes[b].Size, nodes[a].Size) })
-	work := make(chan int)
-	errs := make([]error, len(nodes))
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				d, size, err := HashFile(filepath.Join(root, filepath.FromSlash(nodes[i].Path)))
-				nodes[i].Digest, errs[i] = d, err
-				if err == nil && size != nodes[i].Size {
-					errs[i] = fmt.Errorf("hash %s: size changed from %d to %d while hashing", nodes[i].Path, nodes[i].Size, size)
-				}
+	return parallel(ctx, len(idx), func() func(context.Context, int) error {
+		buf := make([]byte, readBufSize)
+		return func(ctx context.Context, k int) error {
+			n := &nodes[idx[k]]
+			d, size, err := hashFile(ctx, filepath.Join(root, filepath.FromSlash(n.Path)), buf)
+			if err != nil {
+				return err
 			}
-		}()
-	}
-	for _, i := range idx {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+			if size != n.Size {
+				return fmt.Errorf("hash %s: size changed from %d to %d while hashing", n.Path, n.Size, size)
+			}
+			n.Digest = d
+			return nil
 		}
-	}
-	return nil
+	})
 }
 
 // linkDigest names a symlink node by its target text.

@@ -27,7 +27,7 @@ func writeTree(t *testing.T, files map[string]string) string {
 
 func mustHash(t *testing.T, root string) *DatasetManifest {
 	t.Helper()
-	m, err := HashTree(root)
+	m, err := HashTree(t.Context(), root)
 	if err != nil {
 		t.Fatal(err)
 	}

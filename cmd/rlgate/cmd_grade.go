@@ -29,7 +29,14 @@ func newGradeCommand() *cli.Command {
 			"bytes changed is an error naming the file (and both digests), unless\n" +
 			"--allow-db-mismatch, which is then recorded in the run. The run records the\n" +
 			"database digests and the SQLite version it graded with. Progress goes to\n" +
-			"stderr. --json prints a list with one summary per --predictions, in order.\n\n" + exitCodesHelp,
+			"stderr. --json prints a list with one summary per --predictions, in order.\n\n" +
+			"Each query runs read-only under --query-timeout (default: 30s for\n" +
+			"prediction and gold together under bird, as evaluation_ex.py; 60s a\n" +
+			"query under spider, as exec_eval.py, and under strict), its result cut at\n" +
+			"a million rows or 32 MiB, its values at 8 MiB, and SQLite's heap at\n" +
+			"128 MiB. A prediction that errs, times out or crosses a limit counts as\n" +
+			"incorrect and stays in the denominator, as in the official evaluators.\n" +
+			"The time limits and result caps used are recorded with the run.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringSliceFlag{Name: "predictions", Required: true, Usage: "predictions `FILE` (repeatable)"},
 			&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: bird-json, spider-txt or jsonl"},
@@ -37,6 +44,7 @@ func newGradeCommand() *cli.Command {
 			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
 			&cli.StringFlag{Name: "run", Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
+			&cli.DurationFlag{Name: "query-timeout", Usage: "`DURATION` a query may run (under bird: prediction and gold together; default: the official evaluator's)"},
 			&cli.BoolFlag{Name: "lenient", Usage: "read defects the official readers tolerate (a BIRD value that is not a string or lacks the separator) their way, as warnings, instead of refusing the file"},
 			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "grade on databases whose digest differs from the one recorded at import (recorded in the run); by default refused"},
 		},
@@ -48,6 +56,10 @@ func newGradeCommand() *cli.Command {
 			if f := cmd.String("format"); !slices.Contains(grade.Formats, f) {
 				return usagef("--format %q: want %s", f, strings.Join(grade.Formats, ", "))
 			}
+			timeout := cmd.Duration("query-timeout")
+			if timeout < 0 {
+				return usagef("--query-timeout %s: want a positive duration", timeout)
+			}
 			preds := cmd.StringSlice("predictions")
 			if cmd.String("run") != "" && len(preds) > 1 {
 				return usagef("--run names one run; give one --predictions")
@@ -58,7 +70,9 @@ func newGradeCommand() *cli.Command {
 					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run"), Lenient: cmd.Bool("lenient"),
 					AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 			}
-			_, err = runGrade(ctx, ledgerDir(cmd), files, cmd.Bool("json"), cmd.Root().Writer)
+			// Zero leaves each metric its official default.
+			opts := grade.Options{BirdBudget: timeout, QueryTimeout: timeout}
+			_, err = runGrade(ctx, ledgerDir(cmd), opts, files, cmd.Bool("json"), cmd.Root().Writer)
 			return err
 		},
 	}
@@ -66,13 +80,13 @@ func newGradeCommand() *cli.Command {
 
 // runGrade grades each file in turn with one grader, so gold results are
 // computed once for all of them.
-func runGrade(ctx context.Context, dir string, files []grade.FileOptions, asJSON bool, w io.Writer) ([]*grade.FileSummary, error) {
+func runGrade(ctx context.Context, dir string, opts grade.Options, files []grade.FileOptions, asJSON bool, w io.Writer) ([]*grade.FileSummary, error) {
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	g := grade.NewGrader(grade.Options{}, grade.NewGoldCache())
+	g := grade.NewGrader(opts, grade.NewGoldCache())
 	defer g.Close()
 	var out []*grade.FileSummary
 	for _, f := range files {

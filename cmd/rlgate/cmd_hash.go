@@ -20,7 +20,7 @@ func newHashCommand() *cli.Command {
 			"prints; for a directory, a Merkle digest over its sorted tree (symlinks are\n" +
 			"recorded as links and never followed). --json prints every file's digest\n" +
 			"and size. --record stores each manifest as a blob and appends a dataset\n" +
-			"entry to the ledger.\n\n" + exitCodesHelp,
+			"entry to the ledger. Ctrl-C stops hashing at once (exit 130).\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "record", Usage: "store the manifests in the ledger as dataset entries"},
 			&cli.StringFlag{Name: "name", Usage: "dataset `NAME` for --record (default: the path's base name; only with one PATH)"},
@@ -68,7 +68,7 @@ func runHash(ctx context.Context, opts hashOptions, w io.Writer) ([]hashResult, 
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		m, err := manifests.HashTree(p)
+		m, err := manifests.HashTree(ctx, p)
 		if err != nil {
 			return nil, err
 		}

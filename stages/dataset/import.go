@@ -97,7 +97,7 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	im := &Imported{Manifest: Manifest{Format: ManifestFormat, Dataset: name, Kind: kind, DBRoot: dbRoot,
 		Source: map[string]ledger.Digest{}, Databases: map[string]ledger.Digest{}, Skipped: []Skipped{}}}
 	for label, path := range sources {
-		d, _, err := manifests.HashFile(path)
+		d, _, err := manifests.HashFile(ctx, path)
 		if err != nil {
 			return nil, err
 		}
@@ -120,7 +120,7 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 		schema, ok := schemas[r.dbID]
 		if !ok {
 			path := DBPath(dbRoot, r.dbID)
-			d, _, err := manifests.HashFile(path)
+			d, _, err := manifests.HashFile(ctx, path)
 			if err != nil {
 				missing[r.dbID] = "database missing: " + path
 				im.Manifest.Skipped = append(im.Manifest.Skipped, Skipped{Index: i, DBID: r.dbID, Reason: missing[r.dbID]})
@@ -214,7 +214,7 @@ func writeAtomic(dir, name string, count int, write func(*os.File) error) (FileR
 	if err != nil {
 		return FileRef{}, fmt.Errorf("write %s: %w", final, err)
 	}
-	d, _, err := manifests.HashFile(final)
+	d, _, err := manifests.HashFile(context.Background(), final) // the file just written, small; WriteDir is not cancelable
 	return FileRef{Path: name, Digest: d, Count: count}, err
 }
 

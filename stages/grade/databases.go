@@ -50,7 +50,7 @@ func CheckDatabases(ctx context.Context, man *dataset.Manifest, root string, all
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		d, _, err := manifests.HashFile(dataset.DBPath(root, ids[i]))
+		d, _, err := manifests.HashFile(ctx, dataset.DBPath(root, ids[i]))
 		if err != nil {
 			return &ledger.Error{Op: "check database " + ids[i], Err: fmt.Errorf("%w: %w", ErrDatabaseMissing, err),
 				Hint: fmt.Sprintf("--db-root DIR holding <db_id>/<db_id>.sqlite (the import read %s)", man.DBRoot)}

@@ -40,9 +40,13 @@
 // reported; the official Spider code would stop with an assertion.
 //
 // A Grader executes queries with caps (a result over a million rows or
-// 512 MiB counts as failed, ErrResultTooLarge) and time limits (bird: 30 s
-// for the pair, the prediction getting what the gold left; spider and
-// strict: 60 s per query). Gold denotations go through a GoldCache keyed
+// 32 MiB counts as failed, ErrResultTooLarge; a string or blob over
+// 8 MiB, or SQLite's heap past sqlenv.HeapHardLimit, fails the query)
+// and time limits (bird: 30 s for the pair, the prediction getting what
+// the gold left; spider and strict: 60 s per query; Options.BirdBudget
+// and QueryTimeout change them). Like an error or a timeout, a cap or a
+// memory limit makes a prediction incorrect, and it stays in the
+// denominator. Gold denotations go through a GoldCache keyed
 // by the database's BLAKE3 digest and the SQL as executed, so one gold
 // runs once for any number of predictions; a timed-out gold is not kept.
 // Grade is safe for concurrent use.

@@ -19,25 +19,30 @@ type Options struct {
 	// together (evaluation_ex.py's meta_time_out).
 	BirdBudget time.Duration
 	// QueryTimeout bounds each query under the spider and strict rules.
-	// The Spider evaluator's 60 s limit (asyncio.wait_for around a
-	// blocking call) never fires; we keep its value as a real limit.
+	// The Spider test-suite's exec_eval.py (taoyds/test-suite-sql-eval)
+	// sets TIMEOUT = 60 for exec_on_db, whose asyncio.wait_for around a
+	// blocking call never fires; we keep its value as a real limit.
 	QueryTimeout time.Duration
-	// MaxRows and MaxBytes cap a result; a query over them counts as
-	// failed (ErrResultTooLarge). The official evaluators have no cap.
+	// MaxRows and MaxBytes cap a result (MaxBytes as sqlenv counts the
+	// memory rows take); a query over them counts as failed
+	// (ErrResultTooLarge). The official evaluators have no cap; ours
+	// bounds memory, with SQLite's heap limits (sqlenv.HeapHardLimit).
 	MaxRows  int
 	MaxBytes int64
 	// MaxConns is the number of connections per database.
 	MaxConns int
 }
 
-// DefaultOptions: 30 s for a bird pair, 60 s per spider or strict query,
-// results up to a million rows or 512 MiB.
+// DefaultOptions: the official evaluators' time limits, 30 s for a bird
+// pair (evaluation_ex.py) and 60 s per spider query (exec_eval.py), 60 s
+// per strict query; results up to a million rows or 32 MiB, which with
+// 8 MiB values keeps a grading of hostile predictions under 256 MB.
 func DefaultOptions() Options {
 	return Options{
 		BirdBudget:   30 * time.Second,
 		QueryTimeout: 60 * time.Second,
 		MaxRows:      1_000_000,
-		MaxBytes:     512 << 20,
+		MaxBytes:     32 << 20,
 	}
 }
 
@@ -91,7 +96,7 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 			Timeout:        max(opts.BirdBudget, opts.QueryTimeout),
 			MaxRows:        opts.MaxRows,
 			MaxBytes:       opts.MaxBytes,
-			MaxValueLength: 64 << 20,
+			MaxValueLength: 8 << 20,
 			MaxConns:       opts.MaxConns,
 			// Graded databases are inputs, hashed (digest) and frozen for
 			// the grading.

@@ -117,7 +117,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err != nil {
 		return nil, err
 	}
-	golds, err := readGold(o.Dataset, man)
+	golds, err := readGold(ctx, o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}
@@ -211,13 +211,13 @@ func (s *FileSummary) grade(ctx context.Context, l *ledger.Ledger, g *Grader, o 
 // readGold reads the dataset's gold.jsonl and refuses it unless it is the
 // file the import wrote (its digest in man): a gold file cut short, edited
 // or copied from another import would otherwise grade quietly.
-func readGold(dir string, man *dataset.Manifest) ([]gold.Gold, error) {
+func readGold(ctx context.Context, dir string, man *dataset.Manifest) ([]gold.Gold, error) {
 	path := filepath.Join(dir, dataset.GoldFile)
 	golds, err := gold.Read(path)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := manifests.HashFile(path)
+	d, _, err := manifests.HashFile(ctx, path)
 	if err != nil {
 		return nil, err
 	}

@@ -212,7 +212,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 
 	// The gold is read only now, with the rollout frozen.
-	golds, err := readGold(o.Dataset, man)
+	golds, err := readGold(ctx, o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}

@@ -63,7 +63,7 @@ func DigestPath(ctx context.Context, path string) (Digested, error) {
 		}
 		return Digested{Kind: "checkpoint", Digest: m.Identity, Files: len(m.Files), Bytes: m.Size, Manifest: m}, nil
 	}
-	m, err := manifests.HashTree(path)
+	m, err := manifests.HashTree(ctx, path)
 	if err != nil {
 		return Digested{}, err
 	}

@@ -5,6 +5,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Kind is the SQLite storage class of a result value
@@ -71,16 +72,16 @@ func (c Cell) String() string {
 	return "NULL"
 }
 
-// size is what a cell counts against Options.MaxBytes.
-func (c Cell) size() int64 {
-	switch c.Kind {
-	case KindText, KindBlob:
-		return int64(len(c.Str))
-	case KindNull:
-		return 1
-	}
-	return 8
-}
+// cellSize and rowSize are the memory a Cell and a row's slice header
+// take in a Result, whatever they hold.
+const (
+	cellSize = int64(unsafe.Sizeof(Cell{}))
+	rowSize  = int64(unsafe.Sizeof([]Cell(nil)))
+)
+
+// size is what a cell counts against Options.MaxBytes: the memory it
+// takes, its struct and its text or blob bytes.
+func (c Cell) size() int64 { return cellSize + int64(len(c.Str)) }
 
 // FormatReal formats f as Python's repr(float) does: the shortest digits
 // that read back to f, positional notation for decimal exponents in

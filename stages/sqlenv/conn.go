@@ -291,7 +291,7 @@ func (c *conn) run(ctx context.Context, query string, o *Options, rows bool) (*R
 // budget bytes; a text or blob's size is read before it is copied.
 func (c *conn) row(stmt uintptr, n int, budget int64) ([]Cell, int64) {
 	row := make([]Cell, n)
-	var size int64
+	size := rowSize
 	for i := range n {
 		col := int32(i)
 		switch sqlite3.Xsqlite3_column_type(c.tls, stmt, col) {

@@ -31,6 +31,20 @@
 // Options.MaxRows rows or Options.MaxBytes bytes, and the Result says it
 // was cut (Truncated).
 //
+// # Memory
+//
+// Options.MaxBytes counts the memory a result's rows take (24 bytes a
+// row, 40 a value, and text and blob bytes), so it bounds what a result
+// adds to the Go heap. Inside SQLite, Options.MaxValueLength bounds any
+// one string or blob, and two process-wide heap limits, set by the first
+// NewExecutor, bound the rest (sorts, distinct sets, strings being built):
+// past HeapSoftLimit (64 MiB) SQLite reuses page-cache memory rather than
+// allocating more; past HeapHardLimit (128 MiB) an allocation fails and
+// the statement with ErrOutOfMemory, and the connection stays usable. The
+// limits hold for every SQLite connection in the process. SQLite enforces
+// them only with its memory accounting on, which this package's init turns
+// on, as it must happen before SQLite initialises.
+//
 // The executor calls SQLite's C API through modernc.org/sqlite/lib rather
 // than database/sql, because the database/sql driver turns text in DATE,
 // DATETIME and TIMESTAMP columns into time.Time and the stored text cannot

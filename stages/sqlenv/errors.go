@@ -37,6 +37,12 @@ var (
 	// length limit (SQLITE_TOOBIG).
 	ErrTooBig = errors.New("string, blob or statement too big")
 
+	// ErrOutOfMemory is returned when SQLite could not allocate the memory
+	// a statement needed (SQLITE_NOMEM), which under HeapHardLimit means
+	// the statement, or the statements running beside it, asked for too
+	// much.
+	ErrOutOfMemory = errors.New("out of memory")
+
 	// ErrNULByte is returned when a query contains a NUL byte, which SQLite
 	// would silently treat as its end.
 	ErrNULByte = errors.New("query contains a NUL byte")
@@ -71,6 +77,8 @@ func (e *SQLError) Is(target error) bool {
 		return e.Code&0xff == sqlite3.SQLITE_AUTH || strings.HasPrefix(e.Msg, "not authorized")
 	case ErrTooBig:
 		return e.Code&0xff == sqlite3.SQLITE_TOOBIG
+	case ErrOutOfMemory:
+		return e.Code&0xff == sqlite3.SQLITE_NOMEM
 	}
 	return false
 }

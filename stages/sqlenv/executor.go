@@ -19,8 +19,11 @@ type Options struct {
 	// MaxRows is how many rows a Result keeps; reading stops there and the
 	// Result is marked Truncated.
 	MaxRows int
-	// MaxBytes caps the bytes a Result holds (text and blob bytes, 8 per
-	// number, 1 per NULL); the row that would cross it is not kept.
+	// MaxBytes caps the memory a Result's rows take: per row its slice
+	// header (24 bytes), per value its Cell (40 bytes) and its text or
+	// blob bytes. The row that would cross it is not kept. Counting the
+	// structs, not just the data, is what bounds memory: a million rows of
+	// 29 integers hold 232 MB of numbers but take 1.2 GB.
 	MaxBytes int64
 	// MaxSQLLength is the longest statement accepted, in bytes
 	// (SQLITE_LIMIT_SQL_LENGTH).
@@ -104,8 +107,11 @@ type pool struct {
 	idle  chan *conn
 }
 
-// NewExecutor returns an Executor with opts, zero fields defaulted.
+// NewExecutor returns an Executor with opts, zero fields defaulted. The
+// first one sets SQLite's process-wide heap limits (HeapSoftLimit,
+// HeapHardLimit).
 func NewExecutor(opts Options) *Executor {
+	limitHeap()
 	return &Executor{opts: opts.withDefaults(), pools: make(map[string]*pool)}
 }
 

@@ -112,7 +112,10 @@ func TestExecuteCaps(t *testing.T) {
 		{"under the row cap", Options{MaxRows: 20}, "SELECT * FROM Dogs", 15, false},
 		{"at the row cap", Options{MaxRows: 15}, "SELECT * FROM Dogs", 15, false},
 		{"over the row cap", Options{MaxRows: 5}, "SELECT * FROM Dogs", 5, true},
-		{"over the byte cap", Options{MaxBytes: 100}, "SELECT date_of_birth FROM Dogs", 5, true}, // 19 bytes a row
+		// A row of one 19-byte text takes 24 (row) + 40 (cell) + 19 bytes.
+		{"over the byte cap", Options{MaxBytes: 500}, "SELECT date_of_birth FROM Dogs", 6, true},
+		// Numbers count their cells: 24 + 10 × 40 bytes a row.
+		{"wide rows of numbers", Options{MaxBytes: 1000}, "SELECT 1, 2, 3, 4, 5, 6, 7, 8, 9, 10 FROM Dogs", 2, true},
 		{"one value over the byte cap", Options{MaxBytes: 1000}, "SELECT randomblob(2000)", 0, true},
 	}
 	for _, tt := range tests {
