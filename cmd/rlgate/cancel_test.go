@@ -186,10 +186,11 @@ func TestGradeQueryTimeoutFlag(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("grade: exit %d, %s", code, errOut)
 	}
-	var s grade.FileSummary
-	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
-		t.Fatal(err)
+	var ss []grade.FileSummary
+	if err := json.Unmarshal([]byte(stdout), &ss); err != nil || len(ss) != 1 {
+		t.Fatalf("--json: want a list of one summary: %v\n%s", err, stdout)
 	}
+	s := ss[0]
 	if s.Total != 140 || s.Correct > 139 {
 		t.Errorf("graded %d/%d, want at most 139/140: the hostile prediction counts, as incorrect", s.Correct, s.Total)
 	}
