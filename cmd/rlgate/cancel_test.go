@@ -10,7 +10,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -51,47 +50,6 @@ func cancelSparseSafetensors(t *testing.T, path string, n int64) {
 	cancelSparseFile(t, path, append(prefix, header...), int64(len(prefix)+len(header))+n)
 }
 
-// cancelInterrupt runs rlgate args as a child process, sends it SIGINT
-// once it has opened busy (so the signal lands while it hashes busy), and
-// returns its exit code and stderr. A child still running 30 s after the
-// signal has ignored it: the test kills it and fails.
-func cancelInterrupt(t *testing.T, busy string, args ...string) (int, string) {
-	t.Helper()
-	cmd := rlgateProcess(t, args...)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	fds := fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid)
-	for opened := false; !opened; {
-		select {
-		case err := <-done:
-			t.Fatalf("rlgate %s ended before it opened %s: %v\n%s", strings.Join(args, " "), busy, err, &stderr)
-		case <-time.After(10 * time.Millisecond):
-		}
-		ents, _ := os.ReadDir(fds)
-		for _, e := range ents {
-			if target, _ := os.Readlink(filepath.Join(fds, e.Name())); target == busy {
-				opened = true
-			}
-		}
-	}
-	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		cmd.Process.Kill()
-		<-done
-		t.Fatalf("rlgate %s ignored SIGINT: still hashing 30 s later", strings.Join(args, " "))
-	}
-	return cmd.ProcessState.ExitCode(), stderr.String()
-}
-
 // TestInterruptDuringHashing: Ctrl-C reaches every kind of hashing (a
 // file, a tree, a checkpoint's plain files and tensors, a weight diff):
 // the command stops, says "interrupted" and exits 130.
@@ -130,7 +88,7 @@ func TestInterruptDuringHashing(t *testing.T) {
 		{"ckpt diff", hugeB, []string{"ckpt", "diff", hugeA, hugeB}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, stderr := cancelInterrupt(t, tc.busy, tc.args...)
+			code, stderr := interruptWhenOpen(t, tc.busy, tc.args...)
 			if code != exitInterrupted || !strings.Contains(stderr, "interrupted") {
 				t.Errorf("exit %d, stderr %q; want exit %d and \"interrupted\"", code, stderr, exitInterrupted)
 			}

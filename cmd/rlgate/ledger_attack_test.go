@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -201,36 +200,8 @@ func TestVerifySIGINT(t *testing.T) {
 	if err := os.Truncate(path, 1<<40); err != nil {
 		t.Fatal(err)
 	}
-	cmd := rlgateProcess(t, "--ledger", dir, "verify")
-	var stderr strings.Builder
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	fds := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "fd")
-	for opened := false; !opened; {
-		select {
-		case err := <-done:
-			t.Fatalf("verify ended before it was interrupted: %v\n%s", err, stderr.String())
-		case <-time.After(10 * time.Millisecond):
-		}
-		links, _ := os.ReadDir(fds)
-		for _, l := range links {
-			if target, _ := os.Readlink(filepath.Join(fds, l.Name())); target == path {
-				opened = true
-			}
-		}
-	}
-	cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		cmd.Process.Kill()
-		t.Fatal("verify went on hashing after SIGINT")
-	}
-	if code := cmd.ProcessState.ExitCode(); code != exitInterrupted || !strings.Contains(stderr.String(), "interrupted") {
-		t.Errorf("exit %d, want %d and 'interrupted':\n%s", code, exitInterrupted, stderr.String())
+	code, stderr := interruptWhenOpen(t, path, "--ledger", dir, "verify")
+	if code != exitInterrupted || !strings.Contains(stderr, "interrupted") {
+		t.Errorf("exit %d, want %d and 'interrupted':\n%s", code, exitInterrupted, stderr)
 	}
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"io"
 	"os"
 	"os/exec"
@@ -146,4 +148,46 @@ func TestSIGINTStopsStageAndExits130(t *testing.T) {
 	if st, err := l.RunStatus(context.Background(), "eval-int"); err != nil || st.Status != "interrupted" {
 		t.Errorf("run status %+v, %v", st, err)
 	}
+}
+
+// interruptWhenOpen runs rlgate args as a child process, sends it SIGINT
+// once /proc shows it has busy open (so the signal lands while it reads
+// busy, with no timing guess), and returns its exit code and stderr. A
+// child still running 30 s after the signal has ignored it: the test kills
+// it and fails.
+func interruptWhenOpen(t *testing.T, busy string, args ...string) (int, string) {
+	t.Helper()
+	cmd := rlgateProcess(t, args...)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	fds := fmt.Sprintf("/proc/%d/fd", cmd.Process.Pid)
+	for opened := false; !opened; {
+		select {
+		case err := <-done:
+			t.Fatalf("rlgate %s ended before it opened %s: %v\n%s", strings.Join(args, " "), busy, err, &stderr)
+		case <-time.After(10 * time.Millisecond):
+		}
+		ents, _ := os.ReadDir(fds)
+		for _, e := range ents {
+			if target, _ := os.Readlink(filepath.Join(fds, e.Name())); target == busy {
+				opened = true
+			}
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("rlgate %s ignored SIGINT: still running 30 s later", strings.Join(args, " "))
+	}
+	return cmd.ProcessState.ExitCode(), stderr.String()
 }
