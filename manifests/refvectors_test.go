@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 // The vectors under testdata/reference were computed by an independent
@@ -100,14 +101,8 @@ func TestCheckpointDigestsMatchIndependentImplementation(t *testing.T) {
 			for i, ts := range c.Tensors {
 				wantTensors[i] = refTensor{ts.Name, ts.DType, ts.Shape, ts.Digest}
 			}
-			sortByName := cmp.Transformer("byName", func(ts []refTensor) map[string]refTensor {
-				out := map[string]refTensor{}
-				for _, t := range ts {
-					out[t.Name] = t
-				}
-				return out
-			})
-			if diff := cmp.Diff(wantTensors, gotTensors, sortByName); diff != "" {
+			byName := cmpopts.SortSlices(func(a, b refTensor) bool { return a.Name < b.Name })
+			if diff := cmp.Diff(wantTensors, gotTensors, byName); diff != "" {
 				t.Errorf("tensors differ (-reference +ours):\n%s", diff)
 			}
 			var gotFiles []refFile
@@ -121,13 +116,7 @@ func TestCheckpointDigestsMatchIndependentImplementation(t *testing.T) {
 			if len(c.Files) == 1 {
 				wantFiles[0].Path = filepath.Base(path)
 			}
-			byPath := cmp.Transformer("byPath", func(fs []refFile) map[string]refFile {
-				out := map[string]refFile{}
-				for _, f := range fs {
-					out[f.Path] = f
-				}
-				return out
-			})
+			byPath := cmpopts.SortSlices(func(a, b refFile) bool { return a.Path < b.Path })
 			if diff := cmp.Diff(wantFiles, gotFiles, byPath); diff != "" {
 				t.Errorf("files differ (-reference +ours):\n%s", diff)
 			}
