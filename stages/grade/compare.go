@@ -78,6 +78,9 @@ type Outcome struct {
 	Verdict Verdict `json:"verdict"`
 	Correct bool    `json:"correct"`          // execution match: 1, else 0
 	Detail  string  `json:"detail,omitempty"` // why it is not correct, for reports
+	// Fragile is set when the verdict rests on the last digits of a float
+	// (see fragile), so that another SQLite could flip it.
+	Fragile bool `json:"fragile,omitempty"`
 	// Pred and Gold are the denotations compared; not for serialising.
 	Pred, Gold Denotation `json:"-"`
 }
@@ -97,8 +100,10 @@ func Compare(m Metric, pred, gold Denotation) Outcome {
 		o.Verdict, o.Detail = VerdictPredError, pErr.Error()
 	case m.equal(pred, gold):
 		o.Verdict, o.Correct = VerdictCorrect, true
+		o.Fragile = fragile(m, pred, gold, true)
 	default:
 		o.Verdict, o.Detail = VerdictWrong, difference(pred, gold)
+		o.Fragile = fragile(m, pred, gold, false)
 	}
 	return o
 }

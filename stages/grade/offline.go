@@ -48,6 +48,8 @@ type Item struct {
 	Difficulty string  `json:"difficulty,omitempty"`
 	Verdict    Verdict `json:"verdict"`
 	Error      string  `json:"error,omitempty"`
+	// Fragile: the verdict rests on a float's last digits (Outcome.Fragile).
+	Fragile bool `json:"fragile,omitempty"`
 }
 
 // Bucket counts one difficulty level (or the total).
@@ -240,7 +242,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 			return fmt.Errorf("grade %s: %w", gd.ID, err)
 		}
 		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
-			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail}
+			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile}
 		bar.Done(out.Verdict == VerdictPredError || out.Verdict == VerdictGoldDefect)
 		return nil
 	})

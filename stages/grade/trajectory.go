@@ -348,7 +348,7 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, 
 		ep := chosen.Episode
 		it := TrajectoryItem{
 			Item: Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: d.Correct, Reward: d.PassAtK}, Index: gd.Index, DBID: gd.DBID,
-				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail},
+				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail, Fragile: chosen.Outcome.Fragile},
 			Samples: n, ChosenSample: d.Chosen, Votes: d.Votes, PassAtK: d.PassAtK, SampleCorrect: make([]bool, n),
 			SampleReward: make([]float64, n), ChosenReward: chosen.Reward,
 			StopReason: ep.StopReason, Turns: ep.Turns, SQLExecutions: ep.SQLExecutions, TokensIn: ep.TokensIn, TokensOut: ep.TokensOut,
