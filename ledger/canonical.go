@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +20,11 @@ import (
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 //
 // v is first encoded with encoding/json, so struct tags and MarshalJSON
-// methods apply. An integer that a float64 cannot hold exactly is refused
-// rather than silently rounded, since a rounded seed or byte count in a
-// ledger would be a quiet falsehood: store such values as strings.
+// methods apply; encoding/json writes invalid UTF-8 in a Go string as
+// U+FFFD, so Go strings never trip Canonicalize's UTF-8 check. An integer
+// that a float64 cannot hold exactly is refused rather than silently
+// rounded, since a rounded seed or byte count in a ledger would be a quiet
+// falsehood: store such values as strings.
 func CanonicalJSON(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -30,22 +33,121 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return Canonicalize(raw)
 }
 
-// Canonicalize rewrites JSON text into its RFC 8785 canonical form.
+// maxDepth bounds the nesting of arrays and objects, as encoding/json does.
+const maxDepth = 10000
+
+// Canonicalize rewrites JSON text into its RFC 8785 canonical form. The
+// input must be I-JSON (RFC 7493), as RFC 8785 requires: it refuses text
+// that is not UTF-8, an escaped lone surrogate, a member name used twice in
+// one object, and the numbers docs/FORMAT.md "Canonical JSON" refuses;
+// none of these is ever changed into something else before hashing.
 func Canonicalize(raw []byte) ([]byte, error) {
+	if !utf8.Valid(raw) {
+		return nil, fmt.Errorf("canonical json: text is not valid UTF-8 (I-JSON)")
+	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil {
+	v, err := decodeStrict(dec, 0)
+	if err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	if rest := bytes.Trim(raw[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("canonical json: trailing data after the value")
+	}
+	// encoding/json turns an escaped lone surrogate into U+FFFD, which a
+	// decoded string cannot tell from a real U+FFFD: look at the escapes.
+	if err := checkSurrogateEscapes(raw); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	var buf bytes.Buffer
 	if err := writeCanonical(&buf, v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// decodeStrict reads one JSON value token by token (encoding/json checks
+// the syntax), refusing a member name that occurs twice in one object.
+// Names are compared after unescaping, so "a" and "\u0061" are the same.
+func decodeStrict(dec *json.Decoder, depth int) (any, error) {
+	tok, err := dec.Token()
+	if err != nil {
+		return nil, err
+	}
+	d, ok := tok.(json.Delim)
+	if !ok {
+		return tok, nil // nil, bool, json.Number or string
+	}
+	if depth >= maxDepth {
+		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
+	}
+	switch d {
+	case '[':
+		a := []any{}
+		for dec.More() {
+			e, err := decodeStrict(dec, depth+1)
+			if err != nil {
+				return nil, err
+			}
+			a = append(a, e)
+		}
+		_, err = dec.Token() // ']'
+		return a, err
+	case '{':
+		m := map[string]any{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, err
+			}
+			k, _ := tok.(string) // the decoder allows only a string here
+			if _, dup := m[k]; dup {
+				return nil, fmt.Errorf("member name %q occurs twice in one object (RFC 8785 needs I-JSON, which forbids it)", k)
+			}
+			if m[k], err = decodeStrict(dec, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		_, err = dec.Token() // '}'
+		return m, err
+	}
+	return nil, fmt.Errorf("unexpected %v", d)
+}
+
+// checkSurrogateEscapes refuses a \uXXXX escape of a UTF-16 surrogate that
+// is not a high surrogate directly followed by an escaped low one. raw is
+// syntactically valid JSON (decodeStrict read it), so every '"' outside a
+// string opens one and every escape is complete.
+func checkSurrogateEscapes(raw []byte) error {
+	hex4 := func(b []byte) rune {
+		n, _ := strconv.ParseUint(string(b), 16, 32)
+		return rune(n)
+	}
+	inString := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			inString = !inString
+		case c == '\\' && inString:
+			i++
+			if raw[i] != 'u' {
+				continue
+			}
+			r := hex4(raw[i+1 : i+5])
+			i += 4
+			if !utf16.IsSurrogate(r) {
+				continue
+			}
+			if r < 0xdc00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
+				if lo := hex4(raw[i+3 : i+7]); lo >= 0xdc00 && lo <= 0xdfff {
+					i += 6
+					continue
+				}
+			}
+			return fmt.Errorf("string holds the lone surrogate \\u%04x (I-JSON forbids it)", r)
+		}
+	}
+	return nil
 }
 
 func writeCanonical(buf *bytes.Buffer, v any) error {
@@ -171,9 +273,25 @@ func canonicalNumber(lit string) (string, error) {
 	// An integer literal must come out as written: otherwise it held more
 	// digits than a float64 keeps (a uint64 seed, say) and would be
 	// silently rounded. Floats that encoding/json spells without a point
-	// (1e17 as 100000000000000000) come out as written and pass.
-	if isIntegerLiteral(lit) && out != lit && !(lit == "-0" && out == "0") {
-		return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
+	// (1e17 as 100000000000000000) come out as written and pass. This rule
+	// is idempotent: the output is always the ES form of its own double.
+	if isIntegerLiteral(lit) {
+		if out != lit && !(lit == "-0" && out == "0") {
+			return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
+		}
+		return out, nil
+	}
+	// The same seed written 9007199254740993.0 or 9.007199254740993e15 must
+	// not round either: a number whose value is an integer must denote what
+	// its output denotes. Below 2^53 every integer is a double, so only
+	// larger ones need the exact comparison. The output passes this check
+	// again, and so does any writer's shortest round-trip spelling of a
+	// double (Python's 1.8446744073709552e+19).
+	if math.Abs(f) >= 1<<53 {
+		v, _ := new(big.Rat).SetString(lit)
+		if o, _ := new(big.Rat).SetString(out); v != nil && o != nil && v.IsInt() && v.Cmp(o) != 0 {
+			return "", fmt.Errorf("number %s is an integer that a float64 cannot hold exactly (it would become %s); store it as a string", lit, out)
+		}
 	}
 	return out, nil
 }
