@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -79,6 +80,22 @@ func TestDatasetManifestBytesFollowFormat(t *testing.T) {
 			fmt.Sprintf(`"root":%q,"type":"file"}`, root)
 		checkManifestBytes(t, root, want)
 	})
+}
+
+// A symlink named as the root is refused, not hashed as a link nor
+// followed (docs/FORMAT.md "Dataset manifests").
+func TestDatasetManifestSymlinkRootRefused(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "f"), []byte("abc"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	link := filepath.Join(dir, "l")
+	if err := os.Symlink("f", link); err != nil {
+		t.Fatal(err)
+	}
+	if m, err := HashTree(t.Context(), link); err == nil || !strings.Contains(err.Error(), "is a symlink; name its target instead") {
+		t.Errorf("HashTree(symlink) = %+v, %v; want the symlink refused", m, err)
+	}
 }
 
 // checkManifestBytes records root's manifest as rlgate hash --record does
