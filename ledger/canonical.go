@@ -33,30 +33,22 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return Canonicalize(raw)
 }
 
-// maxDepth bounds the nesting of arrays and objects, as encoding/json does.
-const maxDepth = 10000
-
 // Canonicalize rewrites JSON text into its RFC 8785 canonical form. The
 // input must be I-JSON (RFC 7493), as RFC 8785 requires: it refuses text
 // that is not UTF-8, an escaped lone surrogate, a member name used twice in
 // one object, and the numbers docs/FORMAT.md "Canonical JSON" refuses;
 // none of these is ever changed into something else before hashing.
 func Canonicalize(raw []byte) ([]byte, error) {
-	if !utf8.Valid(raw) {
-		return nil, fmt.Errorf("canonical json: text is not valid UTF-8 (I-JSON)")
-	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
-	v, err := decodeStrict(dec, 0)
-	if err != nil {
+	var v any
+	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	if rest := bytes.Trim(raw[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("canonical json: trailing data after the value")
 	}
-	// encoding/json turns an escaped lone surrogate into U+FFFD, which a
-	// decoded string cannot tell from a real U+FFFD: look at the escapes.
-	if err := checkSurrogateEscapes(raw); err != nil {
+	if err := checkIJSON(raw); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	var buf bytes.Buffer
@@ -66,88 +58,94 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// decodeStrict reads one JSON value token by token (encoding/json checks
-// the syntax), refusing a member name that occurs twice in one object.
+// checkIJSON refuses what encoding/json resolves silently in syntactically
+// valid JSON text raw: bytes that are not UTF-8 and escaped lone surrogates
+// (both read as U+FFFD, which a decoded string cannot tell from a real
+// one), and a member name used twice in one object (the last is kept).
 // Names are compared after unescaping, so "a" and "\u0061" are the same.
-func decodeStrict(dec *json.Decoder, depth int) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
+// It is one pass over raw, which encoding/json has already checked, so
+// every '"' outside a string opens one and every escape is complete.
+func checkIJSON(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("text is not valid UTF-8 (I-JSON)")
 	}
-	d, ok := tok.(json.Delim)
-	if !ok {
-		return tok, nil // nil, bool, json.Number or string
+	type object struct {
+		expectName bool
+		names      map[string]bool
 	}
-	if depth >= maxDepth {
-		return nil, fmt.Errorf("nested deeper than %d", maxDepth)
-	}
-	switch d {
-	case '[':
-		a := []any{}
-		for dec.More() {
-			e, err := decodeStrict(dec, depth+1)
-			if err != nil {
-				return nil, err
+	var stack []*object // nil for an array
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{':
+			stack = append(stack, &object{expectName: true})
+		case '[':
+			stack = append(stack, nil)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if o := stack[len(stack)-1]; o != nil {
+				o.expectName = true
 			}
-			a = append(a, e)
+		case '"':
+			start := i
+			escaped := false
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] != '\\' {
+					continue
+				}
+				escaped = true
+				i++
+				if raw[i] == 'u' {
+					n, err := checkSurrogate(raw[i-1:])
+					if err != nil {
+						return err
+					}
+					i += n
+				}
+			}
+			if len(stack) == 0 {
+				continue
+			}
+			o := stack[len(stack)-1]
+			if o == nil || !o.expectName {
+				continue
+			}
+			o.expectName = false
+			name := string(raw[start+1 : i])
+			if escaped {
+				json.Unmarshal(raw[start:i+1], &name) // valid: encoding/json read it
+			}
+			if o.names[name] {
+				return fmt.Errorf("member name %q occurs twice in one object (RFC 8785 needs I-JSON, which forbids it)", name)
+			}
+			if o.names == nil {
+				o.names = map[string]bool{}
+			}
+			o.names[name] = true
 		}
-		_, err = dec.Token() // ']'
-		return a, err
-	case '{':
-		m := map[string]any{}
-		for dec.More() {
-			tok, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			k, _ := tok.(string) // the decoder allows only a string here
-			if _, dup := m[k]; dup {
-				return nil, fmt.Errorf("member name %q occurs twice in one object (RFC 8785 needs I-JSON, which forbids it)", k)
-			}
-			if m[k], err = decodeStrict(dec, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		_, err = dec.Token() // '}'
-		return m, err
 	}
-	return nil, fmt.Errorf("unexpected %v", d)
+	return nil
 }
 
-// checkSurrogateEscapes refuses a \uXXXX escape of a UTF-16 surrogate that
-// is not a high surrogate directly followed by an escaped low one. raw is
-// syntactically valid JSON (decodeStrict read it), so every '"' outside a
-// string opens one and every escape is complete.
-func checkSurrogateEscapes(raw []byte) error {
+// checkSurrogate reads the \uXXXX escape at the start of esc and, when it
+// is a high surrogate, the escaped low one that must follow it. It returns
+// how many bytes after the 'u' it read, and refuses a surrogate that is
+// not one half of such a pair.
+func checkSurrogate(esc []byte) (int, error) {
 	hex4 := func(b []byte) rune {
 		n, _ := strconv.ParseUint(string(b), 16, 32)
 		return rune(n)
 	}
-	inString := false
-	for i := 0; i < len(raw); i++ {
-		switch c := raw[i]; {
-		case c == '"':
-			inString = !inString
-		case c == '\\' && inString:
-			i++
-			if raw[i] != 'u' {
-				continue
-			}
-			r := hex4(raw[i+1 : i+5])
-			i += 4
-			if !utf16.IsSurrogate(r) {
-				continue
-			}
-			if r < 0xdc00 && i+6 < len(raw) && raw[i+1] == '\\' && raw[i+2] == 'u' {
-				if lo := hex4(raw[i+3 : i+7]); lo >= 0xdc00 && lo <= 0xdfff {
-					i += 6
-					continue
-				}
-			}
-			return fmt.Errorf("string holds the lone surrogate \\u%04x (I-JSON forbids it)", r)
+	r := hex4(esc[2:6])
+	if !utf16.IsSurrogate(r) {
+		return 4, nil
+	}
+	if r < 0xdc00 && len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' {
+		if lo := hex4(esc[8:12]); lo >= 0xdc00 && lo <= 0xdfff {
+			return 10, nil
 		}
 	}
-	return nil
+	return 0, fmt.Errorf("string holds the lone surrogate \\u%04x (I-JSON forbids it)", r)
 }
 
 func writeCanonical(buf *bytes.Buffer, v any) error {

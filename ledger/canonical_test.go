@@ -29,6 +29,9 @@ func TestCanonicalJSON(t *testing.T) {
 		{"non-integer value rounds", `[9007199254740993.5]`, `[9007199254740994]`},
 		{"paired surrogates and U+FFFD", `["\ud83d\ude00\ufffd"]`, "[\"\U0001F600\uFFFD\"]"},
 		{"same name in different objects", `[{"a":1},{"a":2}]`, `[{"a":1},{"a":2}]`},
+		{"same name in nested objects", `{"a":{"a":1},"b":{"a":{"a":2}}}`, `{"a":{"a":1},"b":{"a":{"a":2}}}`},
+		{"values equal to names", `{"a":"a","b":"a","c":["a","a"]}`, `{"a":"a","b":"a","c":["a","a"]}`},
+		{"names ending in an escaped backslash", `{"a\\":1,"a":2,"\"":3}`, `{"\"":3,"a":2,"a\\":1}`},
 		{"utf16 key order", `{"\ufb33":1,"\ud83d\ude00":2,"a":3}`, "{\"a\":3,\"\U0001F600\":2,\"\uFB33\":1}"},
 	}
 	for _, tt := range tests {
@@ -59,6 +62,8 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 		"integer value above 1e21, extra digits":  `[1.2345678901234567890e21]`,
 		"duplicate member name":                   `{"a":1,"a":2}`,
 		"duplicate member name after unescaping":  `{"a":1,"\u0061":2}`,
+		"duplicate after a nested object":         `{"a":{"b":1},"a":2}`,
+		"duplicate name with an escaped quote":    `{"a\"b":1,"a\"b":2}`,
 		"nested duplicate member name":            `[{"x":{"k":1,"k":1}}]`,
 		"lone high surrogate":                     `["\ud800"]`,
 		"lone low surrogate":                      `["\udc00"]`,
