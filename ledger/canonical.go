@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,9 +20,11 @@ import (
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 //
 // v is first encoded with encoding/json, so struct tags and MarshalJSON
-// methods apply. An integer that a float64 cannot hold exactly is refused
-// rather than silently rounded, since a rounded seed or byte count in a
-// ledger would be a quiet falsehood: store such values as strings.
+// methods apply; encoding/json writes invalid UTF-8 in a Go string as
+// U+FFFD, so Go strings never trip Canonicalize's UTF-8 check. An integer
+// that a float64 cannot hold exactly is refused rather than silently
+// rounded, since a rounded seed or byte count in a ledger would be a quiet
+// falsehood: store such values as strings.
 func CanonicalJSON(v any) ([]byte, error) {
 	raw, err := json.Marshal(v)
 	if err != nil {
@@ -30,7 +33,11 @@ func CanonicalJSON(v any) ([]byte, error) {
 	return Canonicalize(raw)
 }
 
-// Canonicalize rewrites JSON text into its RFC 8785 canonical form.
+// Canonicalize rewrites JSON text into its RFC 8785 canonical form. The
+// input must be I-JSON (RFC 7493), as RFC 8785 requires: it refuses text
+// that is not UTF-8, an escaped lone surrogate, a member name used twice in
+// one object, and the numbers docs/FORMAT.md "Canonical JSON" refuses;
+// none of these is ever changed into something else before hashing.
 func Canonicalize(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
@@ -41,11 +48,104 @@ func Canonicalize(raw []byte) ([]byte, error) {
 	if rest := bytes.Trim(raw[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
 		return nil, fmt.Errorf("canonical json: trailing data after the value")
 	}
+	if err := checkIJSON(raw); err != nil {
+		return nil, fmt.Errorf("canonical json: %w", err)
+	}
 	var buf bytes.Buffer
 	if err := writeCanonical(&buf, v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// checkIJSON refuses what encoding/json resolves silently in syntactically
+// valid JSON text raw: bytes that are not UTF-8 and escaped lone surrogates
+// (both read as U+FFFD, which a decoded string cannot tell from a real
+// one), and a member name used twice in one object (the last is kept).
+// Names are compared after unescaping, so "a" and "\u0061" are the same.
+// It is one pass over raw, which encoding/json has already checked, so
+// every '"' outside a string opens one and every escape is complete.
+func checkIJSON(raw []byte) error {
+	if !utf8.Valid(raw) {
+		return fmt.Errorf("text is not valid UTF-8 (I-JSON)")
+	}
+	type object struct {
+		expectName bool
+		names      map[string]bool
+	}
+	var stack []*object // nil for an array
+	for i := 0; i < len(raw); i++ {
+		switch raw[i] {
+		case '{':
+			stack = append(stack, &object{expectName: true})
+		case '[':
+			stack = append(stack, nil)
+		case '}', ']':
+			stack = stack[:len(stack)-1]
+		case ',':
+			if o := stack[len(stack)-1]; o != nil {
+				o.expectName = true
+			}
+		case '"':
+			start := i
+			escaped := false
+			for i++; raw[i] != '"'; i++ {
+				if raw[i] != '\\' {
+					continue
+				}
+				escaped = true
+				i++
+				if raw[i] == 'u' {
+					n, err := checkSurrogate(raw[i-1:])
+					if err != nil {
+						return err
+					}
+					i += n
+				}
+			}
+			if len(stack) == 0 {
+				continue
+			}
+			o := stack[len(stack)-1]
+			if o == nil || !o.expectName {
+				continue
+			}
+			o.expectName = false
+			name := string(raw[start+1 : i])
+			if escaped {
+				json.Unmarshal(raw[start:i+1], &name) // valid: encoding/json read it
+			}
+			if o.names[name] {
+				return fmt.Errorf("member name %q occurs twice in one object (RFC 8785 needs I-JSON, which forbids it)", name)
+			}
+			if o.names == nil {
+				o.names = map[string]bool{}
+			}
+			o.names[name] = true
+		}
+	}
+	return nil
+}
+
+// checkSurrogate reads the \uXXXX escape at the start of esc and, when it
+// is a high surrogate, the escaped low one that must follow it. It returns
+// how many bytes after the 'u' it read, and refuses a surrogate that is
+// not one half of such a pair.
+func checkSurrogate(esc []byte) (int, error) {
+	hex4 := func(b []byte) rune {
+		n, _ := strconv.ParseUint(string(b), 16, 32)
+		return rune(n)
+	}
+	r := hex4(esc[2:6])
+	if !utf16.IsSurrogate(r) {
+		return 4, nil
+	}
+	if r < 0xdc00 && len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' {
+		if lo := hex4(esc[8:12]); lo >= 0xdc00 && lo <= 0xdfff {
+			return 10, nil
+		}
+	}
+	return 0, fmt.Errorf("string holds the lone surrogate \\u%04x (I-JSON forbids it)", r)
 }
 
 func writeCanonical(buf *bytes.Buffer, v any) error {
@@ -171,9 +271,25 @@ func canonicalNumber(lit string) (string, error) {
 	// An integer literal must come out as written: otherwise it held more
 	// digits than a float64 keeps (a uint64 seed, say) and would be
 	// silently rounded. Floats that encoding/json spells without a point
-	// (1e17 as 100000000000000000) come out as written and pass.
-	if isIntegerLiteral(lit) && out != lit && !(lit == "-0" && out == "0") {
-		return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
+	// (1e17 as 100000000000000000) come out as written and pass. This rule
+	// is idempotent: the output is always the ES form of its own double.
+	if isIntegerLiteral(lit) {
+		if out != lit && !(lit == "-0" && out == "0") {
+			return "", fmt.Errorf("integer %s is not exactly representable as a float64 (RFC 8785); store it as a string", lit)
+		}
+		return out, nil
+	}
+	// The same seed written 9007199254740993.0 or 9.007199254740993e15 must
+	// not round either: a number whose value is an integer must denote what
+	// its output denotes. Below 2^53 every integer is a double, so only
+	// larger ones need the exact comparison. The output passes this check
+	// again, and so does any writer's shortest round-trip spelling of a
+	// double (Python's 1.8446744073709552e+19).
+	if math.Abs(f) >= 1<<53 {
+		v, _ := new(big.Rat).SetString(lit)
+		if o, _ := new(big.Rat).SetString(out); v != nil && o != nil && v.IsInt() && v.Cmp(o) != 0 {
+			return "", fmt.Errorf("number %s is an integer that a float64 cannot hold exactly (it would become %s); store it as a string", lit, out)
+		}
 	}
 	return out, nil
 }

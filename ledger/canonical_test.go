@@ -21,6 +21,17 @@ func TestCanonicalJSON(t *testing.T) {
 		{"float exponent forms", `[1E3, 2.50e-1, 5e-324, 1.7976931348623157e308]`, `[1000,0.25,5e-324,1.7976931348623157e+308]`},
 		{"string escapes", `["\u0001\n\"\\/<>&\u2028é"]`, "[\"\\u0001\\n\\\"\\\\/<>&\u2028é\"]"},
 		// RFC 8785 §3.2.3: sort by UTF-16 code units, so U+1F600 (D83D DE00) sorts before U+FB33.
+		// Decided in FORMAT.md "Canonical JSON" (issue 14): these stay accepted.
+		{"underflow to zero", `[1e-400,-1e-400]`, `[0,0]`},
+		{"integer literal that is the ES form of its double", `[123456789012345680000,999999999999999900000]`, `[123456789012345680000,999999999999999900000]`},
+		{"fraction-form integer a double holds exactly", `[9007199254740994.0,1.8446744073709552e19,1e22,-2e53]`, `[9007199254740994,18446744073709552000,1e+22,-2e+53]`},
+		{"shortest digits of a double above 1e21", `[1.2345678901234568e21,1e23]`, `[1.2345678901234568e+21,1e+23]`},
+		{"non-integer value rounds", `[9007199254740993.5]`, `[9007199254740994]`},
+		{"paired surrogates and U+FFFD", `["\ud83d\ude00\ufffd"]`, "[\"\U0001F600\uFFFD\"]"},
+		{"same name in different objects", `[{"a":1},{"a":2}]`, `[{"a":1},{"a":2}]`},
+		{"same name in nested objects", `{"a":{"a":1},"b":{"a":{"a":2}}}`, `{"a":{"a":1},"b":{"a":{"a":2}}}`},
+		{"values equal to names", `{"a":"a","b":"a","c":["a","a"]}`, `{"a":"a","b":"a","c":["a","a"]}`},
+		{"names ending in an escaped backslash", `{"a\\":1,"a":2,"\"":3}`, `{"\"":3,"a":2,"a\\":1}`},
 		{"utf16 key order", `{"\ufb33":1,"\ud83d\ude00":2,"a":3}`, "{\"a\":3,\"\U0001F600\":2,\"\uFB33\":1}"},
 	}
 	for _, tt := range tests {
@@ -42,6 +53,25 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 		"above 2^53":      `[9007199254740993]`,
 		"trailing data":   `{} {}`,
 		"not json":        `{"a":`,
+		// The decisions of FORMAT.md "Canonical JSON" (issue 14).
+		"exact 2^60 whose ES form differs":        `[1152921504606846976]`,
+		"integer value 2^53+1 with a fraction":    `[9007199254740993.0]`,
+		"integer value 2^53+1 with an exponent":   `[9.007199254740993e15]`,
+		"negative integer value with an exponent": `[-12345678901234567890e0]`,
+		"exact 2^60 with a fraction":              `[1152921504606846976.0]`,
+		"integer value above 1e21, extra digits":  `[1.2345678901234567890e21]`,
+		"duplicate member name":                   `{"a":1,"a":2}`,
+		"duplicate member name after unescaping":  `{"a":1,"\u0061":2}`,
+		"duplicate after a nested object":         `{"a":{"b":1},"a":2}`,
+		"duplicate name with an escaped quote":    `{"a\"b":1,"a\"b":2}`,
+		"nested duplicate member name":            `[{"x":{"k":1,"k":1}}]`,
+		"lone high surrogate":                     `["\ud800"]`,
+		"lone low surrogate":                      `["\udc00"]`,
+		"high surrogate then a non-surrogate":     `["\ud800\u0041"]`,
+		"lone surrogate in a member name":         `{"\ud83d":1}`,
+		"invalid UTF-8 in a string":               "[\"\xff\xfe\"]",
+		"UTF-8 encoded surrogate (CESU)":          "[\"\xed\xa0\x80\"]",
+		"overflow to infinity":                    `[1e400]`,
 	} {
 		t.Run(name, func(t *testing.T) {
 			if out, err := Canonicalize([]byte(in)); err == nil {

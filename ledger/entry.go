@@ -64,6 +64,9 @@ func computeHash(e *Entry) Digest {
 	h := Hasher()
 	h.WriteString(entryTag)
 	h.Write(e.Prev[:])
+	// seq and every length are u64 big-endian, as in tree digests
+	// (manifests/tree.go); checkpoint digests use little-endian
+	// (manifests/checkpoint.go). FORMAT.md fixes each: do not unify them.
 	var n [8]byte
 	binary.BigEndian.PutUint64(n[:], uint64(e.Seq))
 	h.Write(n[:])

@@ -91,19 +91,19 @@ func TestEntryHashMatchesIndependentImplementation(t *testing.T) {
 	}
 }
 
-// undecidedCanonical lists the vector cases where docs/FORMAT.md was found
-// ambiguous and this package's behaviour differs from the reference's
-// literal reading (shared/testdata/ledger/SOURCES.md, findings 1, 3 and 4).
-// The format decision is still open (issue 14); until it is made, these
-// cases are held to today's behaviour, and the test fails when one of them
-// starts to agree, so the list only shrinks.
-var undecidedCanonical = map[string]string{
-	"duplicate-member-refused":                         "kept last; RFC 8785 (I-JSON) refuses",
-	"lone-surrogate-refused":                           "replaced with U+FFFD; I-JSON refuses",
-	"invalid-utf8-refused":                             "replaced with U+FFFD; I-JSON refuses",
-	"integer-exact-2^60":                               "refused: its ES form is not the literal",
-	"integer-exact-but-output-not-recanonicalizable":   "refused: its ES form is not the literal",
-	"integer-literal-equal-to-its-es-form-but-inexact": "accepted: the literal is the ES form of its double",
+// decidedOtherwise lists the vector cases where the reference followed the
+// wording of docs/FORMAT.md that issue 14 replaced (SOURCES.md findings 1
+// and 2: an integer literal "a double cannot hold exactly" is refused) and
+// FORMAT.md "Canonical JSON" now says otherwise: an integer literal must be
+// the ECMAScript form of its double, and any other number whose value is an
+// integer must denote what that form denotes. Each case is held to what
+// FORMAT.md now says (want: the output, or "" for a refusal); the test fails
+// when the reference comes to agree, so the list only shrinks.
+var decidedOtherwise = map[string]struct{ want, why string }{
+	"integer-exact-2^60":                               {"", "2^60 is exact, but its ES form is 1152921504606847000"},
+	"integer-exact-but-output-not-recanonicalizable":   {"", "2^64 is exact, but its ES form is 18446744073709552000"},
+	"integer-literal-equal-to-its-es-form-but-inexact": {"[123456789012345680000]", "the literal is the ES form of its double"},
+	"inexact-integer-value-in-fraction-form":           {"", "9007199254740993.0 denotes 2^53+1, its ES form 9007199254740992"},
 }
 
 func TestCanonicalJSONMatchesIndependentImplementation(t *testing.T) {
@@ -114,7 +114,6 @@ func TestCanonicalJSONMatchesIndependentImplementation(t *testing.T) {
 			InputHex  string  `json:"input_hex"`
 			OutputHex *string `json:"output_utf8_hex"`
 			Error     bool    `json:"error"`
-			Ambiguous bool    `json:"ambiguous"`
 		} `json:"cases"`
 		Numbers []struct {
 			Bits   string `json:"ieee754_hex"`
@@ -141,17 +140,18 @@ func TestCanonicalJSONMatchesIndependentImplementation(t *testing.T) {
 			if agrees && !c.Error {
 				want, _ := hex.DecodeString(*c.OutputHex)
 				agrees = string(got) == string(want)
-				if !agrees && !c.Ambiguous {
-					t.Errorf("output differs from the reference:\n%s", cmp.Diff(string(want), string(got)))
-					return
-				}
 			}
-			why, undecided := undecidedCanonical[c.Name]
-			switch {
-			case undecided && agrees:
-				t.Errorf("now agrees with the reference: remove it from undecidedCanonical (%s)", why)
-			case !undecided && !agrees:
-				t.Errorf("reference error=%v, got output %q, err %v", c.Error, got, err)
+			if d, ok := decidedOtherwise[c.Name]; ok {
+				if agrees {
+					t.Errorf("now agrees with the reference: remove it from decidedOtherwise (%s)", d.why)
+				}
+				if (d.want == "") != (err != nil) || string(got) != d.want {
+					t.Errorf("FORMAT.md says %q (%s), got output %q, err %v", d.want, d.why, got, err)
+				}
+				return
+			}
+			if !agrees {
+				t.Errorf("reference error=%v output %s, got output %q, err %v", c.Error, vectorOutput(c.OutputHex), got, err)
 			}
 		})
 	}
@@ -168,4 +168,13 @@ func TestCanonicalJSONMatchesIndependentImplementation(t *testing.T) {
 			t.Errorf("bits %s: %s, want %s", n.Bits, got, n.Output)
 		}
 	}
+}
+
+// vectorOutput is a case's expected output as text, "none" where it expects an error.
+func vectorOutput(s *string) string {
+	if s == nil {
+		return "none"
+	}
+	b, _ := hex.DecodeString(*s)
+	return string(b)
 }

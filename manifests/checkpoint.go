@@ -203,7 +203,9 @@ func SafetensorsFileDigest(header ledger.Digest, tensors []ledger.Digest) ledger
 	return ledger.SumDigest(h)
 }
 
-// putUint writes v as 8 little-endian bytes.
+// putUint writes v as 8 little-endian bytes (u64le): checkpoint digests
+// use little-endian, while entry hashes and tree digests use big-endian.
+// FORMAT.md fixes each: do not unify them.
 func putUint(h hash.Hash, v uint64) {
 	h.Write(binary.LittleEndian.AppendUint64(nil, v))
 }

@@ -38,7 +38,12 @@ type Node struct {
 
 // DatasetManifest describes a file or a directory tree by digest. Digest is
 // the file's BLAKE3 (the same value b3sum prints) for a single file, and the
-// Merkle digest of the root directory for a tree.
+// Merkle digest of the root directory for a tree. Files and Bytes count
+// regular files only; Nodes lists "." first, then every path in byte order.
+//
+// NB: recorded, its canonical JSON is the manifest blob an artifact entry
+// names; changing a field name, omission rule or the node order changes
+// every recorded manifest digest (docs/FORMAT.md "Dataset manifests").
 type DatasetManifest struct {
 	Format string        `json:"format"`
 	Root   string        `json:"root"` // as given; informational, not hashed
@@ -201,6 +206,9 @@ func digestDirs(nodes []Node) []Node {
 	digest = func(i int) ledger.Digest {
 		h := ledger.Hasher()
 		h.WriteString(dirTag)
+		// Lengths and sizes are u64 big-endian, as in entry hashes;
+		// checkpoint digests (checkpoint.go) use little-endian. FORMAT.md
+		// fixes each: do not unify them. The child digest is its 32 raw bytes.
 		var buf [8]byte
 		for _, c := range children[nodes[i].Path] {
 			if nodes[c].Type == NodeDir {

@@ -94,6 +94,10 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	if err != nil {
 		return nil, err
 	}
+	// The name is the prefix of every task id it gives (<name>-<index>).
+	if err := tasks.CheckID(name); err != nil {
+		return nil, fmt.Errorf("import: dataset name: %w. Try: --name without it", err)
+	}
 	im := &Imported{Manifest: Manifest{Format: ManifestFormat, Dataset: name, Kind: kind, DBRoot: dbRoot,
 		Source: map[string]ledger.Digest{}, Databases: map[string]ledger.Digest{}, Skipped: []Skipped{}}}
 	for label, path := range sources {

@@ -15,6 +15,7 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/progress"
+	"github.com/rlgate/rlgate/stages/tasks"
 )
 
 // FileOptions name one predictions file to grade against an imported
@@ -88,6 +89,7 @@ type gradeStart struct {
 	PredDigest  ledger.Digest  `json:"predictions_digest"`
 	Dataset     string         `json:"dataset"`
 	TasksDigest ledger.Digest  `json:"tasks_digest"`
+	TaskSet     ledger.Digest  `json:"task_set"` // tasks.SetDigest of the tasks graded
 	GoldDigest  ledger.Digest  `json:"gold_digest"`
 	Options     Options        `json:"grader_options"`
 	Databases   *DatabaseCheck `json:"database_check"`
@@ -162,8 +164,8 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		return nil, err
 	}
 	run, err := l.StartRun(ctx, s.Run, gradeStart{Stage: "grade", Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
-		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(),
-		Databases: s.Databases})
+		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, TaskSet: goldTaskSet(golds), GoldDigest: man.Gold.Digest,
+		Options: g.Options(), Databases: s.Databases})
 	if err != nil {
 		return nil, err
 	}
@@ -228,6 +230,16 @@ func readGold(ctx context.Context, dir string, man *dataset.Manifest) ([]gold.Go
 			Hint: "rlgate data import --force into " + dir + " to write it again"}
 	}
 	return golds, nil
+}
+
+// goldTaskSet is the task set of the tasks a grading grades: every gold
+// task of the import gets an outcome.
+func goldTaskSet(golds []gold.Gold) ledger.Digest {
+	ids := make([]string, len(golds))
+	for i, gd := range golds {
+		ids[i] = gd.ID
+	}
+	return tasks.SetDigest(ids)
 }
 
 // gradeTasks grades every gold task against its prediction on all cores,

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os/exec"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -344,11 +345,22 @@ func TestReplayReproducesTheRun(t *testing.T) {
 // TestRolloutCannotReachGold checks the package's whole dependency
 // graph, not only its direct imports: the policy side never links gold.
 func TestRolloutCannotReachGold(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/rlgate/rlgate/stages/rollout").Output()
+	// The import check is the guarantee the tasks package's doc promises:
+	// when go list cannot run, the test fails rather than skip in silence.
+	cmd := exec.Command("go", "list", "-deps", "github.com/rlgate/rlgate/stages/rollout")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Skipf("go list: %v", err)
+		t.Fatalf("go list -deps stages/rollout: %v\n%s", err, stderr.String())
 	}
-	for _, dep := range strings.Fields(string(out)) {
+	deps := strings.Fields(string(out))
+	// A listing without the tasks package (which rollout does import) would
+	// prove nothing about gold.
+	if !slices.Contains(deps, "github.com/rlgate/rlgate/stages/tasks") {
+		t.Fatalf("go list -deps stages/rollout does not list stages/tasks; it printed:\n%s", out)
+	}
+	for _, dep := range deps {
 		if strings.HasSuffix(dep, "/stages/gold") || strings.HasSuffix(dep, "/stages/grade") || strings.HasSuffix(dep, "/stages/dataset") {
 			t.Errorf("stages/rollout depends on %s", dep)
 		}

@@ -24,7 +24,11 @@ func canonicalConfig(path string, raw []byte) ([]byte, error) {
 		}
 		return ledger.CanonicalJSON(stringKeys(v))
 	case ".json":
-		return ledger.Canonicalize(raw)
+		canon, err := ledger.Canonicalize(raw)
+		if err != nil {
+			return nil, fmt.Errorf("config %s: %w", path, err)
+		}
+		return canon, nil
 	}
 	return nil, nil
 }

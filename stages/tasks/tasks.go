@@ -46,6 +46,9 @@ func Read(path string) ([]Task, error) {
 		if t.ID == "" || t.DBID == "" {
 			return nil, fmt.Errorf("read tasks %s: task %d has no id or db_id", path, i)
 		}
+		if err := CheckID(t.ID); err != nil {
+			return nil, fmt.Errorf("read tasks %s: task %d: %w", path, i, err)
+		}
 		if j, dup := seen[t.ID]; dup {
 			return nil, fmt.Errorf("read tasks %s: task %d has id %s, as task %d does; ids must be unique", path, i, t.ID, j)
 		}
@@ -70,8 +73,18 @@ func refuseGold(raw []byte) error {
 // Write writes tasks as JSON lines.
 func Write(w io.Writer, ts []Task) error { return jsonl.Write(w, ts) }
 
+// CheckID refuses a task id holding a newline or NUL: SetDigest ends each
+// id with a newline, so such an id would make two different sets hash alike.
+func CheckID(id string) error {
+	if strings.ContainsAny(id, "\n\x00") {
+		return fmt.Errorf("task id %q holds a newline or NUL, which a task set cannot encode", id)
+	}
+	return nil
+}
+
 // SetDigest names a set of task ids: the BLAKE3 of the sorted, distinct
-// ids, each followed by a newline. Runs, gradings and comparisons record
+// ids, each followed by a newline (none holds one: CheckID); the empty set
+// is the BLAKE3 of no bytes. Runs, gradings and comparisons record
 // it, so a reviewer (and the fixed-budget audit) can check that two
 // evaluations covered the same tasks whatever their order.
 //
