@@ -16,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/term"
 )
 
 const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1/chat/completions\n" +
@@ -259,11 +260,7 @@ func loadTasks(path, dbRoot string) (*taskSource, error) {
 // redrawn in place.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func printRolloutSummary(w io.Writer, s *rollout.Summary) {
