@@ -46,10 +46,7 @@ func CheckDatabases(ctx context.Context, man *dataset.Manifest, root string, all
 		fmt.Fprintf(progress, "rlgate: checking %d databases under %s against the digests recorded at import\n", len(ids), root)
 	}
 	got := make([]ledger.Digest, len(ids))
-	err := forEach(len(ids), func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
+	err := forEach(ctx, len(ids), func(ctx context.Context, i int) error {
 		d, _, err := manifests.HashFile(ctx, dataset.DBPath(root, ids[i]))
 		if err != nil {
 			return &ledger.Error{Op: "check database " + ids[i], Err: fmt.Errorf("%w: %w", ErrDatabaseMissing, err),

@@ -233,7 +233,7 @@ func readGold(ctx context.Context, dir string, man *dataset.Manifest) ([]gold.Go
 // errors: a prediction or gold that failed).
 func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction, bar *progress.Bar) ([]Item, error) {
 	items := make([]Item, len(golds))
-	err := forEach(len(golds), func(i int) error {
+	err := forEach(ctx, len(golds), func(ctx context.Context, i int) error {
 		gd := golds[i]
 		out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
 		if err != nil {
@@ -247,7 +247,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 	if err != nil {
 		return nil, err
 	}
-	return items, ctx.Err()
+	return items, nil
 }
 
 // tally fills the totals, per difficulty when the dataset has difficulty.

@@ -1,35 +1,33 @@
 package grade
 
 import (
+	"context"
 	"runtime"
-	"sync"
+
+	"golang.org/x/sync/errgroup"
 )
 
-// forEach runs fn(i) for every i in [0, n) on GOMAXPROCS workers: grading
-// is query execution, which parallelises across cores. It returns the error
-// of the lowest i that failed.
-func forEach(n int, fn func(i int) error) error {
-	errs := make([]error, n)
-	work := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range work {
-				errs[i] = fn(i)
-			}
-		}()
-	}
+// forEach runs fn(ctx, i) for every i in [0, n) on at most GOMAXPROCS
+// goroutines of an errgroup: grading is query execution, which
+// parallelises across cores. The first error cancels the context every
+// other call sees, no call starts after it, and that error is returned; a
+// canceled ctx (Ctrl-C) stops them all the same way.
+func forEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i := range n {
-		work <- i
-	}
-	close(work)
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return err
+		if gctx.Err() != nil {
+			break
 		}
+		g.Go(func() error {
+			if err := gctx.Err(); err != nil {
+				return err
+			}
+			return fn(gctx, i)
+		})
 	}
-	return nil
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	return ctx.Err()
 }

@@ -272,7 +272,7 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 		}
 	}
 	out := make([]SampleGrade, len(recs))
-	err := forEach(len(recs), func(i int) error {
+	err := forEach(ctx, len(recs), func(ctx context.Context, i int) error {
 		r, gd := recs[i], byID[recs[i].TaskID]
 		// A sample is well formed when it ended on a parsed <solution>.
 		rw, err := g.Reward(ctx, RewardInput{Metric: m, DBPath: dataset.DBPath(dbRoot, gd.DBID), PredSQL: r.FinalSQL, GoldSQL: gd.SQL,
@@ -287,7 +287,7 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 	if err != nil {
 		return nil, err
 	}
-	return out, ctx.Err()
+	return out, nil
 }
 
 // rolloutTasks names the tasks an incomplete rollout ran, some of which
