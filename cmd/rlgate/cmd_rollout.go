@@ -28,7 +28,9 @@ const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1
 	"--temperature, --top-p and --seed override its sampling). Every request and\n" +
 	"response body, every turn and each episode's stop reason and budget use are\n" +
 	"recorded in the ledger under --run, with the protocol's digest. Only public\n" +
-	"tasks are read: a tasks file carrying gold fields is refused.\n\n" +
+	"tasks are read: a tasks file carrying gold fields is refused. The summary\n" +
+	"(and --json) describes the tokens per finished episode and the latency of\n" +
+	"each turn played now by mean, p50 and p95 (NumPy's linear percentiles).\n\n" +
 	"Before anything is recorded, GET <endpoint>/models checks that the endpoint\n" +
 	"can be used: no connection, a URL that is not http(s), 401, 403 or a 5xx is\n" +
 	"an error naming the cause; any other answer, 404 included, passes. Transport\n" +
@@ -291,4 +293,11 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 		fmt.Fprintf(w, " %s %d", r, s.StopReasons[rollout.StopReason(r)])
 	}
 	fmt.Fprintf(w, "\nrlgate: tokens in %d, out %d; protocol %s; entries %d..%d\n", s.TokensIn, s.TokensOut, s.ProtocolDigest, s.StartSeq, s.EndSeq)
+	if in, out := s.TokensInPerEpisode, s.TokensOutPerEpisode; in != nil && out != nil {
+		fmt.Fprintf(w, "rlgate: tokens per episode: in mean %.1f, p50 %.1f, p95 %.1f; out mean %.1f, p50 %.1f, p95 %.1f\n",
+			in.Mean, in.P50, in.P95, out.Mean, out.P50, out.P95)
+	}
+	if lat := s.RequestLatencyMS; lat != nil {
+		fmt.Fprintf(w, "rlgate: request latency over the %d turns played now (retries included): mean %.1f ms, p50 %.1f ms, p95 %.1f ms\n", lat.N, lat.Mean, lat.P50, lat.P95)
+	}
 }
