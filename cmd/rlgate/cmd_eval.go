@@ -160,8 +160,7 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 		if ts.Mode == modePassK {
 			desc += fmt.Sprintf(" (any of %d samples)", n)
 		}
-		printGradeSummary(w, &grade.FileSummary{Run: ts.Run, Metric: ts.Metric, Predictions: desc, Correct: ts.Correct, Total: ts.Total,
-			EX: ts.EX, ByDifficulty: ts.ByDifficulty, GoldDefects: ts.GoldDefects, StartSeq: ts.StartSeq, EndSeq: ts.EndSeq})
+		printGradeSummary(w, desc, ts)
 		if ts.PassAtK != nil {
 			fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", k, *ts.PassAtK, n)
 		}

@@ -100,14 +100,15 @@ func runGrade(ctx context.Context, dir string, opts grade.Options, files []grade
 	// order.
 	return out, emit(w, asJSON, out, func(w io.Writer) error {
 		for _, s := range out {
-			printGradeSummary(w, s)
+			printGradeSummary(w, s.Predictions, s)
 		}
 		return nil
 	})
 }
 
-func printGradeSummary(w io.Writer, s *grade.FileSummary) {
-	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", s.Predictions, s.Metric, s.Run)
+// printGradeSummary prints a grading under title: the file or rollout graded.
+func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.Summary[I]) {
+	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", title, s.Metric, s.Run)
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(w, "  warning: %s: %s\n", wn.Where, wn.Msg)
 	}

@@ -90,33 +90,6 @@ type TrajectoryItem struct {
 	TokensOut     int                `json:"tokens_out"`
 }
 
-// TrajectorySummary is what grading a rollout reports, in the shape of
-// FileSummary: totals, EX per difficulty and an item per task.
-type TrajectorySummary struct {
-	Run          string            `json:"run"`
-	Rollout      string            `json:"rollout"`
-	Metric       Metric            `json:"metric"`
-	Mode         string            `json:"mode"`
-	K            int               `json:"k,omitempty"`
-	Dataset      string            `json:"dataset"`
-	Correct      int               `json:"correct"`
-	Total        int               `json:"total"`
-	EX           float64           `json:"ex"`
-	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
-	GoldDefects  int               `json:"gold_defects"`
-	// AllowIncomplete is TrajectoryOptions.AllowIncomplete; Incomplete is
-	// set when the rollout graded had Unfinished samples, counted wrong.
-	AllowIncomplete bool `json:"allow_incomplete"`
-	Incomplete      bool `json:"incomplete"`
-	Unfinished      int  `json:"unfinished_episodes"`
-	// PassAtK is the mean of the items' unbiased pass@k, in percent, in
-	// passk mode; there an item is correct when any sample is.
-	PassAtK  *float64         `json:"pass_at_k,omitempty"`
-	Items    []TrajectoryItem `json:"items"`
-	StartSeq int64            `json:"start_seq"`
-	EndSeq   int64            `json:"end_seq"`
-}
-
 // trajectoryStart is the body of a trajectory grading run's run.start: it
 // names the frozen rollout by its run.end entry, the evaluation's
 // protocol and task set, and the gold graded against.
@@ -188,7 +161,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 	n := start.Protocol.Sampling.N
 	s := &TrajectorySummary{Run: o.Run, Rollout: o.Rollout, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		AllowIncomplete: o.AllowIncomplete, Unfinished: start.Count*n - len(recs)}
+		Skipped: len(man.Skipped), Warnings: []Warning{}, AllowIncomplete: o.AllowIncomplete, Unfinished: start.Count*n - len(recs)}
 	s.Incomplete = s.Unfinished > 0
 	if s.Run == "" {
 		s.Run = fmt.Sprintf("%s.%s-%s", o.Rollout, o.Metric, o.Mode)
@@ -210,6 +183,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
+	s.Databases = dbs
 
 	// The gold is read only now, with the rollout frozen.
 	golds, err := readGold(ctx, o.Dataset, man)
@@ -360,24 +334,6 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, 
 		items = append(items, it)
 	}
 	return items, nil
-}
-
-// tally fills the totals as FileSummary does, and the mean pass@k.
-func (s *TrajectorySummary) tally() {
-	fs := FileSummary{Items: make([]Item, len(s.Items))}
-	var passk float64
-	for i, it := range s.Items {
-		fs.Items[i] = it.Item
-		if it.PassAtK != nil {
-			passk += *it.PassAtK
-		}
-	}
-	fs.tally()
-	s.Correct, s.Total, s.EX, s.ByDifficulty, s.GoldDefects = fs.Correct, fs.Total, fs.EX, fs.ByDifficulty, fs.GoldDefects
-	if s.Mode == "passk" && s.Total > 0 {
-		p := 100 * passk / float64(s.Total)
-		s.PassAtK = &p
-	}
 }
 
 // ResultKey names a result set as the seeds' majority vote groups them:
