@@ -97,7 +97,7 @@ func (s *Summary[I]) tally() {
 			s.ByDifficulty[k] = *b
 		}
 	}
-	if s.Mode == "passk" && s.Total > 0 {
+	if s.Mode == ModePassK && s.Total > 0 {
 		p := 100 * passk / float64(s.Total)
 		s.PassAtK = &p
 	}

@@ -36,8 +36,7 @@ type Decision struct {
 }
 
 // Decide reduces one task's sample grades, in sample order, to its
-// Decision. The modes (greedy, majority vote, pass@k) are built on package
-// stats, which stages may not import; cmd/rlgate supplies them.
+// Decision: one per mode (modeDecide).
 type Decide func(samples []SampleGrade) (Decision, error)
 
 // TrajectoryOptions name a frozen rollout run and how to grade it.
@@ -46,9 +45,10 @@ type TrajectoryOptions struct {
 	Dataset string // the directory rlgate data import wrote, holding gold.jsonl
 	DBRoot  string // empty: the one recorded at import
 	Metric  Metric
-	Mode    string // recorded, with K: greedy, majority or passk
-	K       int
-	Decide  Decide
+	Mode    string // recorded, with K: ModeGreedy, ModeMajority or ModePassK
+	K       int    // pass@k's k; ignored in the other modes
+	// PassAtK is the estimator of mode passk: stats.PassAtK.
+	PassAtK PassAtK
 	Run     string // the grading run; empty: <rollout>.<metric>-<mode>
 	// Weights combine each sample's reward components into its total;
 	// zero means DefaultWeights. They are recorded with the grading.
@@ -124,7 +124,7 @@ type trajectoryEnd struct {
 
 // GradeTrajectories grades the final SQL of every episode of a rollout run
 // that ended ok (or, with o.AllowIncomplete, ended otherwise) against the
-// dataset's gold, reduces each task's samples with o.Decide, and records
+// dataset's gold, reduces each task's samples under o.Mode, and records
 // a grading run: its start (naming the rollout's run.end entry, which
 // precedes it), one outcome per task and the totals. The gold is read
 // only once the rollout is known to be frozen, and nothing is recorded
@@ -142,6 +142,15 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	start, err := rollout.ReadStart(ctx, l, o.Rollout)
 	if err != nil {
 		return nil, err
+	}
+	if o.Mode != ModePassK {
+		o.K = 0
+	}
+	if err := CheckMode(o.Mode, start.Protocol.Sampling.N, o.K); err != nil {
+		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+	}
+	if o.Mode == ModePassK && o.PassAtK == nil {
+		return nil, fmt.Errorf("grade rollout %s: mode %s needs its estimator, stats.PassAtK", o.Rollout, ModePassK)
 	}
 	man, err := dataset.ReadManifest(o.Dataset)
 	if err != nil {
@@ -165,7 +174,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	s.Incomplete = s.Unfinished > 0
 	if s.Run == "" {
 		s.Run = fmt.Sprintf("%s.%s-%s", o.Rollout, o.Metric, o.Mode)
-		if o.Mode == "passk" {
+		if o.Mode == ModePassK {
 			s.Run += fmt.Sprint(o.K)
 		}
 	}
@@ -204,7 +213,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 		}
 	}
 	unfinished := Outcome{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
-	if s.Items, err = decideTasks(golds, grades, n, o.Decide, ran, unfinished); err != nil {
+	if s.Items, err = decideTasks(golds, grades, n, modeDecide(o.Mode, o.K, o.PassAtK), ran, unfinished); err != nil {
 		return nil, err
 	}
 	s.tally()
