@@ -93,7 +93,7 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	if err != nil {
 		return nil, err
 	}
-	if src.dir == "" {
+	if src.Dir == "" {
 		return nil, usagef("eval: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
 	}
 	n := ro.Protocol.Sampling.N
@@ -122,7 +122,7 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	}
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
-	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
+	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.Dir, DBRoot: o.DBRoot,
 		Metric: o.Metric, Mode: o.Mode, K: o.K, PassAtK: stats.PassAtK, Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
 		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
 	if err != nil {

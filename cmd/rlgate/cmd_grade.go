@@ -150,13 +150,13 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 // on against the digests its import recorded (grade.CheckDatabases). A
 // tasks.jsonl given without its import directory has no recorded digests
 // and is not checked.
-func checkTaskDatabases(ctx context.Context, src *taskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
-	if src.dir == "" {
+func checkTaskDatabases(ctx context.Context, src *dataset.TaskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
+	if src.Dir == "" {
 		return nil, nil
 	}
-	man, err := dataset.ReadManifest(src.dir)
+	man, err := dataset.ReadManifest(src.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return grade.CheckDatabases(ctx, man, src.dbRoot, allowMismatch, progress)
+	return grade.CheckDatabases(ctx, man, src.DBRoot, allowMismatch, progress)
 }

@@ -5,16 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
-	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/urfave/cli/v3"
 	"golang.org/x/term"
 )
@@ -91,22 +88,13 @@ type rolloutOptions struct {
 	Model          string
 	APIKeyEnv      string
 	Protocol       string // file; empty: the built-in protocol
-	Sampling       samplingFlags
+	Sampling       rollout.SamplingOverride
 	Concurrency    int
 	Run            string
 	Limit          int
 	RequestTimeout time.Duration
 	MaxAttempts    int
 	Progress       io.Writer // where progress goes; nil: nowhere
-}
-
-// samplingFlags are the sampling flags given on the command line; nil
-// fields leave the protocol's value.
-type samplingFlags struct {
-	N           *int
-	Temperature *float64
-	TopP        *float64
-	Seed        *int64
 }
 
 func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
@@ -167,7 +155,7 @@ func runRollout(ctx context.Context, o rolloutOptions, w io.Writer) (*rollout.Su
 }
 
 // resolve reads the protocol and the tasks and fills rollout.Options.
-func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
+func (o *rolloutOptions) resolve() (rollout.Options, *dataset.TaskSource, error) {
 	p := rollout.DefaultProtocol()
 	if o.Protocol != "" {
 		var err error
@@ -175,29 +163,15 @@ func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
 			return rollout.Options{}, nil, err
 		}
 	}
-	sf := o.Sampling
-	if sf.N != nil {
-		p.Sampling.N = *sf.N
-	}
-	if sf.Temperature != nil {
-		p.Sampling.Temperature = *sf.Temperature
-	}
-	if sf.TopP != nil {
-		p.Sampling.TopP = *sf.TopP
-	}
-	if sf.Seed != nil {
-		p.Sampling.Seed = *sf.Seed
-	}
-	if err := p.Validate(); err != nil {
+	if err := o.Sampling.Apply(&p); err != nil {
 		return rollout.Options{}, nil, usagef("sampling flags: %v", err)
 	}
-	ts, err := loadTasks(o.Tasks, o.DBRoot)
+	ts, err := dataset.LoadTasks(o.Tasks, o.DBRoot, o.Limit)
+	if errors.Is(err, dataset.ErrTaskSource) {
+		return rollout.Options{}, nil, usagef("%v", err)
+	}
 	if err != nil {
 		return rollout.Options{}, nil, err
-	}
-	list := ts.tasks
-	if o.Limit > 0 && o.Limit < len(list) {
-		list = list[:o.Limit]
 	}
 	var key string
 	if o.APIKeyEnv != "" {
@@ -205,57 +179,12 @@ func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
 			return rollout.Options{}, nil, fmt.Errorf("rollout: environment variable %s (--api-key-env) is empty. Try: export %s=...", o.APIKeyEnv, o.APIKeyEnv)
 		}
 	}
-	dbRoot := ts.dbRoot
+	dbRoot := ts.DBRoot
 	progress, terminal := o.Progress, isTerminal(o.Progress)
-	return rollout.Options{Run: o.Run, Tasks: list, TasksPath: ts.path, TasksDigest: ts.digest, DBRoot: dbRoot,
+	return rollout.Options{Run: o.Run, Tasks: ts.Tasks, TasksPath: ts.Path, TasksDigest: ts.Digest, DBRoot: dbRoot,
 		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, APIKey: key,
 		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
 		Progress: progress, Terminal: terminal}, ts, nil
-}
-
-// taskSource is a tasks file read for a rollout.
-type taskSource struct {
-	dir    string // the imported dataset directory; empty when a file was given
-	path   string
-	digest ledger.Digest
-	dbRoot string
-	tasks  []tasks.Task
-}
-
-// loadTasks reads the public tasks of an imported dataset directory (or a
-// tasks.jsonl file) and its database root: dbRoot when given, else the
-// one recorded at import.
-func loadTasks(path, dbRoot string) (*taskSource, error) {
-	src := &taskSource{path: path, dbRoot: dbRoot}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usagef("--tasks %s does not exist. Try: --tasks DIR written by rlgate data import (or a tasks.jsonl FILE with --db-root DIR)", path)
-	}
-	if err == nil && fi.IsDir() {
-		src.dir, src.path = path, filepath.Join(path, dataset.TasksFile)
-		if dbRoot == "" {
-			man, err := dataset.ReadManifest(path)
-			if err != nil {
-				return nil, err
-			}
-			src.dbRoot = man.DBRoot
-		}
-	}
-	if src.dbRoot == "" {
-		return nil, usagef("--tasks %s is a file: give --db-root too", path)
-	}
-	if src.tasks, err = tasks.Read(src.path); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(src.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if src.digest, _, err = ledger.SumReader(f); err != nil {
-		return nil, fmt.Errorf("hash tasks %s: %w", src.path, err)
-	}
-	return src, nil
 }
 
 // isTerminal reports whether w is a terminal, where a progress bar can be
