@@ -170,7 +170,7 @@ func insertEntries(n int) string {
 // stops the rest, as a canceled ctx does.
 func (l *Ledger) prepareAll(ctx context.Context, recs []Record) ([]Entry, error) {
 	prepared := make([]Entry, len(recs))
-	err := forEach(ctx, len(recs), func(_ context.Context, i int) error {
+	err := ForEach(ctx, len(recs), func(_ context.Context, i int) error {
 		var err error
 		if prepared[i], err = l.prepare(recs[i]); err != nil {
 			return fmt.Errorf("record %d (%s): %w", i, recs[i].Kind, err)

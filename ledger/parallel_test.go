@@ -15,7 +15,7 @@ func TestForEachFirstErrorStopsTheRest(t *testing.T) {
 	boom := errors.New("boom")
 	const n = 1000
 	var calls atomic.Int64
-	err := forEach(t.Context(), n, func(ctx context.Context, i int) error {
+	err := ForEach(t.Context(), n, func(ctx context.Context, i int) error {
 		calls.Add(1)
 		if i == 0 {
 			return boom
@@ -24,7 +24,7 @@ func TestForEachFirstErrorStopsTheRest(t *testing.T) {
 		return ctx.Err()
 	})
 	if !errors.Is(err, boom) {
-		t.Errorf("forEach = %v, want the first error, %v", err, boom)
+		t.Errorf("ForEach = %v, want the first error, %v", err, boom)
 	}
 	if c := calls.Load(); c > int64(runtime.GOMAXPROCS(0)) {
 		t.Errorf("%d of %d calls made, want at most the %d running when the first failed", c, n, runtime.GOMAXPROCS(0))
@@ -32,13 +32,13 @@ func TestForEachFirstErrorStopsTheRest(t *testing.T) {
 }
 
 // TestForEachCanceled: a canceled context (Ctrl-C) reaches the running
-// calls, none starts after it, and forEach says so.
+// calls, none starts after it, and ForEach says so.
 func TestForEachCanceled(t *testing.T) {
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
 	const n = 1000
 	var calls atomic.Int64
-	err := forEach(ctx, n, func(ctx context.Context, i int) error {
+	err := ForEach(ctx, n, func(ctx context.Context, i int) error {
 		calls.Add(1)
 		if i == 0 {
 			cancel()
@@ -48,7 +48,7 @@ func TestForEachCanceled(t *testing.T) {
 		return nil // as a worker that notices the cancellation and stops
 	})
 	if !errors.Is(err, context.Canceled) {
-		t.Errorf("forEach = %v, want %v", err, context.Canceled)
+		t.Errorf("ForEach = %v, want %v", err, context.Canceled)
 	}
 	if c := calls.Load(); c > int64(runtime.GOMAXPROCS(0)) {
 		t.Errorf("%d of %d calls made, want at most the %d running when ctx was canceled", c, n, runtime.GOMAXPROCS(0))

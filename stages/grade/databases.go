@@ -58,7 +58,7 @@ func CheckDatabases(ctx context.Context, man *dataset.Manifest, root string, all
 		}
 	}
 	got := make([]ledger.Digest, len(ids))
-	err := forEach(ctx, len(ids), func(ctx context.Context, i int) error {
+	err := ledger.ForEach(ctx, len(ids), func(ctx context.Context, i int) error {
 		d, _, err := manifests.HashFile(ctx, dataset.DBPath(root, ids[i]))
 		if err != nil {
 			return missing(ids[i], err)

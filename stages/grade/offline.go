@@ -213,7 +213,7 @@ func readGold(ctx context.Context, dir string, man *dataset.Manifest) ([]gold.Go
 // errors: a prediction or gold that failed).
 func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction, bar *progress.Bar) ([]Item, error) {
 	items := make([]Item, len(golds))
-	err := forEach(ctx, len(golds), func(ctx context.Context, i int) error {
+	err := ledger.ForEach(ctx, len(golds), func(ctx context.Context, i int) error {
 		gd := golds[i]
 		out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
 		if err != nil {

@@ -255,7 +255,7 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 		}
 	}
 	out := make([]SampleGrade, len(recs))
-	err := forEach(ctx, len(recs), func(ctx context.Context, i int) error {
+	err := ledger.ForEach(ctx, len(recs), func(ctx context.Context, i int) error {
 		r, gd := recs[i], byID[recs[i].TaskID]
 		// A sample is well formed when it ended on a parsed <solution>.
 		rw, err := g.Reward(ctx, RewardInput{Metric: m, DBPath: dataset.DBPath(dbRoot, gd.DBID), PredSQL: r.FinalSQL, GoldSQL: gd.SQL,
