@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strconv"
 	"time"
+
+	mstats "github.com/montanaflynn/stats"
 )
 
 // GPUSummary is one GPU's share of a Summary.
@@ -14,7 +16,10 @@ type GPUSummary struct {
 	Samples            int      `json:"samples"`
 	PeakMemoryUsedMiB  *float64 `json:"peak_memory_used_mib,omitempty"`
 	MeanUtilizationPct *float64 `json:"mean_utilization_pct,omitempty"`
-	MeanPowerW         *float64 `json:"mean_power_w,omitempty"`
+	// P50UtilizationPct and P95UtilizationPct: see Summary.
+	P50UtilizationPct *float64 `json:"p50_utilization_pct,omitempty"`
+	P95UtilizationPct *float64 `json:"p95_utilization_pct,omitempty"`
+	MeanPowerW        *float64 `json:"mean_power_w,omitempty"`
 	// BusyHours integrates utilization over time (see Summary.BusyGPUHours).
 	BusyHours float64 `json:"busy_hours"`
 }
@@ -35,6 +40,12 @@ type Summary struct {
 	// MeanUtilizationPct and MeanPowerW average every reading that has one.
 	MeanUtilizationPct *float64 `json:"mean_utilization_pct,omitempty"`
 	MeanPowerW         *float64 `json:"mean_power_w,omitempty"`
+	// P50UtilizationPct and P95UtilizationPct are the median and 95th
+	// percentile of the same readings (linear interpolation between
+	// closest ranks, NumPy's default): a mean of 50% may be a GPU busy
+	// half the time or one never above 50%, which these tell apart.
+	P50UtilizationPct *float64 `json:"p50_utilization_pct,omitempty"`
+	P95UtilizationPct *float64 `json:"p95_utilization_pct,omitempty"`
 	// GPUHours is the number of GPUs seen times End − Start: the GPUs the
 	// stage held, whether busy or not, over the time sampling saw them. It
 	// leaves out up to one interval at each end, so a stage shorter than
@@ -55,14 +66,14 @@ func Summarize(samples []Sample) Summary {
 
 	type acc struct {
 		sum         GPUSummary
-		util, power mean
+		util, power readings
 		lastUtil    *float64
 		lastTime    time.Time
 	}
 	var s Summary
 	byID := map[string]*acc{}
 	var order []*acc
-	var util, power mean
+	var util, power readings
 	for _, smp := range samples {
 		if smp.Err != "" {
 			s.Failures++
@@ -101,13 +112,14 @@ func Summarize(samples []Sample) Summary {
 		s.PeakMemoryUsedMiB = maxOf(s.PeakMemoryUsedMiB, total)
 	}
 	for _, a := range order {
-		a.sum.MeanUtilizationPct = a.util.value()
-		a.sum.MeanPowerW = a.power.value()
+		a.sum.MeanUtilizationPct, a.sum.P50UtilizationPct, a.sum.P95UtilizationPct = a.util.mean(), a.util.percentile(50), a.util.percentile(95)
+		a.sum.MeanPowerW = a.power.mean()
 		s.BusyGPUHours += a.sum.BusyHours
 		s.GPUs = append(s.GPUs, a.sum)
 	}
 	slices.SortStableFunc(s.GPUs, func(a, b GPUSummary) int { return cmp.Compare(a.Index, b.Index) })
-	s.MeanUtilizationPct, s.MeanPowerW = util.value(), power.value()
+	s.MeanUtilizationPct, s.P50UtilizationPct, s.P95UtilizationPct = util.mean(), util.percentile(50), util.percentile(95)
+	s.MeanPowerW = power.mean()
 	s.GPUHours = float64(len(s.GPUs)) * s.End.Sub(s.Start).Hours()
 	return s
 }
@@ -120,25 +132,31 @@ func (r Reading) id() string {
 	return "index:" + strconv.Itoa(r.Index)
 }
 
-// mean averages the values that are present.
-type mean struct {
-	sum float64
-	n   int
-}
+// readings collects the values that are present; its summaries are nil
+// when there is none: no reading, no mean.
+type readings []float64
 
-func (m *mean) add(v *float64) {
+func (r *readings) add(v *float64) {
 	if v != nil {
-		m.sum += *v
-		m.n++
+		*r = append(*r, *v)
 	}
 }
 
-// value is nil when nothing was added: no reading, no mean.
-func (m mean) value() *float64 {
-	if m.n == 0 {
+func (r readings) mean() *float64 {
+	return present(mstats.Mean(mstats.Float64Data(r)))
+}
+
+// percentile interpolates linearly between closest ranks, as NumPy's
+// percentile does by default.
+func (r readings) percentile(p float64) *float64 {
+	return present(mstats.Percentile(mstats.Float64Data(r), p))
+}
+
+// present turns a summary of no readings (an error) into nil.
+func present(v float64, err error) *float64 {
+	if err != nil {
 		return nil
 	}
-	v := m.sum / float64(m.n)
 	return &v
 }
 

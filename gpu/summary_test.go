@@ -5,6 +5,9 @@ import (
 	"math"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestSummarize(t *testing.T) {
@@ -92,4 +95,49 @@ func deref(p *float64) any {
 		return nil
 	}
 	return *p
+}
+
+// TestSummarizeUtilizationPercentiles: the median and 95th percentile of
+// utilization beside the mean, per GPU and over all readings, skipping
+// absent readings. The expected values are NumPy's (1.24, default linear
+// method):
+//
+//	a = [12, 97, 90, 0, 35, 80, 100]; b = [50, 50, 60]
+//	np.percentile(a, [50, 95]) → 80, 99.1;    np.mean(a) → 59.142857142857146
+//	np.percentile(b, [50, 95]) → 50, 59;      np.mean(b) → 53.333333333333336
+//	np.percentile(a+b, [50, 95]) → 55, 98.65; np.mean(a+b) → 57.4
+func TestSummarizeUtilizationPercentiles(t *testing.T) {
+	t0 := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	a := []float64{12, 97, 90, 0, 35, 80, 100}
+	b := []*float64{f(50), nil, f(50), nil, f(60), nil, nil}
+	var samples []Sample
+	for i := range a {
+		samples = append(samples, Sample{Time: t0.Add(time.Duration(i) * time.Minute), GPUs: []Reading{
+			{Device: Device{Index: 0, UUID: "GPU-a"}, UtilizationPct: f(a[i])},
+			{Device: Device{Index: 1, UUID: "GPU-b"}, UtilizationPct: b[i]},
+		}})
+	}
+	s := Summarize(samples)
+	type pcts struct{ Mean, P50, P95 float64 }
+	got := func(mean, p50, p95 *float64) pcts {
+		if mean == nil || p50 == nil || p95 == nil {
+			t.Fatalf("mean %v, p50 %v, p95 %v: want all three", deref(mean), deref(p50), deref(p95))
+		}
+		return pcts{*mean, *p50, *p95}
+	}
+	want := []pcts{{59.142857142857146, 80, 99.1}, {53.333333333333336, 50, 59}, {57.4, 55, 98.65}}
+	have := []pcts{
+		got(s.GPUs[0].MeanUtilizationPct, s.GPUs[0].P50UtilizationPct, s.GPUs[0].P95UtilizationPct),
+		got(s.GPUs[1].MeanUtilizationPct, s.GPUs[1].P50UtilizationPct, s.GPUs[1].P95UtilizationPct),
+		got(s.MeanUtilizationPct, s.P50UtilizationPct, s.P95UtilizationPct),
+	}
+	if diff := cmp.Diff(want, have, cmpopts.EquateApprox(0, 1e-9)); diff != "" {
+		t.Errorf("utilization of GPU-a, GPU-b, all (-numpy +got):\n%s", diff)
+	}
+
+	// No utilization reading: no mean and no percentiles, not zeros.
+	none := Summarize([]Sample{{Time: t0, GPUs: []Reading{{Device: Device{Index: 0}}}}})
+	if none.P50UtilizationPct != nil || none.P95UtilizationPct != nil || none.GPUs[0].P95UtilizationPct != nil {
+		t.Errorf("percentiles of no readings: %v %v %v, want none", deref(none.P50UtilizationPct), deref(none.P95UtilizationPct), deref(none.GPUs[0].P95UtilizationPct))
+	}
 }

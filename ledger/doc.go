@@ -42,4 +42,8 @@
 //
 // Tests get a ledger that verifies itself at cleanup from package
 // ledgertest.
+//
+// ForEach is the worker pool (an errgroup with SetLimit) that Append uses
+// to prepare records and that the packages above use for their parallel
+// work: the first error, or Ctrl-C, stops every worker.
 package ledger

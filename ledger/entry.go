@@ -8,10 +8,8 @@ import (
 	"fmt"
 	"os"
 	"regexp"
-	"runtime"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -109,7 +107,7 @@ func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
 }
 
 func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Entry, error) {
-	prepared, err := l.prepareAll(recs)
+	prepared, err := l.prepareAll(ctx, recs)
 	if err != nil {
 		return nil, err
 	}
@@ -171,30 +169,19 @@ func insertEntries(n int) string {
 
 // prepareAll prepares records on all cores when there are several: the
 // canonical encoding of large bodies (metric batches) is the costly part of
-// an append and each record's is independent.
-func (l *Ledger) prepareAll(recs []Record) ([]Entry, error) {
+// an append and each record's is independent. The first record refused
+// stops the rest, as a canceled ctx does.
+func (l *Ledger) prepareAll(ctx context.Context, recs []Record) ([]Entry, error) {
 	prepared := make([]Entry, len(recs))
-	errs := make([]error, len(recs))
-	var wg sync.WaitGroup
-	next := make(chan int)
-	for range min(runtime.GOMAXPROCS(0), len(recs)) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				prepared[i], errs[i] = l.prepare(recs[i])
-			}
-		}()
-	}
-	for i := range recs {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			return nil, fmt.Errorf("record %d (%s): %w", i, recs[i].Kind, err)
+	err := ForEach(ctx, len(recs), func(_ context.Context, i int) error {
+		var err error
+		if prepared[i], err = l.prepare(recs[i]); err != nil {
+			return fmt.Errorf("record %d (%s): %w", i, recs[i].Kind, err)
 		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	return prepared, nil
 }

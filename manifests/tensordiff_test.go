@@ -6,10 +6,11 @@ import (
 	"math"
 	"math/rand/v2"
 	"path/filepath"
-	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestDecoders(t *testing.T) {
@@ -158,14 +159,16 @@ func TestDiffCheckpoints(t *testing.T) {
 					Changed: 1, ChangedFraction: 1.0 / 32, MeanAbsDelta: delta / 32, MaxAbsDelta: delta,
 					L2Delta: delta, RelL2Delta: ptr(delta / math.Sqrt(normA)),
 				}
-				if !reflect.DeepEqual(td, want) {
-					t.Errorf("delta\n%+v (rel %v), want\n%+v (rel %v)", td, *td.RelL2Delta, want, *want.RelL2Delta)
+				if diff := cmp.Diff(want, td); diff != "" {
+					t.Errorf("delta (-want +got):\n%s", diff)
 				}
 			}
 		})
 	}
-	if len(results) == 2 && !reflect.DeepEqual(results[0], results[1]) {
-		t.Errorf("diff with manifests differs from diff without")
+	if len(results) == 2 {
+		if diff := cmp.Diff(results[0], results[1]); diff != "" {
+			t.Errorf("diff with manifests differs from diff without (-with +without):\n%s", diff)
+		}
 	}
 }
 
@@ -290,8 +293,11 @@ func TestDiffSegments(t *testing.T) {
 		t.Errorf("delta %+v, want changed %d non-finite %d max %v", td, changed, nonFinite, maxAbs)
 	}
 	again, err := DiffCheckpoints(t.Context(), CheckpointRef{Path: pa}, CheckpointRef{Path: pb}, DefaultTolerance)
-	if err != nil || !reflect.DeepEqual(again, d) {
-		t.Errorf("second diff differs: %v", err)
+	if err != nil {
+		t.Fatalf("second diff: %v", err)
+	}
+	if diff := cmp.Diff(d, again); diff != "" {
+		t.Errorf("second diff differs (-first +second):\n%s", diff)
 	}
 }
 

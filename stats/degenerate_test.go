@@ -37,7 +37,6 @@ func TestDegenerateInputs(t *testing.T) {
 		{"pass@k k=0", call(second(PassAtK(5, 2, 0))), ErrCount},
 		{"pass@k c>n", call(second(PassAtK(5, 6, 1))), ErrCount},
 		{"pass@k c<0", call(second(PassAtK(5, -1, 1))), ErrCount},
-		{"vote empty", call(second(MajorityVote[string](nil))), ErrEmpty},
 		{"bootstrap mismatched lengths", call(second(PairedBootstrap([]float64{1, 0}, []float64{1}, BootstrapOptions{}))), ErrLengthMismatch},
 		{"bootstrap no pairs", call(second(PairedBootstrap(nil, nil, BootstrapOptions{}))), ErrEmpty},
 		{"bootstrap B<100", call(second(PairedBootstrap([]float64{1}, []float64{0}, BootstrapOptions{B: 99}))), ErrResamples},

@@ -21,8 +21,6 @@
 //     tested at once, as statsmodels' multipletests(method="holm").
 //   - PassAtK: the unbiased pass@k estimator 1 − C(n−c, k)/C(n, k) of Chen
 //     et al. (2021), in product form.
-//   - MajorityVote: the largest group of samples with equal result keys;
-//     ties go to the group whose first member came earliest.
 //   - PairedBootstrap: percentile and BCa (Efron and Tibshirani 1993,
 //     ch. 13–14) intervals for mean(x) − mean(y) over tasks, resampling
 //     tasks with replacement; B resamples (10,000 by default) from a PCG

@@ -17,13 +17,6 @@ import (
 	"github.com/urfave/cli/v3"
 )
 
-// The evaluation modes: how a task's samples come to one outcome.
-const (
-	modeGreedy   = "greedy"   // sample 0
-	modeMajority = "majority" // the largest group of equal result sets
-	modePassK    = "passk"    // correct when any sample is; unbiased pass@k
-)
-
 func newEvalCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "eval",
@@ -47,7 +40,7 @@ func newEvalCommand() *cli.Command {
 			rolloutHelp + exitCodesHelp,
 		Flags: append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
-			&cli.StringFlag{Name: "mode", Value: modeGreedy, Usage: "`MODE`: greedy, majority or passk"},
+			&cli.StringFlag{Name: "mode", Value: grade.ModeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
 			&cli.BoolFlag{Name: "allow-incomplete", Usage: "grade a rollout whose unfinished episodes (transport failures) count as wrong; recorded"},
@@ -100,26 +93,12 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	if err != nil {
 		return nil, err
 	}
-	if src.dir == "" {
+	if src.Dir == "" {
 		return nil, usagef("eval: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
 	}
 	n := ro.Protocol.Sampling.N
-	switch o.Mode {
-	case modeGreedy:
-	case modeMajority:
-		if n < 2 {
-			return nil, usagef("--mode majority votes over samples: give --n 2 or more")
-		}
-	case modePassK:
-		if o.K < 1 || o.K > n {
-			return nil, usagef("--k %d: pass@k needs 1 <= k <= n = %d", o.K, n)
-		}
-	default:
-		return nil, usagef("--mode %q: want greedy, majority or passk", o.Mode)
-	}
-	k := o.K
-	if o.Mode != modePassK {
-		k = 0
+	if err := grade.CheckMode(o.Mode, n, o.K); err != nil {
+		return nil, usagef("%v. Try: --mode greedy; majority with --n 2 or more; passk with --k from 1 to --n", err)
 	}
 	dbs, err := checkTaskDatabases(ctx, src, o.AllowDBMismatch, o.Progress)
 	if err != nil {
@@ -143,8 +122,8 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	}
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
-	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: k, Decide: decider(o.Mode, k), Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
+	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.Dir, DBRoot: o.DBRoot,
+		Metric: o.Metric, Mode: o.Mode, K: o.K, PassAtK: stats.PassAtK, Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
 		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
 	if err != nil {
 		return nil, err
@@ -157,61 +136,15 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 				ts.Unfinished, rs.Tasks*rs.Samples)
 		}
 		desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
-		if ts.Mode == modePassK {
+		if ts.Mode == grade.ModePassK {
 			desc += fmt.Sprintf(" (any of %d samples)", n)
 		}
-		printGradeSummary(w, &grade.FileSummary{Run: ts.Run, Metric: ts.Metric, Predictions: desc, Correct: ts.Correct, Total: ts.Total,
-			EX: ts.EX, ByDifficulty: ts.ByDifficulty, GoldDefects: ts.GoldDefects, StartSeq: ts.StartSeq, EndSeq: ts.EndSeq})
+		printGradeSummary(w, desc, ts)
 		if ts.PassAtK != nil {
-			fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", k, *ts.PassAtK, n)
+			fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, n)
 		}
 		return nil
 	})
-}
-
-// decider reduces a task's samples to its outcome under mode.
-func decider(mode string, k int) grade.Decide {
-	switch mode {
-	case modeMajority:
-		return majorityVote
-	case modePassK:
-		return func(s []grade.SampleGrade) (grade.Decision, error) {
-			c := 0
-			for _, sg := range s {
-				if sg.Outcome.Correct {
-					c++
-				}
-			}
-			p, err := stats.PassAtK(len(s), c, k)
-			return grade.Decision{Correct: c > 0, PassAtK: &p}, err
-		}
-	}
-	return func(s []grade.SampleGrade) (grade.Decision, error) {
-		return grade.Decision{Correct: s[0].Outcome.Correct}, nil
-	}
-}
-
-// majorityVote groups the samples whose final SQL ran by result set and
-// keeps the largest group, ties going to the earliest; when none ran, the
-// task stands on sample 0.
-func majorityVote(s []grade.SampleGrade) (grade.Decision, error) {
-	var keys []ledger.Digest
-	var index []int
-	for i, sg := range s {
-		if !sg.Result.IsZero() {
-			keys = append(keys, sg.Result)
-			index = append(index, i)
-		}
-	}
-	if len(keys) == 0 {
-		return grade.Decision{Correct: s[0].Outcome.Correct}, nil
-	}
-	v, err := stats.MajorityVote(keys)
-	if err != nil {
-		return grade.Decision{}, err
-	}
-	chosen := index[v.Index]
-	return grade.Decision{Chosen: chosen, Correct: s[chosen].Outcome.Correct, Votes: len(v.Members)}, nil
 }
 
 // parseWeights reads NAME=W pairs into reward weights by their JSON names;

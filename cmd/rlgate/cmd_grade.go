@@ -100,14 +100,15 @@ func runGrade(ctx context.Context, dir string, opts grade.Options, files []grade
 	// order.
 	return out, emit(w, asJSON, out, func(w io.Writer) error {
 		for _, s := range out {
-			printGradeSummary(w, s)
+			printGradeSummary(w, s.Predictions, s)
 		}
 		return nil
 	})
 }
 
-func printGradeSummary(w io.Writer, s *grade.FileSummary) {
-	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", s.Predictions, s.Metric, s.Run)
+// printGradeSummary prints a grading under title: the file or rollout graded.
+func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.Summary[I]) {
+	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", title, s.Metric, s.Run)
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(w, "  warning: %s: %s\n", wn.Where, wn.Msg)
 	}
@@ -149,13 +150,13 @@ func printGradeSummary(w io.Writer, s *grade.FileSummary) {
 // on against the digests its import recorded (grade.CheckDatabases). A
 // tasks.jsonl given without its import directory has no recorded digests
 // and is not checked.
-func checkTaskDatabases(ctx context.Context, src *taskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
-	if src.dir == "" {
+func checkTaskDatabases(ctx context.Context, src *dataset.TaskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
+	if src.Dir == "" {
 		return nil, nil
 	}
-	man, err := dataset.ReadManifest(src.dir)
+	man, err := dataset.ReadManifest(src.Dir)
 	if err != nil {
 		return nil, err
 	}
-	return grade.CheckDatabases(ctx, man, src.dbRoot, allowMismatch, progress)
+	return grade.CheckDatabases(ctx, man, src.DBRoot, allowMismatch, progress)
 }

@@ -5,17 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
-	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
-	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/urfave/cli/v3"
+	"golang.org/x/term"
 )
 
 const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1/chat/completions\n" +
@@ -27,7 +25,9 @@ const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1
 	"--temperature, --top-p and --seed override its sampling). Every request and\n" +
 	"response body, every turn and each episode's stop reason and budget use are\n" +
 	"recorded in the ledger under --run, with the protocol's digest. Only public\n" +
-	"tasks are read: a tasks file carrying gold fields is refused.\n\n" +
+	"tasks are read: a tasks file carrying gold fields is refused. The summary\n" +
+	"(and --json) describes the tokens per finished episode and the latency of\n" +
+	"each turn played now by mean, p50 and p95 (NumPy's linear percentiles).\n\n" +
 	"Before anything is recorded, GET <endpoint>/models checks that the endpoint\n" +
 	"can be used: no connection, a URL that is not http(s), 401, 403 or a 5xx is\n" +
 	"an error naming the cause; any other answer, 404 included, passes. Transport\n" +
@@ -88,22 +88,13 @@ type rolloutOptions struct {
 	Model          string
 	APIKeyEnv      string
 	Protocol       string // file; empty: the built-in protocol
-	Sampling       samplingFlags
+	Sampling       rollout.SamplingOverride
 	Concurrency    int
 	Run            string
 	Limit          int
 	RequestTimeout time.Duration
 	MaxAttempts    int
 	Progress       io.Writer // where progress goes; nil: nowhere
-}
-
-// samplingFlags are the sampling flags given on the command line; nil
-// fields leave the protocol's value.
-type samplingFlags struct {
-	N           *int
-	Temperature *float64
-	TopP        *float64
-	Seed        *int64
 }
 
 func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
@@ -164,7 +155,7 @@ func runRollout(ctx context.Context, o rolloutOptions, w io.Writer) (*rollout.Su
 }
 
 // resolve reads the protocol and the tasks and fills rollout.Options.
-func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
+func (o *rolloutOptions) resolve() (rollout.Options, *dataset.TaskSource, error) {
 	p := rollout.DefaultProtocol()
 	if o.Protocol != "" {
 		var err error
@@ -172,29 +163,15 @@ func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
 			return rollout.Options{}, nil, err
 		}
 	}
-	sf := o.Sampling
-	if sf.N != nil {
-		p.Sampling.N = *sf.N
-	}
-	if sf.Temperature != nil {
-		p.Sampling.Temperature = *sf.Temperature
-	}
-	if sf.TopP != nil {
-		p.Sampling.TopP = *sf.TopP
-	}
-	if sf.Seed != nil {
-		p.Sampling.Seed = *sf.Seed
-	}
-	if err := p.Validate(); err != nil {
+	if err := o.Sampling.Apply(&p); err != nil {
 		return rollout.Options{}, nil, usagef("sampling flags: %v", err)
 	}
-	ts, err := loadTasks(o.Tasks, o.DBRoot)
+	ts, err := dataset.LoadTasks(o.Tasks, o.DBRoot, o.Limit)
+	if errors.Is(err, dataset.ErrTaskSource) {
+		return rollout.Options{}, nil, usagef("%v", err)
+	}
 	if err != nil {
 		return rollout.Options{}, nil, err
-	}
-	list := ts.tasks
-	if o.Limit > 0 && o.Limit < len(list) {
-		list = list[:o.Limit]
 	}
 	var key string
 	if o.APIKeyEnv != "" {
@@ -202,68 +179,19 @@ func (o *rolloutOptions) resolve() (rollout.Options, *taskSource, error) {
 			return rollout.Options{}, nil, fmt.Errorf("rollout: environment variable %s (--api-key-env) is empty. Try: export %s=...", o.APIKeyEnv, o.APIKeyEnv)
 		}
 	}
-	dbRoot := ts.dbRoot
+	dbRoot := ts.DBRoot
 	progress, terminal := o.Progress, isTerminal(o.Progress)
-	return rollout.Options{Run: o.Run, Tasks: list, TasksPath: ts.path, TasksDigest: ts.digest, DBRoot: dbRoot,
+	return rollout.Options{Run: o.Run, Tasks: ts.Tasks, TasksPath: ts.Path, TasksDigest: ts.Digest, DBRoot: dbRoot,
 		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, APIKey: key,
 		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
 		Progress: progress, Terminal: terminal}, ts, nil
-}
-
-// taskSource is a tasks file read for a rollout.
-type taskSource struct {
-	dir    string // the imported dataset directory; empty when a file was given
-	path   string
-	digest ledger.Digest
-	dbRoot string
-	tasks  []tasks.Task
-}
-
-// loadTasks reads the public tasks of an imported dataset directory (or a
-// tasks.jsonl file) and its database root: dbRoot when given, else the
-// one recorded at import.
-func loadTasks(path, dbRoot string) (*taskSource, error) {
-	src := &taskSource{path: path, dbRoot: dbRoot}
-	fi, err := os.Stat(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, usagef("--tasks %s does not exist. Try: --tasks DIR written by rlgate data import (or a tasks.jsonl FILE with --db-root DIR)", path)
-	}
-	if err == nil && fi.IsDir() {
-		src.dir, src.path = path, filepath.Join(path, dataset.TasksFile)
-		if dbRoot == "" {
-			man, err := dataset.ReadManifest(path)
-			if err != nil {
-				return nil, err
-			}
-			src.dbRoot = man.DBRoot
-		}
-	}
-	if src.dbRoot == "" {
-		return nil, usagef("--tasks %s is a file: give --db-root too", path)
-	}
-	if src.tasks, err = tasks.Read(src.path); err != nil {
-		return nil, err
-	}
-	f, err := os.Open(src.path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	if src.digest, _, err = ledger.SumReader(f); err != nil {
-		return nil, fmt.Errorf("hash tasks %s: %w", src.path, err)
-	}
-	return src, nil
 }
 
 // isTerminal reports whether w is a terminal, where a progress bar can be
 // redrawn in place.
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
-	if !ok {
-		return false
-	}
-	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	return ok && term.IsTerminal(int(f.Fd()))
 }
 
 func printRolloutSummary(w io.Writer, s *rollout.Summary) {
@@ -294,4 +222,11 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 		fmt.Fprintf(w, " %s %d", r, s.StopReasons[rollout.StopReason(r)])
 	}
 	fmt.Fprintf(w, "\nrlgate: tokens in %d, out %d; protocol %s; entries %d..%d\n", s.TokensIn, s.TokensOut, s.ProtocolDigest, s.StartSeq, s.EndSeq)
+	if in, out := s.TokensInPerEpisode, s.TokensOutPerEpisode; in != nil && out != nil {
+		fmt.Fprintf(w, "rlgate: tokens per episode: in mean %.1f, p50 %.1f, p95 %.1f; out mean %.1f, p50 %.1f, p95 %.1f\n",
+			in.Mean, in.P50, in.P95, out.Mean, out.P50, out.P95)
+	}
+	if lat := s.RequestLatencyMS; lat != nil {
+		fmt.Fprintf(w, "rlgate: request latency over the %d turns played now (retries included): mean %.1f ms, p50 %.1f ms, p95 %.1f ms\n", lat.N, lat.Mean, lat.P50, lat.P95)
+	}
 }

@@ -6,11 +6,11 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
@@ -167,8 +167,8 @@ func TestRolloutSIGKILLResume(t *testing.T) {
 	}
 	defer l.Close()
 	a, b := rollouttest.Episodes(t, l, "killed"), rollouttest.Episodes(t, l, "uninterrupted")
-	if len(a) != 160 || !reflect.DeepEqual(a, b) {
-		t.Errorf("killed and resumed run (%d episodes) differs from an uninterrupted one (%d)", len(a), len(b))
+	if diff := cmp.Diff(b, a); len(a) != 160 || diff != "" {
+		t.Errorf("killed and resumed run (%d episodes) differs from an uninterrupted one (%d; -uninterrupted +killed):\n%s", len(a), len(b), diff)
 	}
 	runs, _ := l.Runs(context.Background())
 	for _, r := range runs {

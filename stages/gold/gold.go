@@ -1,6 +1,3 @@
-// Package gold holds the answers of a benchmark, apart from its public
-// tasks. Only grading reads it, after the trajectories it grades are
-// frozen; the policy side never imports it.
 package gold
 
 import (

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"time"
@@ -45,15 +46,22 @@ func CheckDatabases(ctx context.Context, man *dataset.Manifest, root string, all
 	if progress != nil {
 		fmt.Fprintf(progress, "rlgate: checking %d databases under %s against the digests recorded at import\n", len(ids), root)
 	}
-	got := make([]ledger.Digest, len(ids))
-	err := forEach(len(ids), func(i int) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	missing := func(id string, err error) error {
+		return &ledger.Error{Op: "check database " + id, Err: fmt.Errorf("%w: %w", ErrDatabaseMissing, err),
+			Hint: fmt.Sprintf("--db-root DIR holding <db_id>/<db_id>.sqlite (the import read %s)", man.DBRoot)}
+	}
+	// The first missing database in order is named before any is hashed:
+	// the parallel hashing stops at whichever error comes first.
+	for _, id := range ids {
+		if _, err := os.Stat(dataset.DBPath(root, id)); err != nil {
+			return nil, missing(id, err)
 		}
+	}
+	got := make([]ledger.Digest, len(ids))
+	err := ledger.ForEach(ctx, len(ids), func(ctx context.Context, i int) error {
 		d, _, err := manifests.HashFile(ctx, dataset.DBPath(root, ids[i]))
 		if err != nil {
-			return &ledger.Error{Op: "check database " + ids[i], Err: fmt.Errorf("%w: %w", ErrDatabaseMissing, err),
-				Hint: fmt.Sprintf("--db-root DIR holding <db_id>/<db_id>.sqlite (the import read %s)", man.DBRoot)}
+			return missing(ids[i], err)
 		}
 		got[i] = d
 		return nil

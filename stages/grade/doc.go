@@ -81,8 +81,18 @@
 // GradeFile grades a predictions file offline against an imported dataset,
 // pairing predictions with tasks by source position. GradeTrajectories
 // grades a rollout run that ended ok: the gold is read only after its
-// run.end; each task's samples are reduced by a Decide (greedy, majority
-// vote over execution results, pass@k; cmd/rlgate supplies them from
-// package stats) and recorded as one outcome per task in a grading run of
-// its own.
+// run.end; each task's samples are reduced under a mode and recorded as
+// one outcome per task in a grading run of its own.
+//
+// # Modes
+//
+// ModeGreedy stands on sample 0. ModeMajority executes every sample's
+// final SQL, groups the samples by result set (ResultKey: the set of rows
+// under Python equality) and keeps the largest group, a tie going to the
+// group whose first member came earliest; a failed query does not vote.
+// ModePassK counts a task correct when any sample is and records the
+// unbiased pass@k, 1 - C(n-c,k)/C(n,k), from the estimator the caller
+// passes (stats.PassAtK: stages may not import package stats, and the
+// estimator has one implementation). CheckMode refuses a mode that cannot
+// reduce the rollout's n samples, before anything is played.
 package grade

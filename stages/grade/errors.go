@@ -33,6 +33,10 @@ var (
 	// the one its import recorded.
 	ErrDatabaseChanged = errors.New("database differs from the imported one")
 
+	// ErrMode is returned when an evaluation mode cannot grade a rollout:
+	// an unknown name, or n or k out of its range (CheckMode).
+	ErrMode = errors.New("evaluation mode")
+
 	// ErrGoldChanged is returned when a dataset's gold.jsonl is not the
 	// file its import wrote.
 	ErrGoldChanged = errors.New("gold file differs from the imported one")

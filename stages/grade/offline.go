@@ -60,26 +60,6 @@ type Bucket struct {
 	EX      float64 `json:"ex"` // percent, as the official scripts print it
 }
 
-// FileSummary is what grading one predictions file reports.
-type FileSummary struct {
-	Run          string            `json:"run"`
-	Metric       Metric            `json:"metric"`
-	Predictions  string            `json:"predictions"`
-	PredDigest   ledger.Digest     `json:"predictions_digest"`
-	Dataset      string            `json:"dataset"`
-	Correct      int               `json:"correct"`
-	Total        int               `json:"total"`
-	EX           float64           `json:"ex"`
-	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
-	GoldDefects  int               `json:"gold_defects"`
-	Skipped      int               `json:"skipped"` // source items without a database, not graded
-	Databases    *DatabaseCheck    `json:"database_check"`
-	Warnings     []Warning         `json:"warnings"`
-	Items        []Item            `json:"items"`
-	StartSeq     int64             `json:"start_seq"`
-	EndSeq       int64             `json:"end_seq"`
-}
-
 // gradeStart is the body of a grading run's run.start entry.
 type gradeStart struct {
 	Stage       string         `json:"stage"`
@@ -170,7 +150,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		return nil, err
 	}
 	s.StartSeq = run.Seq
-	if err := s.grade(ctx, l, g, o, dbRoot, golds, preds, predBlob); err != nil {
+	if err := gradeFile(ctx, s, l, g, o, dbRoot, golds, preds, predBlob); err != nil {
 		// Closed as failed (or interrupted), with why, so that the run is
 		// not left open for the next command to label killed or crashed.
 		status := "failed"
@@ -188,9 +168,9 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	return s, nil
 }
 
-// grade records the predictions input, grades every task and records the
-// outcomes and totals, inside the started run.
-func (s *FileSummary) grade(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions, dbRoot string, golds []gold.Gold, preds []Prediction, predBlob ledger.Digest) error {
+// gradeFile records the predictions input, grades every task and records
+// the outcomes and totals of s, inside the started run.
+func gradeFile(ctx context.Context, s *FileSummary, l *ledger.Ledger, g *Grader, o FileOptions, dbRoot string, golds []gold.Gold, preds []Prediction, predBlob ledger.Digest) error {
 	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
 		Body: ledger.Artifact{Role: "input", Name: "predictions", Kind: "file", Digest: s.PredDigest}}); err != nil {
 		return err
@@ -247,7 +227,7 @@ func goldTaskSet(golds []gold.Gold) ledger.Digest {
 // errors: a prediction or gold that failed).
 func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction, bar *progress.Bar) ([]Item, error) {
 	items := make([]Item, len(golds))
-	err := forEach(len(golds), func(i int) error {
+	err := ledger.ForEach(ctx, len(golds), func(ctx context.Context, i int) error {
 		gd := golds[i]
 		out, err := g.Grade(ctx, m, dataset.DBPath(dbRoot, gd.DBID), preds[gd.Index].SQL, gd.SQL)
 		if err != nil {
@@ -261,40 +241,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 	if err != nil {
 		return nil, err
 	}
-	return items, ctx.Err()
-}
-
-// tally fills the totals, per difficulty when the dataset has difficulty.
-func (s *FileSummary) tally() {
-	buckets := map[string]*Bucket{}
-	for _, it := range s.Items {
-		s.Total++
-		if it.Correct {
-			s.Correct++
-		}
-		if it.Verdict == VerdictGoldDefect {
-			s.GoldDefects++
-		}
-		if it.Difficulty != "" {
-			b := buckets[it.Difficulty]
-			if b == nil {
-				b = &Bucket{}
-				buckets[it.Difficulty] = b
-			}
-			b.Total++
-			if it.Correct {
-				b.Correct++
-			}
-		}
-	}
-	s.EX = percent(s.Correct, s.Total)
-	if len(buckets) > 0 {
-		s.ByDifficulty = map[string]Bucket{}
-		for k, b := range buckets {
-			b.EX = percent(b.Correct, b.Total)
-			s.ByDifficulty[k] = *b
-		}
-	}
+	return items, nil
 }
 
 func percent(k, n int) float64 {

@@ -2,9 +2,10 @@ package grade
 
 import (
 	"errors"
-	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestReadPredictions(t *testing.T) {
@@ -97,16 +98,16 @@ func TestReadPredictions(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("got %+v, want %+v", got, tt.want)
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("predictions (-want +got):\n%s", diff)
 			}
 			var where []string
 			for _, w := range warns {
 				key, _, _ := strings.Cut(w.Where, " (line ") // the line is checked in TestBirdJSONWarningsNameTheLine
 				where = append(where, key)
 			}
-			if !reflect.DeepEqual(where, tt.warnings) {
-				t.Errorf("warnings %+v, want at %q", warns, tt.warnings)
+			if diff := cmp.Diff(tt.warnings, where); diff != "" {
+				t.Errorf("warnings %+v; places (-want +got):\n%s", warns, diff)
 			}
 		})
 	}

@@ -36,8 +36,7 @@ type Decision struct {
 }
 
 // Decide reduces one task's sample grades, in sample order, to its
-// Decision. The modes (greedy, majority vote, pass@k) are built on package
-// stats, which stages may not import; cmd/rlgate supplies them.
+// Decision: one per mode (modeDecide).
 type Decide func(samples []SampleGrade) (Decision, error)
 
 // TrajectoryOptions name a frozen rollout run and how to grade it.
@@ -46,9 +45,10 @@ type TrajectoryOptions struct {
 	Dataset string // the directory rlgate data import wrote, holding gold.jsonl
 	DBRoot  string // empty: the one recorded at import
 	Metric  Metric
-	Mode    string // recorded, with K: greedy, majority or passk
-	K       int
-	Decide  Decide
+	Mode    string // recorded, with K: ModeGreedy, ModeMajority or ModePassK
+	K       int    // pass@k's k; ignored in the other modes
+	// PassAtK is the estimator of mode passk: stats.PassAtK.
+	PassAtK PassAtK
 	Run     string // the grading run; empty: <rollout>.<metric>-<mode>
 	// Weights combine each sample's reward components into its total;
 	// zero means DefaultWeights. They are recorded with the grading.
@@ -90,33 +90,6 @@ type TrajectoryItem struct {
 	TokensOut     int                `json:"tokens_out"`
 }
 
-// TrajectorySummary is what grading a rollout reports, in the shape of
-// FileSummary: totals, EX per difficulty and an item per task.
-type TrajectorySummary struct {
-	Run          string            `json:"run"`
-	Rollout      string            `json:"rollout"`
-	Metric       Metric            `json:"metric"`
-	Mode         string            `json:"mode"`
-	K            int               `json:"k,omitempty"`
-	Dataset      string            `json:"dataset"`
-	Correct      int               `json:"correct"`
-	Total        int               `json:"total"`
-	EX           float64           `json:"ex"`
-	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
-	GoldDefects  int               `json:"gold_defects"`
-	// AllowIncomplete is TrajectoryOptions.AllowIncomplete; Incomplete is
-	// set when the rollout graded had Unfinished samples, counted wrong.
-	AllowIncomplete bool `json:"allow_incomplete"`
-	Incomplete      bool `json:"incomplete"`
-	Unfinished      int  `json:"unfinished_episodes"`
-	// PassAtK is the mean of the items' unbiased pass@k, in percent, in
-	// passk mode; there an item is correct when any sample is.
-	PassAtK  *float64         `json:"pass_at_k,omitempty"`
-	Items    []TrajectoryItem `json:"items"`
-	StartSeq int64            `json:"start_seq"`
-	EndSeq   int64            `json:"end_seq"`
-}
-
 // trajectoryStart is the body of a trajectory grading run's run.start: it
 // names the frozen rollout by its run.end entry, the evaluation's
 // protocol and task set, and the gold graded against.
@@ -151,7 +124,7 @@ type trajectoryEnd struct {
 
 // GradeTrajectories grades the final SQL of every episode of a rollout run
 // that ended ok (or, with o.AllowIncomplete, ended otherwise) against the
-// dataset's gold, reduces each task's samples with o.Decide, and records
+// dataset's gold, reduces each task's samples under o.Mode, and records
 // a grading run: its start (naming the rollout's run.end entry, which
 // precedes it), one outcome per task and the totals. The gold is read
 // only once the rollout is known to be frozen, and nothing is recorded
@@ -169,6 +142,15 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	start, err := rollout.ReadStart(ctx, l, o.Rollout)
 	if err != nil {
 		return nil, err
+	}
+	if o.Mode != ModePassK {
+		o.K = 0
+	}
+	if err := CheckMode(o.Mode, start.Protocol.Sampling.N, o.K); err != nil {
+		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
+	}
+	if o.Mode == ModePassK && o.PassAtK == nil {
+		return nil, fmt.Errorf("grade rollout %s: mode %s needs its estimator, stats.PassAtK", o.Rollout, ModePassK)
 	}
 	man, err := dataset.ReadManifest(o.Dataset)
 	if err != nil {
@@ -188,11 +170,11 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 	n := start.Protocol.Sampling.N
 	s := &TrajectorySummary{Run: o.Run, Rollout: o.Rollout, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		AllowIncomplete: o.AllowIncomplete, Unfinished: start.Count*n - len(recs)}
+		Skipped: len(man.Skipped), Warnings: []Warning{}, AllowIncomplete: o.AllowIncomplete, Unfinished: start.Count*n - len(recs)}
 	s.Incomplete = s.Unfinished > 0
 	if s.Run == "" {
 		s.Run = fmt.Sprintf("%s.%s-%s", o.Rollout, o.Metric, o.Mode)
-		if o.Mode == "passk" {
+		if o.Mode == ModePassK {
 			s.Run += fmt.Sprint(o.K)
 		}
 	}
@@ -210,6 +192,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
+	s.Databases = dbs
 
 	// The gold is read only now, with the rollout frozen.
 	golds, err := readGold(ctx, o.Dataset, man)
@@ -230,7 +213,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 		}
 	}
 	unfinished := Outcome{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
-	if s.Items, err = decideTasks(golds, grades, n, o.Decide, ran, unfinished); err != nil {
+	if s.Items, err = decideTasks(golds, grades, n, modeDecide(o.Mode, o.K, o.PassAtK), ran, unfinished); err != nil {
 		return nil, err
 	}
 	s.tally()
@@ -272,7 +255,7 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 		}
 	}
 	out := make([]SampleGrade, len(recs))
-	err := forEach(len(recs), func(i int) error {
+	err := ledger.ForEach(ctx, len(recs), func(ctx context.Context, i int) error {
 		r, gd := recs[i], byID[recs[i].TaskID]
 		// A sample is well formed when it ended on a parsed <solution>.
 		rw, err := g.Reward(ctx, RewardInput{Metric: m, DBPath: dataset.DBPath(dbRoot, gd.DBID), PredSQL: r.FinalSQL, GoldSQL: gd.SQL,
@@ -287,7 +270,7 @@ func gradeSamples(ctx context.Context, g *Grader, m Metric, dbRoot string, golds
 	if err != nil {
 		return nil, err
 	}
-	return out, ctx.Err()
+	return out, nil
 }
 
 // rolloutTasks names the tasks an incomplete rollout ran, some of which
@@ -360,24 +343,6 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, 
 		items = append(items, it)
 	}
 	return items, nil
-}
-
-// tally fills the totals as FileSummary does, and the mean pass@k.
-func (s *TrajectorySummary) tally() {
-	fs := FileSummary{Items: make([]Item, len(s.Items))}
-	var passk float64
-	for i, it := range s.Items {
-		fs.Items[i] = it.Item
-		if it.PassAtK != nil {
-			passk += *it.PassAtK
-		}
-	}
-	fs.tally()
-	s.Correct, s.Total, s.EX, s.ByDifficulty, s.GoldDefects = fs.Correct, fs.Total, fs.EX, fs.ByDifficulty, fs.GoldDefects
-	if s.Mode == "passk" && s.Total > 0 {
-		p := 100 * passk / float64(s.Total)
-		s.PassAtK = &p
-	}
 }
 
 // ResultKey names a result set as the seeds' majority vote groups them:

@@ -49,10 +49,6 @@ func rolloutSpider(t *testing.T, l *ledger.Ledger, dir, run string, n, samples i
 	}
 }
 
-func firstSample(s []SampleGrade) (Decision, error) {
-	return Decision{Chosen: 0, Correct: s[0].Outcome.Correct}, nil
-}
-
 func TestGradeTrajectories(t *testing.T) {
 	ctx := context.Background()
 	dir := importSpider(t)
@@ -66,7 +62,7 @@ func TestGradeTrajectories(t *testing.T) {
 	})
 	g := NewGrader(Options{}, nil)
 	defer g.Close()
-	s, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy", Decide: firstSample})
+	s, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,10 +90,10 @@ func TestGradeTrajectories(t *testing.T) {
 	}
 
 	// A second grading under the same name is refused; another metric is fine.
-	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy", Decide: firstSample}); err == nil {
+	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy"}); err == nil {
 		t.Error("graded twice under one run id")
 	}
-	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricStrict, Mode: "greedy", Decide: firstSample}); err != nil {
+	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricStrict, Mode: "greedy"}); err != nil {
 		t.Error(err)
 	}
 }
@@ -113,12 +109,12 @@ func TestGradeTrajectoriesRefuses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "open", Dataset: dir, Metric: MetricBird, Mode: "greedy", Decide: firstSample}); err == nil || !strings.Contains(err.Error(), "only a finished rollout") {
+	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "open", Dataset: dir, Metric: MetricBird, Mode: "greedy"}); err == nil || !strings.Contains(err.Error(), "only a finished rollout") {
 		t.Errorf("open rollout: %v", err)
 	}
 	active.End(ctx, ledger.RunEnd{Status: "ok"})
 	// A rollout of other tasks is not graded against this gold.
-	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "open", Dataset: dir, Metric: MetricBird, Mode: "greedy", Decide: firstSample}); err == nil || !strings.Contains(err.Error(), "holds tasks") {
+	if _, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "open", Dataset: dir, Metric: MetricBird, Mode: "greedy"}); err == nil || !strings.Contains(err.Error(), "holds tasks") {
 		t.Errorf("other tasks: %v", err)
 	}
 }

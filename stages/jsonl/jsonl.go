@@ -1,5 +1,3 @@
-// Package jsonl reads and writes files of JSON lines, strictly: unknown
-// fields are refused and every error names the file and line.
 package jsonl
 
 import (

@@ -8,11 +8,11 @@ import (
 	"io"
 	"math"
 	"os"
-	"reflect"
 	"runtime"
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	"google.golang.org/protobuf/encoding/protowire"
 )
 
@@ -31,8 +31,8 @@ func TestTensorBoardRoundTrip(t *testing.T) {
 		{1, "policy/policy_kl", float64(float32(0.001))},
 		{2, "reward/avg_raw_reward", 0.5},
 	}
-	if !reflect.DeepEqual(pts, want) {
-		t.Errorf("points = %v, want %v", pts, want)
+	if diff := cmp.Diff(want, pts); diff != "" {
+		t.Errorf("points (-want +got):\n%s", diff)
 	}
 	if st.Records != 2 || st.Ignored != 1 || st.PendingBytes != 0 {
 		t.Errorf("stats = %+v, want 2 records, 1 ignored (file_version), 0 pending", st)

@@ -233,3 +233,30 @@ func (p *Protocol) CorrectionMessage(hint string, turnsLeft int) string {
 func (p *Protocol) observationOptions() sqlenv.ObservationOptions {
 	return sqlenv.ObservationOptions{MaxRows: p.Observation.MaxRows, MaxCellRunes: p.Observation.MaxCellRunes}
 }
+
+// SamplingOverride holds sampling values given beside a protocol (rollout
+// --n, --temperature, --top-p, --seed); a nil field leaves the protocol's.
+type SamplingOverride struct {
+	N           *int
+	Temperature *float64
+	TopP        *float64
+	Seed        *int64
+}
+
+// Apply sets o's values over p's sampling and validates the result, so an
+// override that makes the protocol invalid is an ErrProtocol.
+func (o SamplingOverride) Apply(p *Protocol) error {
+	if o.N != nil {
+		p.Sampling.N = *o.N
+	}
+	if o.Temperature != nil {
+		p.Sampling.Temperature = *o.Temperature
+	}
+	if o.TopP != nil {
+		p.Sampling.TopP = *o.TopP
+	}
+	if o.Seed != nil {
+		p.Sampling.Seed = *o.Seed
+	}
+	return p.Validate()
+}

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	mstats "github.com/montanaflynn/stats"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/stages/sqlenv"
@@ -68,6 +69,35 @@ type Summary struct {
 	EpisodesPerS float64            `json:"episodes_per_s"`
 	StartSeq     int64              `json:"start_seq"`
 	EndSeq       int64              `json:"end_seq"`
+	// TokensInPerEpisode and TokensOutPerEpisode describe the prompt and
+	// completion tokens of each finished episode of the run, as Tokens*
+	// count them; RequestLatencyMS the time each turn this command played
+	// waited on the endpoint, retries included. Nil when there is none.
+	TokensInPerEpisode  *Spread `json:"tokens_in_per_episode,omitempty"`
+	TokensOutPerEpisode *Spread `json:"tokens_out_per_episode,omitempty"`
+	RequestLatencyMS    *Spread `json:"request_latency_ms,omitempty"`
+}
+
+// Spread describes N values: their mean, median and 95th percentile, the
+// percentiles interpolated linearly between closest ranks as NumPy's
+// percentile does by default, so a reader recomputes them in Python.
+type Spread struct {
+	N    int     `json:"n"`
+	Mean float64 `json:"mean"`
+	P50  float64 `json:"p50"`
+	P95  float64 `json:"p95"`
+}
+
+// spreadOf describes xs; nil when xs is empty.
+func spreadOf(xs []float64) *Spread {
+	if len(xs) == 0 {
+		return nil
+	}
+	s := &Spread{N: len(xs)}
+	s.Mean, _ = mstats.Mean(xs) // no error: xs is not empty, and 50 and 95 are percents
+	s.P50, _ = mstats.Percentile(xs, 50)
+	s.P95, _ = mstats.Percentile(xs, 95)
+	return s
 }
 
 type job struct {
@@ -210,6 +240,7 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	var firstTransport string
+	var latencies []float64
 	for range min(o.Concurrency, max(len(jobs), 1)) {
 		wg.Add(1)
 		go func() {
@@ -222,6 +253,9 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 				prog.Done(ep.StopReason == StopHTTPError || ep.StopReason == StopTransport)
 				mu.Lock()
 				s.Ran++
+				for _, tr := range ep.Turns {
+					latencies = append(latencies, tr.LatencyMS)
+				}
 				if !ep.StopReason.Finished() && firstTransport == "" {
 					firstTransport = ep.Error
 				}
@@ -243,6 +277,7 @@ feed:
 	close(rec.in)
 	err := <-recErr
 	prog.Finish()
+	s.RequestLatencyMS = spreadOf(latencies)
 	if err != nil {
 		return firstTransport, err
 	}
@@ -322,10 +357,13 @@ func (s *Summary) tally(ctx context.Context, l *ledger.Ledger) error {
 	s.Unfinished = s.Tasks*s.Samples - len(recs)
 	s.StopReasons = map[StopReason]int{}
 	s.TokensIn, s.TokensOut = 0, 0
-	for _, r := range recs {
+	in, out := make([]float64, len(recs)), make([]float64, len(recs))
+	for i, r := range recs {
 		s.StopReasons[r.StopReason]++
 		s.TokensIn += r.TokensIn
 		s.TokensOut += r.TokensOut
+		in[i], out[i] = float64(r.TokensIn), float64(r.TokensOut)
 	}
+	s.TokensInPerEpisode, s.TokensOutPerEpisode = spreadOf(in), spreadOf(out)
 	return nil
 }

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"os/exec"
-	"reflect"
 	"slices"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -271,8 +271,8 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 	if _, err := rollout.Run(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := rollouttest.Episodes(t, l, "resumed"), rollouttest.Episodes(t, l, "uninterrupted"); !reflect.DeepEqual(a, b) {
-		t.Errorf("resumed run differs from an uninterrupted one (%d vs %d episodes)", len(a), len(b))
+	if a, b := rollouttest.Episodes(t, l, "resumed"), rollouttest.Episodes(t, l, "uninterrupted"); cmp.Diff(b, a) != "" {
+		t.Errorf("resumed run differs from an uninterrupted one (%d vs %d episodes; -uninterrupted +resumed):\n%s", len(a), len(b), cmp.Diff(b, a))
 	}
 
 	// A finished run is complete; other settings are refused.
@@ -318,8 +318,8 @@ func TestReplayReproducesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed")
-	if !reflect.DeepEqual(a, b) {
-		t.Errorf("the replayed run differs from the recorded one")
+	if diff := cmp.Diff(a, b); diff != "" {
+		t.Errorf("the replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
 	}
 
 	// Requests outside the recording are refused with a client error.

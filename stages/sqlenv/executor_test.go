@@ -4,10 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 const dogKennels = "../../testdata/spider/database/dog_kennels/dog_kennels.sqlite"
@@ -47,8 +48,8 @@ func TestExecuteTypedCells(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(res.Rows) != 1 || !reflect.DeepEqual(res.Rows[0], tt.want) {
-				t.Errorf("rows = %#v, want one row %#v", res.Rows, tt.want)
+			if diff := cmp.Diff([][]Cell{tt.want}, res.Rows); diff != "" {
+				t.Errorf("rows, want one row (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -61,15 +62,15 @@ func TestExecuteColumnsAndOrder(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := []string{"name", "years"}; !reflect.DeepEqual(res.Columns, want) {
-		t.Errorf("columns = %q, want %q", res.Columns, want)
+	if diff := cmp.Diff([]string{"name", "years"}, res.Columns); diff != "" {
+		t.Errorf("columns (-want +got):\n%s", diff)
 	}
 	var names []string
 	for _, r := range res.Rows {
 		names = append(names, r[0].Str)
 	}
-	if want := []string{"Mavis", "Hipolito", "Kacey"}; !reflect.DeepEqual(names, want) {
-		t.Errorf("names = %q, want %q", names, want)
+	if diff := cmp.Diff([]string{"Mavis", "Hipolito", "Kacey"}, names); diff != "" {
+		t.Errorf("names (-want +got):\n%s", diff)
 	}
 }
 

@@ -1,7 +1,3 @@
-// Package tasks holds the public side of a benchmark: what a policy may
-// see of each task. It cannot hold gold: the Task type has no field for it,
-// the reader refuses a file that carries gold fields, and the rollout side
-// imports this package and never package gold (a test checks the imports).
 package tasks
 
 import (

@@ -1,0 +1,56 @@
+package ledger
+
+import (
+	"context"
+	"errors"
+	"runtime"
+	"sync/atomic"
+	"testing"
+)
+
+// TestForEachFirstErrorStopsTheRest: every call but the failing one waits
+// for its context, so it ends only when the first error cancels it; after
+// that no call starts, and the error returned is the one that failed.
+func TestForEachFirstErrorStopsTheRest(t *testing.T) {
+	boom := errors.New("boom")
+	const n = 1000
+	var calls atomic.Int64
+	err := ForEach(t.Context(), n, func(ctx context.Context, i int) error {
+		calls.Add(1)
+		if i == 0 {
+			return boom
+		}
+		<-ctx.Done()
+		return ctx.Err()
+	})
+	if !errors.Is(err, boom) {
+		t.Errorf("ForEach = %v, want the first error, %v", err, boom)
+	}
+	if c := calls.Load(); c > int64(runtime.GOMAXPROCS(0)) {
+		t.Errorf("%d of %d calls made, want at most the %d running when the first failed", c, n, runtime.GOMAXPROCS(0))
+	}
+}
+
+// TestForEachCanceled: a canceled context (Ctrl-C) reaches the running
+// calls, none starts after it, and ForEach says so.
+func TestForEachCanceled(t *testing.T) {
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	const n = 1000
+	var calls atomic.Int64
+	err := ForEach(ctx, n, func(ctx context.Context, i int) error {
+		calls.Add(1)
+		if i == 0 {
+			cancel()
+			return nil
+		}
+		<-ctx.Done()
+		return nil // as a worker that notices the cancellation and stops
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("ForEach = %v, want %v", err, context.Canceled)
+	}
+	if c := calls.Load(); c > int64(runtime.GOMAXPROCS(0)) {
+		t.Errorf("%d of %d calls made, want at most the %d running when ctx was canceled", c, n, runtime.GOMAXPROCS(0))
+	}
+}
