@@ -140,6 +140,9 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 	if s.GoldDefects > 0 {
 		fmt.Fprintf(w, "; %d GOLD DEFECTS (gold query failed; scored 0)", s.GoldDefects)
 	}
+	if s.Fragile > 0 {
+		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits, which another SQLite may print differently (items flagged \"fragile\" in --json)", s.Fragile)
+	}
 	if d := s.Databases; d != nil {
 		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)
 	}

@@ -53,7 +53,11 @@ func TestFragileRealBirdItem(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := map[int]bool{259: false, 263: true} // index -> correct
+	flagged := 0
 	for _, it := range s.Items {
+		if it.Fragile {
+			flagged++
+		}
 		if correct, ok := want[it.Index]; ok {
 			if it.Correct != correct || !it.Fragile {
 				t.Errorf("item %d: correct %v fragile %v, want %v and fragile", it.Index, it.Correct, it.Fragile, correct)
@@ -63,5 +67,8 @@ func TestFragileRealBirdItem(t *testing.T) {
 	}
 	if len(want) > 0 {
 		t.Errorf("items not graded: %v", want)
+	}
+	if s.Fragile != flagged {
+		t.Errorf("summary counts %d fragile verdicts, the items flag %d", s.Fragile, flagged)
 	}
 }

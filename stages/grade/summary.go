@@ -23,7 +23,10 @@ type Summary[I SummaryItem] struct {
 	EX           float64           `json:"ex"`
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
-	Skipped      int               `json:"skipped"` // source items without a database, not graded
+	// Fragile counts the items whose verdict rests on a float's last
+	// digits (Outcome.Fragile): another SQLite could flip them.
+	Fragile int `json:"fragile"`
+	Skipped int `json:"skipped"` // source items without a database, not graded
 	// Databases are the databases graded on, by digest, and the SQLite
 	// version.
 	Databases *DatabaseCheck `json:"database_check"`
@@ -73,6 +76,9 @@ func (s *Summary[I]) tally() {
 		}
 		if it.Verdict == VerdictGoldDefect {
 			s.GoldDefects++
+		}
+		if it.Fragile {
+			s.Fragile++
 		}
 		if it.Difficulty != "" {
 			b := buckets[it.Difficulty]

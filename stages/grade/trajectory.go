@@ -234,7 +234,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 		}
 	}
 	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
-		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
+		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err
 	}
