@@ -1,0 +1,281 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"unicode"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/tasks"
+)
+
+// The checks of the gold audit.
+const (
+	CheckNoGoldInPrompts = "no-gold-in-prompts" // no policy-visible byte holds a task's gold, whole or a long fragment
+	CheckNoGoldFields    = "no-gold-fields"     // the tasks file the rollout read carries no gold field
+)
+
+// GoldLeak is a task whose gold reached the policy in a rollout.
+type GoldLeak struct {
+	Label    string `json:"label"`
+	TaskID   string `json:"task_id"`
+	Samples  []int  `json:"samples"`
+	Match    string `json:"match"`    // "gold" (the whole normalised gold) or "fragment"
+	Fragment string `json:"fragment"` // what was found, normalised
+	Role     string `json:"role"`     // the message role it was found in
+}
+
+// Gold checks gold isolation for each labelled evaluation: no
+// policy-visible byte its rollout sent (every system and user message of
+// every recorded request body: prompts, observations, correction prompts;
+// the model's own replies are not policy input) holds the task's gold SQL,
+// normalised (case, whitespace, quoting, aliases and qualifiers dropped),
+// or any fragment of it GoldSubstring normalised characters long; and the
+// tasks file the rollout read, verified against its recorded digest,
+// carries no gold field. The gold is the file the grading recorded by
+// digest, verified before use.
+func Gold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	o = o.withDefaults()
+	r := newReport(AuditGold, s)
+	evals, err := loadEvals(ctx, l, s.Runs)
+	if err != nil {
+		return nil, err
+	}
+	if len(evals) == 0 {
+		return nil, fmt.Errorf("audit gold: name the evaluations (runs)")
+	}
+	checkedTasks := map[string]bool{}
+	for _, e := range evals {
+		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
+		if !checkedTasks[e.rollout.Tasks] {
+			checkedTasks[e.rollout.Tasks] = true
+			goldFields(r, e, seqs)
+		}
+		golds, err := verifiedGold(e)
+		if err != nil {
+			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, err)
+			continue
+		}
+		if err := scanRollout(ctx, l, r, e, golds, o); err != nil {
+			return nil, err
+		}
+	}
+	return r, nil
+}
+
+// goldFields checks the tasks file a rollout read.
+func goldFields(r *Report, e *evalRun, seqs []int64) {
+	d, _, err := manifests.HashFile(e.rollout.Tasks)
+	switch {
+	case err != nil:
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: cannot read the tasks file %s the rollout read: %v", e.Label, e.rollout.Tasks, err)
+		return
+	case d != e.rollout.TasksDigest:
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %s has digest %s, not the %s the rollout recorded; it was changed since", e.Label, e.rollout.Tasks, d, e.rollout.TasksDigest)
+		return
+	}
+	if _, err := tasks.Read(e.rollout.Tasks); errors.Is(err, tasks.ErrGoldField) {
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
+		return
+	} else if err != nil {
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
+		return
+	}
+	r.pass(CheckNoGoldFields, nil, seqs, "%s: tasks file %s carries no gold field", e.Label, e.rollout.Tasks)
+}
+
+// verifiedGold reads the gold beside the rollout's tasks after checking it
+// against the digest the grading recorded.
+func verifiedGold(e *evalRun) (map[string]string, error) {
+	path := filepath.Join(e.datasetDir(), dataset.GoldFile)
+	d, _, err := manifests.HashFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the gold: %w", err)
+	}
+	if d != e.grade.GoldDigest {
+		return nil, fmt.Errorf("%s has digest %s, not the gold %s grading recorded; it was changed since", path, d, e.grade.GoldDigest)
+	}
+	gs, err := gold.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(gs))
+	for _, g := range gs {
+		out[g.ID] = g.SQL
+	}
+	return out, nil
+}
+
+// forEachEpisode calls fn with every episode of a rollout run and the
+// trajectories entry that recorded it.
+func forEachEpisode(ctx context.Context, l *ledger.Ledger, run string, fn func(*rollout.Episode, int64) error) error {
+	recs, err := rollout.ReadRecorded(ctx, l, run)
+	if err != nil {
+		return err
+	}
+	eps, err := rollout.ReadEpisodes(ctx, l, run)
+	if err != nil {
+		return err
+	}
+	for i := range eps {
+		if err := fn(&eps[i], recs[i].Seq); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// scanRollout looks for each task's gold in the policy-visible messages of
+// its episodes.
+func scanRollout(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options) error {
+	type key struct{ task, match, frag, role string }
+	leaks := map[key]*GoldLeak{}
+	leakSeqs := map[key][]int64{}
+	var order []key
+	matchers := map[string]*goldMatcher{}
+	scanned := map[string]map[string]bool{} // per task, message contents already scanned
+	messages := 0
+	err := forEachEpisode(ctx, l, e.grade.Rollout, func(ep *rollout.Episode, seq int64) error {
+		m := matchers[ep.TaskID]
+		if m == nil {
+			m = newGoldMatcher(golds[ep.TaskID], o.GoldSubstring)
+			matchers[ep.TaskID] = m
+			scanned[ep.TaskID] = map[string]bool{}
+		}
+		for _, t := range ep.Turns {
+			for _, msg := range policyMessages(t.Request) {
+				if scanned[ep.TaskID][msg.Content] {
+					continue
+				}
+				messages++
+				match, frag := m.find(msg.Content)
+				if match == "" {
+					scanned[ep.TaskID][msg.Content] = true
+					continue
+				}
+				k := key{ep.TaskID, match, frag, msg.Role}
+				lk := leaks[k]
+				if lk == nil {
+					lk = &GoldLeak{Label: e.Label, TaskID: ep.TaskID, Match: match, Fragment: frag, Role: msg.Role}
+					leaks[k] = lk
+					order = append(order, k)
+				}
+				if len(lk.Samples) == 0 || lk.Samples[len(lk.Samples)-1] != ep.Sample {
+					lk.Samples = append(lk.Samples, ep.Sample)
+				}
+				leakSeqs[k] = append(leakSeqs[k], seq)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, k := range order {
+		lk := leaks[k]
+		what := "its whole gold"
+		if lk.Match == "fragment" {
+			what = fmt.Sprintf("a %d-character fragment of its gold", len(lk.Fragment))
+		}
+		r.fail(CheckNoGoldInPrompts, *lk, leakSeqs[k], "%s: task %s: a %s message of rollout %s holds %s (normalised: %q), in samples %v",
+			e.Label, lk.TaskID, lk.Role, e.grade.Rollout, what, lk.Fragment, lk.Samples)
+	}
+	if len(order) == 0 {
+		r.pass(CheckNoGoldInPrompts, nil, []int64{e.rolloutRun.StartedSeq}, "%s: no gold in the %d distinct policy-visible messages of rollout %s",
+			e.Label, messages, e.grade.Rollout)
+	}
+	return nil
+}
+
+// policyMessages returns the messages of a request body the policy reads
+// as input: every one but its own earlier replies. A body that is not a
+// chat request is returned whole, as one message.
+func policyMessages(body []byte) []rollout.Message {
+	var req rollout.ChatRequest
+	if err := json.Unmarshal(body, &req); err != nil {
+		return []rollout.Message{{Role: "body", Content: string(body)}}
+	}
+	out := req.Messages[:0]
+	for _, m := range req.Messages {
+		if m.Role != "assistant" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+// goldMatcher finds one gold query, normalised, in normalised text: the
+// whole of it, or any window of its normalised form n characters long.
+type goldMatcher struct {
+	whole   string
+	n       int
+	windows map[string]bool
+}
+
+// minWholeGold is the shortest normalised gold looked for whole: a shorter
+// one ("selectcount(*)fromt") would match innocent text.
+const minWholeGold = 16
+
+func newGoldMatcher(sql string, n int) *goldMatcher {
+	m := &goldMatcher{whole: normalizeSQL(sql), n: n, windows: map[string]bool{}}
+	for i := 0; i+n <= len(m.whole); i++ {
+		m.windows[m.whole[i:i+n]] = true
+	}
+	return m
+}
+
+// find returns "gold" or "fragment" and what matched, or "".
+func (m *goldMatcher) find(text string) (string, string) {
+	if len(m.whole) < minWholeGold {
+		return "", ""
+	}
+	t := normalizeSQL(text)
+	if strings.Contains(t, m.whole) {
+		return "gold", m.whole
+	}
+	if len(m.windows) == 0 {
+		return "", ""
+	}
+	for i := 0; i+m.n <= len(t); i++ {
+		if m.windows[t[i:i+m.n]] {
+			return "fragment", t[i : i+m.n]
+		}
+	}
+	return "", ""
+}
+
+var (
+	aliasDecl = regexp.MustCompile(`\bas\s+[a-z_][a-z0-9_]*`)
+	qualifier = regexp.MustCompile(`\b[a-z_][a-z0-9_]*\.`)
+)
+
+// normalizeSQL folds what does not change a query's meaning, and what a
+// leak might change to hide: case, quoting (", ', `, [ ]), alias
+// declarations (AS t1), qualifiers (t1.) and all white space.
+func normalizeSQL(s string) string {
+	s = strings.ToLower(s)
+	s = strings.Map(func(r rune) rune {
+		switch r {
+		case '"', '\'', '`', '[', ']':
+			return -1
+		}
+		return r
+	}, s)
+	s = aliasDecl.ReplaceAllString(s, "")
+	s = qualifier.ReplaceAllString(s, "")
+	return strings.Map(func(r rune) rune {
+		if unicode.IsSpace(r) {
+			return -1
+		}
+		return r
+	}, s)
+}

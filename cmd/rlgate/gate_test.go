@@ -1,0 +1,433 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/manifests/manifeststest"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+)
+
+// gateFault is what a gate test ledger gets wrong; the zero value is a
+// clean experiment.
+type gateFault struct {
+	leakGold        bool // the question of one evaluated task carries its gold SQL
+	noUpdateChanged bool // the No-update control writes weights that differ from Base
+	budgetDiffers   bool // the rl evaluation samples at temperature 0.7, the others at 0
+	wrongDBRoot     bool // the rl training grades on a database root that does not exist, so its reward is 0
+	lrZero          bool // the rl training logs lr = 0 at every step
+}
+
+// gateExperiment is a ledger built through the real commands: Spider dev
+// imported for evaluation, two sets of 40 other dev questions imported as
+// SFT and RL training data, three training stages (sft, rl, noupdate) run by rlgate run on a
+// shell command that writes a checkpoint and a veRL metrics file, and four
+// evaluations (base, sft, rl, noupdate) by rlgate eval against a scripted
+// endpoint that answers from the gold: base and noupdate solve a quarter
+// of the tasks, sft three quarters, rl all of them.
+type gateExperiment struct {
+	ledger string
+	runs   string // --runs
+	train  string // --train
+	leakID string // the task whose gold leaked, with leakGold
+}
+
+const gateTasks = 40
+
+func buildGateExperiment(t *testing.T, f gateFault) *gateExperiment {
+	t.Helper()
+	ldir, data := spiderLedger(t)
+	dir := t.TempDir()
+	x := &gateExperiment{ledger: ldir}
+
+	// Training data: other dev questions, imported as their own datasets,
+	// one for SFT and one for RL (which the No-update control shares).
+	trainData := map[string]string{"sft": gateImportTrain(t, ldir, dir, "spider-sft", 540), "rl": gateImportTrain(t, ldir, dir, "spider-rl", 500)}
+	trainData["noupdate"] = trainData["rl"]
+
+	// Checkpoints: base, and what each training writes.
+	base := manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "base"), 1, nil)
+	written := map[string]string{
+		"sft":      manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "sft-weights"), 1, manifeststest.Flip("d", 3, 0x10)),
+		"rl":       manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "rl-weights"), 1, manifeststest.Flip("f", 2, 0x40)),
+		"noupdate": base,
+	}
+	if f.noUpdateChanged {
+		written["noupdate"] = manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "noupdate-weights"), 1, manifeststest.Flip("d", 9, 0x01))
+	}
+	identity := map[string]ledger.Digest{"base": gateIdentity(t, base)}
+	var trains []string
+	for _, label := range []string{"sft", "rl", "noupdate"} {
+		lr, reward := "1e-6", 0.25
+		args := []string{"--param", "lr=" + lr}
+		switch {
+		case label == "noupdate":
+			lr, args = "0", []string{"--param", "lr=0"}
+		case label == "rl" && f.lrZero:
+			lr = "0"
+		case label == "rl" && f.wrongDBRoot:
+			reward = 0
+			args = append(args, "--param", "db_root="+filepath.Join(dir, "no-such-databases"))
+		}
+		run := "train-" + label
+		gateTrain(t, ldir, dir, run, label, base, trainData[label], written[label], lr, reward, args...)
+		identity[label] = gateIdentity(t, written[label])
+		trains = append(trains, label+"="+run)
+	}
+	x.train = strings.Join(trains, ",")
+
+	// Evaluation: the scripted endpoint answers by model name.
+	evalData := data
+	if f.leakGold {
+		evalData, x.leakID = gateLeakGold(t, data, filepath.Join(dir, "leaky"))
+	}
+	golds, err := gold.Read(filepath.Join(data, dataset.GoldFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]gold.Gold{}
+	for _, g := range golds {
+		byID[g.ID] = g
+	}
+	solves := map[string]func(i int) bool{
+		"base":     func(i int) bool { return i%4 == 0 },
+		"noupdate": func(i int) bool { return i%4 == 0 },
+		"sft":      func(i int) bool { return i%4 != 3 },
+		"rl":       func(i int) bool { return true },
+	}
+	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		g := byID[r.TaskID]
+		sql := "SELECT 'wrong'"
+		if solves[r.Model](g.Index) {
+			sql = g.SQL
+		}
+		return rollouttest.Reply{Content: "<think>t</think><solution>" + sql + "</solution>"}
+	})
+	var runs []string
+	for _, label := range []string{"base", "sft", "rl", "noupdate"} {
+		args := []string{"--ledger", ldir, "eval", "--tasks", evalData, "--endpoint", srv.URL, "--model", label,
+			"--model-identity", identity[label].String(), "--run", "ev-" + label, "--limit", fmt.Sprint(gateTasks), "--metric", "spider"}
+		if label == "rl" && f.budgetDiffers {
+			args = append(args, "--temperature", "0.7")
+		}
+		if code, _, errOut := rlgate(t, args...); code != 0 {
+			t.Fatalf("eval %s: exit %d: %s", label, code, errOut)
+		}
+		runs = append(runs, label+"=ev-"+label+".spider-greedy")
+	}
+	x.runs = strings.Join(runs, ",")
+	return x
+}
+
+// gateImportTrain imports 40 Spider dev questions from index from as the
+// training dataset name.
+func gateImportTrain(t *testing.T, ldir, dir, name string, from int) string {
+	t.Helper()
+	raw, err := os.ReadFile("../../testdata/spider/dev.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dev []json.RawMessage
+	if err := json.Unmarshal(raw, &dev); err != nil {
+		t.Fatal(err)
+	}
+	goldRaw, err := os.ReadFile("../../testdata/spider/dev_gold.sql")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(goldRaw), "\n"), "\n")
+	sub, err := json.Marshal(dev[from : from+40])
+	if err != nil {
+		t.Fatal(err)
+	}
+	devPath, goldPath := filepath.Join(dir, name+".json"), filepath.Join(dir, name+"_gold.sql")
+	gateWrite(t, devPath, string(sub))
+	gateWrite(t, goldPath, strings.Join(lines[from:from+40], "\n")+"\n")
+	out := filepath.Join(dir, name)
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "import", "spider", "--name", name, "--dev", devPath, "--gold", goldPath,
+		"--db-root", "../../testdata/spider/database", "--out", out); code != 0 {
+		t.Fatalf("import training data: %s", errOut)
+	}
+	return out
+}
+
+// gateTrain runs one training stage through rlgate run: a shell command
+// that writes the checkpoint weights as its output and a veRL JSONL
+// metrics file of 20 steps with actor/lr = lr, critic/score/mean =
+// reward and a slowly rising actor/kl_loss.
+func gateTrain(t *testing.T, ldir, dir, run, stage, base, data, weights, lr string, reward float64, extra ...string) {
+	t.Helper()
+	var log strings.Builder
+	for step := 1; step <= 20; step++ {
+		fmt.Fprintf(&log, `{"step": %d, "data": {"training/global_step": %d, "actor/lr": %s, "critic/score/mean": %g, "actor/kl_loss": %g}}`+"\n",
+			step, step, lr, reward, 0.01+0.0005*float64(step))
+	}
+	src := filepath.Join(dir, run+".jsonl")
+	gateWrite(t, src, log.String())
+	out, metrics := filepath.Join(dir, run+"-out"), filepath.Join(dir, run+"-metrics.jsonl")
+	args := append([]string{"--ledger", ldir, "run", "--stage", stage, "--run", run, "--gpu", "off",
+		"--in", "base=" + base, "--in", "data=" + data, "--out", "ckpt=" + out, "--metrics", metrics + ":verl"}, extra...)
+	args = append(args, "--", "sh", "-c", fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s %s", out, weights, out, src, metrics))
+	if code, _, errOut := rlgate(t, args...); code != 0 {
+		t.Fatalf("run %s: exit %d: %s", run, code, errOut)
+	}
+}
+
+// gateLeakGold copies an imported dataset to dst with task 7's question
+// ending in its gold SQL, as a faulty import that kept the answer would
+// write it, and returns dst and the task's id.
+func gateLeakGold(t *testing.T, data, dst string) (string, string) {
+	t.Helper()
+	if err := os.CopyFS(dst, os.DirFS(data)); err != nil {
+		t.Fatal(err)
+	}
+	golds, err := gold.Read(filepath.Join(data, dataset.GoldFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(filepath.Join(data, dataset.TasksFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimRight(string(raw), "\n"), "\n")
+	var task map[string]any
+	if err := json.Unmarshal([]byte(lines[7]), &task); err != nil {
+		t.Fatal(err)
+	}
+	task["question"] = fmt.Sprint(task["question"]) + " Hint: " + golds[7].SQL
+	b, err := json.Marshal(task)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines[7] = string(b)
+	tasksPath := filepath.Join(dst, dataset.TasksFile)
+	gateWrite(t, tasksPath, strings.Join(lines, "\n")+"\n")
+	d, _, err := manifests.HashFile(tasksPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man, err := dataset.ReadManifest(dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	man.Tasks.Digest = d
+	mb, err := json.Marshal(man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gateWrite(t, filepath.Join(dst, dataset.ManifestFile), string(mb))
+	return dst, golds[7].ID
+}
+
+func gateIdentity(t *testing.T, path string) ledger.Digest {
+	t.Helper()
+	m, err := manifests.BuildCheckpointManifest(context.Background(), path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m.Identity
+}
+
+func gateWrite(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// gate runs rlgate gate on the experiment and returns its exit code and
+// verdict.
+func (x *gateExperiment) gate(t *testing.T, extra ...string) (int, audit.Verdict) {
+	t.Helper()
+	args := append([]string{"--ledger", x.ledger, "gate", "--runs", x.runs, "--train", x.train, "--self-grade-sample", "40", "--json"}, extra...)
+	code, out, errOut := rlgate(t, args...)
+	var v audit.Verdict
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("gate: exit %d: %v\n%s%s", code, err, out, errOut)
+	}
+	return code, v
+}
+
+// failedChecks lists the names of the verdict's failed checks.
+func failedChecks(v audit.Verdict) []string {
+	var out []string
+	for _, c := range v.Checks {
+		if !c.OK && !slices.Contains(out, c.Name) {
+			out = append(out, c.Name)
+		}
+	}
+	return out
+}
+
+// checkSeqs returns the evidence seqs of every check named name.
+func checkSeqs(v audit.Verdict, name string) []int64 {
+	var out []int64
+	for _, c := range v.Checks {
+		if c.Name == name {
+			out = append(out, c.Seqs...)
+		}
+	}
+	return out
+}
+
+// gateLog lists the entries of one kind of one run through rlgate log.
+func gateLog(t *testing.T, ldir, run, kind string) []ledger.Entry {
+	t.Helper()
+	code, out, errOut := rlgate(t, "--ledger", ldir, "log", "--run", run, "--kind", kind, "--json")
+	var es []ledger.Entry
+	if err := json.Unmarshal([]byte(out), &es); code != 0 || err != nil {
+		t.Fatalf("log --run %s --kind %s: exit %d: %v %s", run, kind, code, err, errOut)
+	}
+	return es
+}
+
+func TestGateCleanExperimentPasses(t *testing.T) {
+	x := buildGateExperiment(t, gateFault{})
+	junit := filepath.Join(t.TempDir(), "gate.xml")
+	code, v := x.gate(t, "--junit", junit)
+	if code != exitOK || !v.OK {
+		t.Fatalf("clean experiment: exit %d, failed %v", code, failedChecks(v))
+	}
+	var claims []string
+	for _, c := range v.Claims {
+		claims = append(claims, c.Claim)
+		if _, ok := c.MDE.Get(); !ok || c.Seq == 0 {
+			t.Errorf("claim %s: no minimum detectable effect or comparison entry: %+v", c.Claim, c)
+		}
+	}
+	if diff := cmp.Diff([]string{"rl > base", "rl > noupdate", "sft > base"}, claims); diff != "" {
+		t.Errorf("claims (-want +got):\n%s", diff)
+	}
+	var audits []string
+	for _, a := range v.Audits {
+		audits = append(audits, a.Audit)
+	}
+	if diff := cmp.Diff(audit.Audits, audits); diff != "" {
+		t.Errorf("audits run (-want +got):\n%s", diff)
+	}
+
+	// The verdict is bound to the rl model and the head before it.
+	rlStart := gateLog(t, x.ledger, "ev-rl", ledger.KindRunStart)[0]
+	var start struct {
+		ModelIdentity ledger.Digest `json:"model_identity"`
+	}
+	if err := json.Unmarshal(rlStart.Body, &start); err != nil {
+		t.Fatal(err)
+	}
+	if v.ModelIdentity == nil || *v.ModelIdentity != start.ModelIdentity || v.Head.Seq != v.Seq-1 {
+		t.Errorf("verdict bound to %v at head %d, want %s at %d", v.ModelIdentity, v.Head.Seq, start.ModelIdentity, v.Seq-1)
+	}
+	code, out, _ := rlgate(t, "--ledger", x.ledger, "show", fmt.Sprint(v.Seq))
+	if code != 0 || !strings.Contains(out, audit.KindVerdict) {
+		t.Errorf("show verdict: exit %d: %s", code, out)
+	}
+	raw, err := os.ReadFile(junit)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := strings.Count(string(raw), "<testcase "); n != len(v.Checks) || strings.Contains(string(raw), "<failure") {
+		t.Errorf("junit: %d test cases for %d checks:\n%s", n, len(v.Checks), raw)
+	}
+
+	// The text form is one table with the verdict under it.
+	code, out, _ = rlgate(t, "--ledger", x.ledger, "gate", "--runs", x.runs, "--train", x.train, "--self-grade-sample", "40")
+	if code != exitOK || !strings.Contains(out, "claim rl > base") || !strings.Contains(out, "gate PASSED (policy paper-grade)") {
+		t.Errorf("text: exit %d:\n%s", code, out)
+	}
+}
+
+func TestGateFailsEachFaultForItsReason(t *testing.T) {
+	tests := []struct {
+		name   string
+		fault  gateFault
+		failed []string
+		// seq returns an entry the named check must cite.
+		check string
+		seq   func(t *testing.T, x *gateExperiment) int64
+	}{
+		{
+			name: "gold leaked into a prompt", fault: gateFault{leakGold: true},
+			failed: []string{"audit gold: no-gold-in-prompts"},
+			check:  "audit gold: no-gold-in-prompts",
+			seq: func(t *testing.T, x *gateExperiment) int64 {
+				return gateLog(t, x.ledger, "ev-rl", "trajectories")[0].Seq
+			},
+		},
+		{
+			name: "no-update weights differ from base", fault: gateFault{noUpdateChanged: true},
+			failed: []string{"audit identity: noupdate-identical"},
+			check:  "audit identity: noupdate-identical",
+			seq: func(t *testing.T, x *gateExperiment) int64 {
+				return gateArtifact(t, x.ledger, "train-noupdate", "output")
+			},
+		},
+		{
+			name: "evaluations under different budgets", fault: gateFault{budgetDiffers: true},
+			failed: []string{"audit budget: same-protocol"},
+			check:  "audit budget: same-protocol",
+			seq: func(t *testing.T, x *gateExperiment) int64 {
+				return gateLog(t, x.ledger, "ev-rl", ledger.KindRunStart)[0].Seq
+			},
+		},
+		{
+			name: "wrong database path", fault: gateFault{wrongDBRoot: true},
+			failed: []string{"audit reward: databases-present", "audit reward: gold-self-grade", "audit reward: execution-reward"},
+			check:  "audit reward: gold-self-grade",
+			seq: func(t *testing.T, x *gateExperiment) int64 {
+				return gateLog(t, x.ledger, "train-rl", ledger.KindRunStart)[0].Seq
+			},
+		},
+		{
+			name: "trained run logged lr = 0", fault: gateFault{lrZero: true},
+			failed: []string{"audit training: learning-rate"},
+			check:  "audit training: learning-rate",
+			seq: func(t *testing.T, x *gateExperiment) int64 {
+				return gateLog(t, x.ledger, "train-rl", ledger.KindMetrics)[0].Seq
+			},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			x := buildGateExperiment(t, tc.fault)
+			code, v := x.gate(t)
+			if code != exitCheckFailed || v.OK {
+				t.Fatalf("exit %d, ok %v, want %d", code, v.OK, exitCheckFailed)
+			}
+			if diff := cmp.Diff(tc.failed, failedChecks(v)); diff != "" {
+				t.Errorf("failed checks (-want +got):\n%s", diff)
+			}
+			want := tc.seq(t, x)
+			if seqs := checkSeqs(v, tc.check); !slices.Contains(seqs, want) {
+				t.Errorf("%s cites entries %v, want %d among them", tc.check, seqs, want)
+			}
+		})
+	}
+}
+
+// gateArtifact returns the seq of a run's checkpoint artifact of role.
+func gateArtifact(t *testing.T, ldir, run, role string) int64 {
+	t.Helper()
+	for _, e := range gateLog(t, ldir, run, ledger.KindArtifact) {
+		var a ledger.Artifact
+		if err := json.Unmarshal(e.Body, &a); err != nil {
+			t.Fatal(err)
+		}
+		if a.Role == role && a.Kind == "checkpoint" {
+			return e.Seq
+		}
+	}
+	t.Fatalf("run %s has no %s checkpoint", run, role)
+	return 0
+}
