@@ -77,8 +77,9 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
 		return nil, err
 	}
 	v := &Verdict{Policy: p, PolicyDigest: ledger.Sum(pd), Audits: []AuditRef{}, Claims: []ClaimResult{}, Checks: []GateCheck{}}
+	cache := &scanCache{}
 	for _, name := range p.Audits {
-		rep, err := Run(ctx, l, name, s, p.Options)
+		rep, err := run(ctx, l, name, s, p.Options, cache)
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -1,12 +1,14 @@
 package audit
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -14,7 +16,6 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
-	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
@@ -44,6 +45,10 @@ type GoldLeak struct {
 // carries no gold field. The gold is the file the grading recorded by
 // digest, verified before use.
 func Gold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	return runGold(ctx, l, s, o, nil)
+}
+
+func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache *scanCache) (*Report, error) {
 	o = o.withDefaults()
 	r := newReport(AuditGold, s)
 	evals, err := loadEvals(ctx, l, s.Runs)
@@ -65,7 +70,7 @@ func Gold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report
 			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, err)
 			continue
 		}
-		if err := scanRollout(ctx, l, r, e, golds, o); err != nil {
+		if err := scanGold(ctx, l, r, e, golds, o, cache); err != nil {
 			return nil, err
 		}
 	}
@@ -115,102 +120,44 @@ func verifiedGold(e *evalRun) (map[string]string, error) {
 	return out, nil
 }
 
-// forEachEpisode calls fn with every episode of a rollout run and the
-// trajectories entry that recorded it.
-func forEachEpisode(ctx context.Context, l *ledger.Ledger, run string, fn func(*rollout.Episode, int64) error) error {
-	recs, err := rollout.ReadRecorded(ctx, l, run)
+// scanGold looks for each task's gold in the distinct policy-visible
+// messages of its episodes.
+func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache) error {
+	sc, err := cache.scan(ctx, l, e.grade.Rollout)
 	if err != nil {
 		return err
 	}
-	eps, err := rollout.ReadEpisodes(ctx, l, run)
-	if err != nil {
-		return err
-	}
-	for i := range eps {
-		if err := fn(&eps[i], recs[i].Seq); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// scanRollout looks for each task's gold in the policy-visible messages of
-// its episodes.
-func scanRollout(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options) error {
-	type key struct{ task, match, frag, role string }
-	leaks := map[key]*GoldLeak{}
-	leakSeqs := map[key][]int64{}
-	var order []key
-	matchers := map[string]*goldMatcher{}
-	scanned := map[string]map[string]bool{} // per task, message contents already scanned
-	messages := 0
-	err := forEachEpisode(ctx, l, e.grade.Rollout, func(ep *rollout.Episode, seq int64) error {
-		m := matchers[ep.TaskID]
-		if m == nil {
-			m = newGoldMatcher(golds[ep.TaskID], o.GoldSubstring)
-			matchers[ep.TaskID] = m
-			scanned[ep.TaskID] = map[string]bool{}
-		}
-		for _, t := range ep.Turns {
-			for _, msg := range policyMessages(t.Request) {
-				if scanned[ep.TaskID][msg.Content] {
-					continue
-				}
-				messages++
-				match, frag := m.find(msg.Content)
-				if match == "" {
-					scanned[ep.TaskID][msg.Content] = true
-					continue
-				}
-				k := key{ep.TaskID, match, frag, msg.Role}
-				lk := leaks[k]
-				if lk == nil {
-					lk = &GoldLeak{Label: e.Label, TaskID: ep.TaskID, Match: match, Fragment: frag, Role: msg.Role}
-					leaks[k] = lk
-					order = append(order, k)
-				}
-				if len(lk.Samples) == 0 || lk.Samples[len(lk.Samples)-1] != ep.Sample {
-					lk.Samples = append(lk.Samples, ep.Sample)
-				}
-				leakSeqs[k] = append(leakSeqs[k], seq)
+	leaks, messages := 0, 0
+	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
+		m := newGoldMatcher(golds[id], o.GoldSubstring)
+		for _, msg := range sc.Tasks[id].Messages {
+			messages++
+			match, frag := m.find(msg.Content)
+			if match == "" {
+				continue
 			}
+			leaks++
+			lk := GoldLeak{Label: e.Label, TaskID: id, Samples: compact(msg.Samples), Match: match, Fragment: frag, Role: msg.Role}
+			what := "its whole gold"
+			if match == "fragment" {
+				what = fmt.Sprintf("a %d-character fragment of its gold", len(frag))
+			}
+			r.fail(CheckNoGoldInPrompts, lk, msg.Seqs, "%s: task %s: a %s message of rollout %s holds %s (normalised: %q), in samples %v",
+				e.Label, id, msg.Role, e.grade.Rollout, what, frag, lk.Samples)
 		}
-		return nil
-	})
-	if err != nil {
-		return err
 	}
-	for _, k := range order {
-		lk := leaks[k]
-		what := "its whole gold"
-		if lk.Match == "fragment" {
-			what = fmt.Sprintf("a %d-character fragment of its gold", len(lk.Fragment))
-		}
-		r.fail(CheckNoGoldInPrompts, *lk, leakSeqs[k], "%s: task %s: a %s message of rollout %s holds %s (normalised: %q), in samples %v",
-			e.Label, lk.TaskID, lk.Role, e.grade.Rollout, what, lk.Fragment, lk.Samples)
-	}
-	if len(order) == 0 {
-		r.pass(CheckNoGoldInPrompts, nil, []int64{e.rolloutRun.StartedSeq}, "%s: no gold in the %d distinct policy-visible messages of rollout %s",
-			e.Label, messages, e.grade.Rollout)
+	if leaks == 0 {
+		r.pass(CheckNoGoldInPrompts, nil, []int64{e.rolloutRun.StartedSeq}, "%s: no gold in the %d distinct policy-visible messages of the %d episodes of rollout %s",
+			e.Label, messages, sc.Episodes, e.grade.Rollout)
 	}
 	return nil
 }
 
-// policyMessages returns the messages of a request body the policy reads
-// as input: every one but its own earlier replies. A body that is not a
-// chat request is returned whole, as one message.
-func policyMessages(body []byte) []rollout.Message {
-	var req rollout.ChatRequest
-	if err := json.Unmarshal(body, &req); err != nil {
-		return []rollout.Message{{Role: "body", Content: string(body)}}
-	}
-	out := req.Messages[:0]
-	for _, m := range req.Messages {
-		if m.Role != "assistant" {
-			out = append(out, m)
-		}
-	}
-	return out
+// compact sorts xs and drops repeats.
+func compact[T cmp.Ordered](xs []T) []T {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return slices.Compact(xs)
 }
 
 // goldMatcher finds one gold query, normalised, in normalised text: the

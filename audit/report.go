@@ -157,6 +157,11 @@ func (o Options) withDefaults() Options {
 
 // Run runs the ledger audit name over s.
 func Run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Options) (*Report, error) {
+	return run(ctx, l, name, s, o, nil)
+}
+
+// run runs one audit; audits that read the rollouts' episodes share cache.
+func run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Options, cache *scanCache) (*Report, error) {
 	o = o.withDefaults()
 	switch name {
 	case AuditBudget:
@@ -166,9 +171,9 @@ func Run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Optio
 	case AuditIdentity:
 		return Identity(ctx, l, s)
 	case AuditReward:
-		return Reward(ctx, l, s, o)
+		return runReward(ctx, l, s, o, cache)
 	case AuditGold:
-		return Gold(ctx, l, s, o)
+		return runGold(ctx, l, s, o, cache)
 	case AuditSplit:
 		return Split(ctx, l, s, o)
 	}

@@ -18,7 +18,6 @@ import (
 	"github.com/rlgate/rlgate/stages/gold"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
-	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // The checks of the reward audit.
@@ -53,6 +52,10 @@ type goldSource struct {
 // MaxKLGrowth; the zero-variance group share and the evaluations' SQL
 // timeouts are reported.
 func Reward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	return runReward(ctx, l, s, o, nil)
+}
+
+func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache *scanCache) (*Report, error) {
 	o = o.withDefaults()
 	r := newReport(AuditReward, s)
 	evals, err := loadEvals(ctx, l, s.Runs)
@@ -114,7 +117,7 @@ func Reward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repo
 		}
 	}
 	if len(evals) > 0 {
-		if err := sqlTimeouts(ctx, l, r, evals); err != nil {
+		if err := sqlTimeouts(ctx, l, r, evals, cache); err != nil {
 			return nil, err
 		}
 	}
@@ -300,27 +303,16 @@ func trainingSignal(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRu
 }
 
 // sqlTimeouts reports the SQL executions of the evaluations that timed out.
-func sqlTimeouts(ctx context.Context, l *ledger.Ledger, r *Report, evals []*evalRun) error {
+func sqlTimeouts(ctx context.Context, l *ledger.Ledger, r *Report, evals []*evalRun, cache *scanCache) error {
 	parts := make([]string, 0, len(evals))
 	var seqs []int64
 	for _, e := range evals {
-		n, execs := 0, 0
-		err := forEachEpisode(ctx, l, e.grade.Rollout, func(ep *rollout.Episode, seq int64) error {
-			for _, t := range ep.Turns {
-				if t.SQLStatus != "" && t.SQLStatus != "not_run" {
-					execs++
-				}
-				if t.SQLStatus == "timeout" {
-					n++
-					seqs = append(seqs, seq)
-				}
-			}
-			return nil
-		})
+		sc, err := cache.scan(ctx, l, e.grade.Rollout)
 		if err != nil {
 			return err
 		}
-		parts = append(parts, fmt.Sprintf("%s %d of %d", e.Label, n, execs))
+		parts = append(parts, fmt.Sprintf("%s %d of %d", e.Label, sc.Timeouts, sc.SQLRuns))
+		seqs = append(seqs, sc.TimeoutSeqs...)
 	}
 	r.pass(CheckSQLTimeouts, nil, seqs, "SQL executions that timed out: %s", strings.Join(parts, ", "))
 	return nil

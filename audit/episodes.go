@@ -1,0 +1,229 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"golang.org/x/sync/errgroup"
+)
+
+// rolloutScan is what the audits read of a rollout's recorded episodes:
+// per task, every distinct message the policy was given (system and user
+// messages of every request body: prompts, observations, corrections),
+// with where it was seen, and how its SQL executions ended. Distinct
+// messages are kept once, so the prompt that every sample of a task shares
+// is held and searched once.
+type rolloutScan struct {
+	Tasks    map[string]*taskMessages
+	Episodes int
+	SQLRuns  int // executed <sql> turns
+	Timeouts int
+	// TimeoutSeqs are the trajectories entries holding a timed-out
+	// execution.
+	TimeoutSeqs []int64
+}
+
+// taskMessages are the distinct policy-visible messages of one task.
+type taskMessages struct {
+	Messages []*seenMessage
+	index    map[string]*seenMessage
+}
+
+// seenMessage is one distinct message and the episodes that were sent it.
+type seenMessage struct {
+	Role    string
+	Content string
+	Samples []int
+	Seqs    []int64
+}
+
+// episodeView is the part of a recorded episode the audits read.
+type episodeView struct {
+	TaskID string `json:"task_id"`
+	Sample int    `json:"sample"`
+	Turns  []struct {
+		Request   rollout.Body `json:"request"`
+		SQLStatus string       `json:"sql_status"`
+	} `json:"turns"`
+}
+
+// scanCache holds the scans of one audit or gate run, so audits that read
+// the same rollout decode it once.
+type scanCache struct {
+	mu    sync.Mutex
+	scans map[string]*rolloutScan
+}
+
+// scan returns the scan of rollout run, decoding its blobs on every core
+// the first time.
+func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if s, ok := c.scans[run]; ok {
+			return s, nil
+		}
+	}
+	s, err := scanRollout(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		if c.scans == nil {
+			c.scans = map[string]*rolloutScan{}
+		}
+		c.scans[run] = s
+	}
+	return s, nil
+}
+
+// scanRollout reads every episode of a rollout run from its blobs
+// (re-hashing each), one blob per worker.
+func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
+	recs, err := rollout.ReadRecorded(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	var blobs []ledger.Digest
+	byBlob := map[ledger.Digest][]rollout.Recorded{}
+	for _, r := range recs {
+		if _, ok := byBlob[r.Blob]; !ok {
+			blobs = append(blobs, r.Blob)
+		}
+		byBlob[r.Blob] = append(byBlob[r.Blob], r)
+	}
+	parts := make([]*rolloutScan, len(blobs))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, d := range blobs {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			raw, err := l.ReadBlob(d)
+			if err != nil {
+				return fmt.Errorf("read trajectories of %s: %w", run, err)
+			}
+			part := &rolloutScan{Tasks: map[string]*taskMessages{}}
+			for _, r := range byBlob[d] {
+				if err := part.add(raw, r); err != nil {
+					return fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
+				}
+			}
+			parts[i] = part
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := &rolloutScan{Tasks: map[string]*taskMessages{}}
+	for _, p := range parts {
+		out.merge(p)
+	}
+	return out, nil
+}
+
+// add decodes the episode r names in its blob.
+func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
+	end := r.Offset + r.Length
+	if r.Offset < 0 || r.Length < 0 || end > int64(len(blob)) {
+		return fmt.Errorf("episode %s#%d lies outside its blob", r.TaskID, r.Sample)
+	}
+	var ep episodeView
+	if err := json.Unmarshal(blob[r.Offset:end], &ep); err != nil {
+		return fmt.Errorf("line %d: %w", r.Line, err)
+	}
+	if ep.TaskID != r.TaskID || ep.Sample != r.Sample {
+		return fmt.Errorf("line %d holds %s#%d, the entry says %s#%d", r.Line, ep.TaskID, ep.Sample, r.TaskID, r.Sample)
+	}
+	s.Episodes++
+	tm := s.task(ep.TaskID)
+	timedOut := false
+	for _, t := range ep.Turns {
+		switch t.SQLStatus {
+		case "", "not_run":
+		case "timeout":
+			s.SQLRuns++
+			s.Timeouts++
+			timedOut = true
+		default:
+			s.SQLRuns++
+		}
+		for _, m := range policyMessages(t.Request) {
+			tm.see(m.Role, m.Content, []int{ep.Sample}, []int64{r.Seq})
+		}
+	}
+	if timedOut {
+		s.TimeoutSeqs = append(s.TimeoutSeqs, r.Seq)
+	}
+	return nil
+}
+
+func (s *rolloutScan) task(id string) *taskMessages {
+	tm := s.Tasks[id]
+	if tm == nil {
+		tm = &taskMessages{index: map[string]*seenMessage{}}
+		s.Tasks[id] = tm
+	}
+	return tm
+}
+
+// see records that the episodes given were sent a message.
+func (tm *taskMessages) see(role, content string, samples []int, seqs []int64) {
+	key := role + "\x00" + content
+	m := tm.index[key]
+	if m == nil {
+		m = &seenMessage{Role: role, Content: content}
+		tm.index[key] = m
+		tm.Messages = append(tm.Messages, m)
+	}
+	for _, smp := range samples {
+		if len(m.Samples) == 0 || m.Samples[len(m.Samples)-1] != smp {
+			m.Samples = append(m.Samples, smp)
+		}
+	}
+	for _, q := range seqs {
+		if len(m.Seqs) == 0 || m.Seqs[len(m.Seqs)-1] != q {
+			m.Seqs = append(m.Seqs, q)
+		}
+	}
+}
+
+// merge adds another part's episodes, in order.
+func (s *rolloutScan) merge(p *rolloutScan) {
+	s.Episodes += p.Episodes
+	s.SQLRuns += p.SQLRuns
+	s.Timeouts += p.Timeouts
+	s.TimeoutSeqs = append(s.TimeoutSeqs, p.TimeoutSeqs...)
+	for id, ptm := range p.Tasks {
+		tm := s.task(id)
+		for _, m := range ptm.Messages {
+			tm.see(m.Role, m.Content, m.Samples, m.Seqs)
+		}
+	}
+}
+
+// policyMessages returns the messages of a request body the policy reads
+// as input: every one but its own earlier replies. A body that is not a
+// chat request is returned whole, as one message.
+func policyMessages(body []byte) []rollout.Message {
+	var req struct {
+		Messages []rollout.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return []rollout.Message{{Role: "body", Content: string(body)}}
+	}
+	out := req.Messages[:0]
+	for _, m := range req.Messages {
+		if m.Role != "assistant" {
+			out = append(out, m)
+		}
+	}
+	return out
+}
