@@ -2,6 +2,7 @@ package audit
 
 import (
 	"bytes"
+	"encoding/json"
 	"encoding/xml"
 	"os"
 	"path/filepath"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
@@ -127,5 +129,46 @@ func TestVerdictJUnit(t *testing.T) {
 	if got.Tests != 2 || got.Failures != 1 || len(cs) != 2 || cs[0].Failure == nil || cs[1].Failure != nil ||
 		cs[0].Classname != "rlgate.gate.audit.gold" || !strings.Contains(cs[0].Failure.Text, "[41 90]") {
 		t.Errorf("junit:\n%s", b.String())
+	}
+}
+
+func TestScanEpisodeLine(t *testing.T) {
+	req := func(msgs ...rollout.Message) rollout.Body {
+		b, err := json.Marshal(rollout.ChatRequest{Model: "m", Messages: msgs, MaxTokens: 10, N: 1, User: "spider-dev-0001#2"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	sys, user := rollout.Message{Role: "system", Content: "You are \"careful\"."}, rollout.Message{Role: "user", Content: "Question:\nHow many?"}
+	reply, obs := rollout.Message{Role: "assistant", Content: "<sql>SELECT 1</sql>"}, rollout.Message{Role: "user", Content: "<observation>\n1\n</observation>"}
+	ep := rollout.Episode{TaskID: "spider-dev-0001", Sample: 2, StopReason: rollout.StopSolution, Turns: []rollout.Turn{
+		{Index: 0, Request: req(sys, user), Response: rollout.Body(`{"choices":[{"message":{"content":"\"request\":\"x\""}}]}`), SQLStatus: "timeout"},
+		{Index: 1, Request: req(sys, user, reply, obs)},
+	}}
+	line, err := json.Marshal(ep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: ep.TaskID, Sample: ep.Sample}}
+	requests, statuses, ok := scanEpisodeLine(line, ref)
+	want := [][]byte{ep.Turns[0].Request, ep.Turns[1].Request}
+	if !ok || !cmp.Equal(want, requests) || !cmp.Equal([]string{"timeout", ""}, statuses) {
+		t.Errorf("scan: ok %v, statuses %q, requests (-want +got):\n%s", ok, statuses, cmp.Diff(want, requests))
+	}
+	if !messagesPrefix(requests[0], requests[1]) || messagesPrefix(requests[1], requests[0]) {
+		t.Error("the first request's messages open the second's, not the other way")
+	}
+	if diff := cmp.Diff([]rollout.Message{sys, user, obs}, policyMessages(requests[1])); diff != "" {
+		t.Errorf("policy messages (-want +got):\n%s", diff)
+	}
+	// A body that is not UTF-8 is written as base64: the line is decoded whole.
+	ep.Turns[1].Request = rollout.Body("\xff\xfe")
+	line, _ = json.Marshal(ep)
+	if _, _, ok := scanEpisodeLine(line, ref); ok {
+		t.Error("a base64 body was scanned as a string")
+	}
+	if _, _, ok := scanEpisodeLine(line, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "other", Sample: 2}}); ok {
+		t.Error("a line of another episode was accepted")
 	}
 }

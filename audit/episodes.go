@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -129,24 +130,32 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutSca
 	return out, nil
 }
 
-// add decodes the episode r names in its blob.
+// add reads the episode r names in its blob.
 func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	end := r.Offset + r.Length
 	if r.Offset < 0 || r.Length < 0 || end > int64(len(blob)) {
 		return fmt.Errorf("episode %s#%d lies outside its blob", r.TaskID, r.Sample)
 	}
-	var ep episodeView
-	if err := json.Unmarshal(blob[r.Offset:end], &ep); err != nil {
-		return fmt.Errorf("line %d: %w", r.Line, err)
-	}
-	if ep.TaskID != r.TaskID || ep.Sample != r.Sample {
-		return fmt.Errorf("line %d holds %s#%d, the entry says %s#%d", r.Line, ep.TaskID, ep.Sample, r.TaskID, r.Sample)
+	line := blob[r.Offset:end]
+	requests, statuses, ok := scanEpisodeLine(line, r)
+	if !ok {
+		var ep episodeView
+		if err := json.Unmarshal(line, &ep); err != nil {
+			return fmt.Errorf("line %d: %w", r.Line, err)
+		}
+		if ep.TaskID != r.TaskID || ep.Sample != r.Sample {
+			return fmt.Errorf("line %d holds %s#%d, the entry says %s#%d", r.Line, ep.TaskID, ep.Sample, r.TaskID, r.Sample)
+		}
+		requests, statuses = nil, nil
+		for _, t := range ep.Turns {
+			requests = append(requests, t.Request)
+			statuses = append(statuses, t.SQLStatus)
+		}
 	}
 	s.Episodes++
-	tm := s.task(ep.TaskID)
 	timedOut := false
-	for _, t := range ep.Turns {
-		switch t.SQLStatus {
+	for _, st := range statuses {
+		switch st {
 		case "", "not_run":
 		case "timeout":
 			s.SQLRuns++
@@ -155,14 +164,99 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 		default:
 			s.SQLRuns++
 		}
-		for _, m := range policyMessages(t.Request) {
-			tm.see(m.Role, m.Content, []int{ep.Sample}, []int64{r.Seq})
-		}
 	}
 	if timedOut {
 		s.TimeoutSeqs = append(s.TimeoutSeqs, r.Seq)
 	}
+	tm := s.task(r.TaskID)
+	for i, req := range requests {
+		// A request whose messages all open the next request's is read
+		// there: the conversation is resent whole every turn.
+		if i+1 < len(requests) && messagesPrefix(req, requests[i+1]) {
+			continue
+		}
+		for _, m := range policyMessages(req) {
+			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+		}
+	}
 	return nil
+}
+
+// Byte patterns of an episode line as rollout writes it (encoding/json,
+// fields in struct order). Inside a JSON string every quote is escaped,
+// so an unescaped `"request":"` is the key of a turn's request body.
+var (
+	requestKey   = []byte(`"request":"`)
+	sqlStatusKey = []byte(`"sql_status":"`)
+	messagesEnd  = []byte(`],"max_tokens":`)
+)
+
+// scanEpisodeLine reads the request bodies and SQL statuses of an episode
+// line without decoding the rest of it; ok is false when the line is not
+// laid out as rollout writes it (a base64 body, another order), and the
+// caller decodes it whole.
+func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
+	head, err := json.Marshal(struct {
+		TaskID string `json:"task_id"`
+		Sample int    `json:"sample"`
+	}{r.TaskID, r.Sample})
+	if err != nil || !bytes.HasPrefix(line, head[:len(head)-1]) || len(line) <= len(head) || line[len(head)-1] != ',' {
+		return nil, nil, false
+	}
+	rest := line
+	for {
+		i := bytes.Index(rest, requestKey)
+		if i < 0 {
+			break
+		}
+		tok, n := jsonStringToken(rest[i+len(requestKey)-1:])
+		if n == 0 {
+			return nil, nil, false
+		}
+		var body string
+		if err := json.Unmarshal(tok, &body); err != nil {
+			return nil, nil, false
+		}
+		requests = append(requests, []byte(body))
+		rest = rest[i+len(requestKey)-1+n:]
+		status := ""
+		next := bytes.Index(rest, requestKey)
+		if j := bytes.Index(rest, sqlStatusKey); j >= 0 && (next < 0 || j < next) {
+			tok, n := jsonStringToken(rest[j+len(sqlStatusKey)-1:])
+			if n == 0 || json.Unmarshal(tok, &status) != nil {
+				return nil, nil, false
+			}
+		}
+		statuses = append(statuses, status)
+	}
+	if bytes.Contains(line, []byte(`"request":{`)) {
+		return nil, nil, false
+	}
+	return requests, statuses, true
+}
+
+// jsonStringToken returns the JSON string token that b starts with,
+// quotes included, and its length; 0 when b does not start with one.
+func jsonStringToken(b []byte) ([]byte, int) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, 0
+	}
+	for i := 1; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++
+		case '"':
+			return b[:i+1], i + 1
+		}
+	}
+	return nil, 0
+}
+
+// messagesPrefix reports whether the messages of request body a open the
+// messages of b, compared as bytes.
+func messagesPrefix(a, b []byte) bool {
+	i := bytes.Index(a, messagesEnd)
+	return i > 0 && bytes.HasPrefix(b, a[:i])
 }
 
 func (s *rolloutScan) task(id string) *taskMessages {
