@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stats"
@@ -212,4 +213,18 @@ func gatedIdentity(ctx context.Context, l *ledger.Ledger, s Subjects) (*ledger.D
 		}
 	}
 	return nil, nil
+}
+
+// Summary says in one line how the verdict came out and where it is.
+func (v *Verdict) Summary() string {
+	if v.OK {
+		return fmt.Sprintf("passed all %d checks (verdict entry %d)", len(v.Checks), v.Seq)
+	}
+	var failed []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	return fmt.Sprintf("failed %d of %d checks: %s (verdict entry %d)", v.Failed, len(v.Checks), strings.Join(slices.Compact(failed), ", "), v.Seq)
 }

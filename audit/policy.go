@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -157,4 +158,17 @@ func labeledNode(n *yaml.Node) ([]LabeledRun, error) {
 		out = append(out, LabeledRun{Label: k.Value, Run: v.Value})
 	}
 	return out, nil
+}
+
+// PolicyRef resolves a policy as a pipeline stage names it: "paper-grade"
+// is the built-in policy, anything else a policy file, relative to dir
+// unless absolute.
+func PolicyRef(ref, dir string) (Policy, error) {
+	if ref == PaperGrade().Name {
+		return PaperGrade(), nil
+	}
+	if !filepath.IsAbs(ref) {
+		ref = filepath.Join(dir, ref)
+	}
+	return LoadPolicy(ref)
 }

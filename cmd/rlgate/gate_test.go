@@ -477,3 +477,54 @@ func gateCIStep(t *testing.T, file string, last func(map[string]any) any) string
 	s, _ := last(y).(string)
 	return s
 }
+
+// TestReproStopsDownstreamOfAFailedGate runs a pipeline whose report stage
+// declares a gate and whose publish stage reads the report: publish runs
+// when the gate passes and is blocked when it fails.
+func TestReproStopsDownstreamOfAFailedGate(t *testing.T) {
+	x := buildGateExperiment(t, gateFault{})
+	dir := t.TempDir()
+	var runs strings.Builder
+	for _, pairs := range []struct{ key, list string }{{"runs", x.runs}, {"train", x.train}} {
+		fmt.Fprintf(&runs, "%s:\n", pairs.key)
+		for _, p := range strings.Split(pairs.list, ",") {
+			label, run, _ := strings.Cut(p, "=")
+			fmt.Fprintf(&runs, "  %s: %s\n", label, run)
+		}
+	}
+	gateWrite(t, filepath.Join(dir, "holds.yaml"), "claims: [\"rl > base\"]\naudits: [training]\n"+runs.String())
+	gateWrite(t, filepath.Join(dir, "fails.yaml"), "claims: [\"base > rl\"]\naudits: [training]\n"+runs.String())
+	pipelineFile := func(policy string) string {
+		p := filepath.Join(dir, "rlgate.yaml")
+		gateWrite(t, p, `stages:
+  report:
+    cmd: "mkdir -p out && echo `+policy+` > out/report.txt"
+    outs: {report: out/report.txt}
+    gate: `+policy+`
+    gpu: off
+  publish:
+    cmd: "cp out/report.txt out/published.txt"
+    deps: {report: out/report.txt}
+    outs: {published: out/published.txt}
+    gpu: off
+`)
+		return p
+	}
+	code, out, errOut := rlgate(t, "--ledger", x.ledger, "repro", "-f", pipelineFile("fails.yaml"), "--json")
+	var ds []struct{ Stage, Action string }
+	if err := json.Unmarshal([]byte(out), &ds); err != nil {
+		t.Fatalf("repro: exit %d: %v %s", code, err, errOut)
+	}
+	if code != exitError || len(ds) != 2 || ds[0].Action != "failed" || ds[1].Action != "blocked" || !strings.Contains(errOut, "claim base > rl") {
+		t.Errorf("failed gate: exit %d, decisions %+v: %s", code, ds, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "published.txt")); err == nil {
+		t.Error("publish ran downstream of a failed gate")
+	}
+	if code, out, errOut := rlgate(t, "--ledger", x.ledger, "repro", "-f", pipelineFile("holds.yaml")); code != exitOK || !strings.Contains(out, "gate holds.yaml: passed") {
+		t.Errorf("passing gate: exit %d:\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "out", "published.txt")); err != nil {
+		t.Errorf("publish did not run after the gate passed: %v", err)
+	}
+}

@@ -30,6 +30,10 @@ type Stage struct {
 	Metrics []string          `yaml:"metrics"` // FILE[:FORMAT]
 	Timeout Duration          `yaml:"timeout"`
 	GPU     string            `yaml:"gpu"` // auto (default) or off
+	// Gate is a gate policy file (relative to the pipeline file), or
+	// "paper-grade" for the built-in one, checked once the stage is up to
+	// date; stages downstream of a failed gate are not run.
+	Gate string `yaml:"gate"`
 	// Upstream are the stages whose outputs this stage reads.
 	Upstream []string `yaml:"-"`
 }
