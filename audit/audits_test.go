@@ -151,13 +151,26 @@ func TestScanEpisodeLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: ep.TaskID, Sample: ep.Sample}}
-	requests, statuses, ok := scanEpisodeLine(line, ref)
+	tokens, statuses, ok := scanEpisodeLine(line, ref)
+	var requests [][]byte
+	for _, tok := range tokens {
+		var body string
+		if err := json.Unmarshal(tok, &body); err != nil {
+			t.Fatal(err)
+		}
+		requests = append(requests, []byte(body))
+	}
 	want := [][]byte{ep.Turns[0].Request, ep.Turns[1].Request}
 	if !ok || !cmp.Equal(want, requests) || !cmp.Equal([]string{"timeout", ""}, statuses) {
 		t.Errorf("scan: ok %v, statuses %q, requests (-want +got):\n%s", ok, statuses, cmp.Diff(want, requests))
 	}
-	if !messagesPrefix(requests[0], requests[1]) || messagesPrefix(requests[1], requests[0]) {
-		t.Error("the first request's messages open the second's, not the other way")
+	for _, c := range []struct {
+		a, b [][]byte
+		end  []byte
+	}{{requests, requests, messagesEnd}, {tokens, tokens, quotedMessagesEnd}} {
+		if !messagesPrefix(c.a[0], c.b[1], c.end) || messagesPrefix(c.a[1], c.b[0], c.end) {
+			t.Errorf("with %s: the first request's messages open the second's, not the other way", c.end)
+		}
 	}
 	if diff := cmp.Diff([]rollout.Message{sys, user, obs}, policyMessages(requests[1])); diff != "" {
 		t.Errorf("policy messages (-want +got):\n%s", diff)

@@ -137,8 +137,10 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 		return fmt.Errorf("episode %s#%d lies outside its blob", r.TaskID, r.Sample)
 	}
 	line := blob[r.Offset:end]
-	requests, statuses, ok := scanEpisodeLine(line, r)
-	if !ok {
+	// requests are the bodies, or with quoted, their JSON string tokens as
+	// the line holds them, decoded only when read.
+	requests, statuses, quoted := scanEpisodeLine(line, r)
+	if !quoted {
 		var ep episodeView
 		if err := json.Unmarshal(line, &ep); err != nil {
 			return fmt.Errorf("line %d: %w", r.Line, err)
@@ -168,12 +170,25 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	if timedOut {
 		s.TimeoutSeqs = append(s.TimeoutSeqs, r.Seq)
 	}
+	msgEnd := messagesEnd
+	if quoted {
+		msgEnd = quotedMessagesEnd
+	}
 	tm := s.task(r.TaskID)
 	for i, req := range requests {
 		// A request whose messages all open the next request's is read
-		// there: the conversation is resent whole every turn.
-		if i+1 < len(requests) && messagesPrefix(req, requests[i+1]) {
+		// there: the conversation is resent whole every turn. JSON string
+		// escaping maps each character on its own, so the test holds on
+		// the quoted tokens too.
+		if i+1 < len(requests) && messagesPrefix(req, requests[i+1], msgEnd) {
 			continue
+		}
+		if quoted {
+			var body string
+			if err := json.Unmarshal(req, &body); err != nil {
+				return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
+			}
+			req = []byte(body)
 		}
 		for _, m := range policyMessages(req) {
 			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
@@ -189,12 +204,14 @@ var (
 	requestKey   = []byte(`"request":"`)
 	sqlStatusKey = []byte(`"sql_status":"`)
 	messagesEnd  = []byte(`],"max_tokens":`)
+	// quotedMessagesEnd is messagesEnd inside a JSON string.
+	quotedMessagesEnd = []byte(`],\"max_tokens\":`)
 )
 
-// scanEpisodeLine reads the request bodies and SQL statuses of an episode
-// line without decoding the rest of it; ok is false when the line is not
-// laid out as rollout writes it (a base64 body, another order), and the
-// caller decodes it whole.
+// scanEpisodeLine finds the request bodies (as JSON string tokens) and SQL
+// statuses of an episode line without decoding the rest of it; ok is false
+// when the line is not laid out as rollout writes it (a base64 body,
+// another order), and the caller decodes it whole.
 func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
 	head, err := json.Marshal(struct {
 		TaskID string `json:"task_id"`
@@ -213,11 +230,7 @@ func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, status
 		if n == 0 {
 			return nil, nil, false
 		}
-		var body string
-		if err := json.Unmarshal(tok, &body); err != nil {
-			return nil, nil, false
-		}
-		requests = append(requests, []byte(body))
+		requests = append(requests, tok)
 		rest = rest[i+len(requestKey)-1+n:]
 		status := ""
 		next := bytes.Index(rest, requestKey)
@@ -253,9 +266,9 @@ func jsonStringToken(b []byte) ([]byte, int) {
 }
 
 // messagesPrefix reports whether the messages of request body a open the
-// messages of b, compared as bytes.
-func messagesPrefix(a, b []byte) bool {
-	i := bytes.Index(a, messagesEnd)
+// messages of b, compared as bytes; end is where a's messages end.
+func messagesPrefix(a, b, end []byte) bool {
+	i := bytes.Index(a, end)
 	return i > 0 && bytes.HasPrefix(b, a[:i])
 }
 

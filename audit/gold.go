@@ -7,10 +7,10 @@ import (
 	"fmt"
 	"maps"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
@@ -200,29 +200,62 @@ func (m *goldMatcher) find(text string) (string, string) {
 	return "", ""
 }
 
-var (
-	aliasDecl = regexp.MustCompile(`\bas\s+[a-z_][a-z0-9_]*`)
-	qualifier = regexp.MustCompile(`\b[a-z_][a-z0-9_]*\.`)
-)
-
 // normalizeSQL folds what does not change a query's meaning, and what a
 // leak might change to hide: case, quoting (", ', `, [ ]), alias
-// declarations (AS t1), qualifiers (t1.) and all white space.
+// declarations (AS t1), qualifiers (t1. before a column) and all white
+// space. It is one pass over the text: it runs on every distinct message
+// of every evaluated episode.
 func normalizeSQL(s string) string {
 	s = strings.ToLower(s)
-	s = strings.Map(func(r rune) rune {
-		switch r {
-		case '"', '\'', '`', '[', ']':
-			return -1
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\'' || c == '`' || c == '[' || c == ']' || asciiSpace(c):
+			i++
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !unicode.IsSpace(r) {
+				out = append(out, s[i:i+n]...)
+			}
+			i += n
+		case wordByte(c):
+			j := i
+			for j < len(s) && wordByte(s[j]) {
+				j++
+			}
+			ident := c == '_' || (c >= 'a' && c <= 'z')
+			if ident && j < len(s) && s[j] == '.' { // a qualifier
+				i = j + 1
+				continue
+			}
+			if s[i:j] == "as" { // an alias declaration: AS name
+				k := j
+				for k < len(s) && asciiSpace(s[k]) {
+					k++
+				}
+				if k > j && k < len(s) && (s[k] == '_' || (s[k] >= 'a' && s[k] <= 'z')) {
+					for k < len(s) && wordByte(s[k]) {
+						k++
+					}
+					i = k
+					continue
+				}
+			}
+			out = append(out, s[i:j]...)
+			i = j
+		default:
+			out = append(out, c)
+			i++
 		}
-		return r
-	}, s)
-	s = aliasDecl.ReplaceAllString(s, "")
-	s = qualifier.ReplaceAllString(s, "")
-	return strings.Map(func(r rune) rune {
-		if unicode.IsSpace(r) {
-			return -1
-		}
-		return r
-	}, s)
+	}
+	return string(out)
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
 }
