@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"encoding/xml"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -183,5 +184,59 @@ func TestScanEpisodeLine(t *testing.T) {
 	}
 	if _, _, ok := scanEpisodeLine(line, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "other", Sample: 2}}); ok {
 		t.Error("a line of another episode was accepted")
+	}
+}
+
+// TestScanSharedOpening scans two samples of a task that open with the
+// same prompt: the second is read from what follows the opening, and both
+// samples are still named on every message they were sent.
+func TestScanSharedOpening(t *testing.T) {
+	sys, user := rollout.Message{Role: "system", Content: "Answer in SQL.\n"}, rollout.Message{Role: "user", Content: "Question: \"how many\"?"}
+	var blob []byte
+	var refs []rollout.Recorded
+	for sample := range 2 {
+		reply := rollout.Message{Role: "assistant", Content: fmt.Sprintf("<sql>SELECT %d</sql>", sample)}
+		obs := rollout.Message{Role: "user", Content: fmt.Sprintf("<observation>%d</observation>", sample)}
+		var turns []rollout.Turn
+		for _, msgs := range [][]rollout.Message{{sys, user}, {sys, user, reply, obs}} {
+			b, err := json.Marshal(rollout.ChatRequest{Model: "m", Messages: msgs, N: 1, User: fmt.Sprintf("t#%d", sample)})
+			if err != nil {
+				t.Fatal(err)
+			}
+			turns = append(turns, rollout.Turn{Request: b})
+		}
+		line, err := json.Marshal(rollout.Episode{TaskID: "t", Sample: sample, Turns: turns})
+		if err != nil {
+			t.Fatal(err)
+		}
+		refs = append(refs, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "t", Sample: sample, Offset: int64(len(blob)), Length: int64(len(line))}, Seq: int64(10 + sample)})
+		blob = append(append(blob, line...), '\n')
+	}
+	s := &rolloutScan{Tasks: map[string]*taskMessages{}}
+	for _, r := range refs {
+		if err := s.add(blob, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type seen struct {
+		Role, Content string
+		Samples       []int
+		Seqs          []int64
+	}
+	var got []seen
+	for _, m := range s.Tasks["t"].Messages {
+		got = append(got, seen{m.Role, m.Content, m.Samples, m.Seqs})
+	}
+	want := []seen{
+		{"system", sys.Content, []int{0, 1}, []int64{10, 11}},
+		{"user", user.Content, []int{0, 1}, []int64{10, 11}},
+		{"user", "<observation>0</observation>", []int{0}, []int64{10}},
+		{"user", "<observation>1</observation>", []int{1}, []int64{11}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("messages (-want +got):\n%s", diff)
+	}
+	if s.Tasks["t"].opening == nil {
+		t.Error("the task's opening was not kept, so the second sample was decoded whole")
 	}
 }

@@ -33,6 +33,12 @@ type rolloutScan struct {
 type taskMessages struct {
 	Messages []*seenMessage
 	index    map[string]*seenMessage
+	// opening is the quoted messages of the task's first request as an
+	// episode line holds them, and openingMsgs their policy messages:
+	// every sample of a task opens with them, so a later request that
+	// starts with these bytes has only its remaining messages decoded.
+	opening     []byte
+	openingMsgs []rollout.Message
 }
 
 // seenMessage is one distinct message and the episodes that were sent it.
@@ -175,6 +181,20 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 		msgEnd = quotedMessagesEnd
 	}
 	tm := s.task(r.TaskID)
+	see := func(msgs []rollout.Message) {
+		for _, m := range msgs {
+			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+		}
+	}
+	if quoted && tm.opening == nil && len(requests) > 0 {
+		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
+			body, err := unquote(requests[0])
+			if err != nil {
+				return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+			}
+			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), policyMessages(body)
+		}
+	}
 	for i, req := range requests {
 		// A request whose messages all open the next request's is read
 		// there: the conversation is resent whole every turn. JSON string
@@ -183,18 +203,60 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 		if i+1 < len(requests) && messagesPrefix(req, requests[i+1], msgEnd) {
 			continue
 		}
-		if quoted {
-			var body string
-			if err := json.Unmarshal(req, &body); err != nil {
-				return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
-			}
-			req = []byte(body)
+		if !quoted {
+			see(policyMessages(req))
+			continue
 		}
-		for _, m := range policyMessages(req) {
-			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+		if msgs, ok := afterOpening(req, tm); ok {
+			see(tm.openingMsgs)
+			see(msgs)
+			continue
 		}
+		body, err := unquote(req)
+		if err != nil {
+			return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
+		}
+		see(policyMessages(body))
 	}
 	return nil
+}
+
+// afterOpening decodes the policy messages of a quoted request that
+// follow the task's opening messages; ok is false when the request does
+// not start with them.
+func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
+	if tm.opening == nil || !bytes.HasPrefix(req, tm.opening) {
+		return nil, false
+	}
+	rest := req[len(tm.opening):]
+	j := bytes.Index(rest, quotedMessagesEnd)
+	switch {
+	case j == 0:
+		return nil, true
+	case j < 0 || rest[0] != ',':
+		return nil, false
+	}
+	// ",{...},{...}" quoted: wrap it as the quoted array "[{...},{...}]".
+	arr := make([]byte, 0, j+3)
+	arr = append(append(append(arr, `"[`...), rest[1:j]...), `]"`...)
+	raw, err := unquote(arr)
+	if err != nil {
+		return nil, false
+	}
+	var msgs []rollout.Message
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, false
+	}
+	return policyOnly(msgs), true
+}
+
+// unquote decodes a JSON string token.
+func unquote(tok []byte) ([]byte, error) {
+	var s string
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
 }
 
 // Byte patterns of an episode line as rollout writes it (encoding/json,
@@ -326,8 +388,13 @@ func policyMessages(body []byte) []rollout.Message {
 	if err := json.Unmarshal(body, &req); err != nil {
 		return []rollout.Message{{Role: "body", Content: string(body)}}
 	}
-	out := req.Messages[:0]
-	for _, m := range req.Messages {
+	return policyOnly(req.Messages)
+}
+
+// policyOnly drops the policy's own replies from msgs, in place.
+func policyOnly(msgs []rollout.Message) []rollout.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
 		if m.Role != "assistant" {
 			out = append(out, m)
 		}
