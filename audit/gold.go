@@ -73,6 +73,11 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 		if err := scanGold(ctx, l, r, e, golds, o, cache); err != nil {
 			return nil, err
 		}
+		if o.Mutate > 0 {
+			if err := goldMutation(ctx, l, r, e, golds, o); err != nil {
+				return nil, err
+			}
+		}
 	}
 	return r, nil
 }

@@ -121,6 +121,11 @@ type Options struct {
 	// SplitByDatabase makes the split audit require that train and eval
 	// share no database.
 	SplitByDatabase bool `json:"split_by_database,omitempty" yaml:"split_by_database"`
+	// Mutate, when above 0, makes the gold audit re-play that many sampled
+	// tasks of each evaluation beside a mutated gold, against the recorded
+	// replies or, when MutateEndpoint is set, that endpoint at temperature 0.
+	Mutate         int    `json:"mutate,omitempty" yaml:"mutate"`
+	MutateEndpoint string `json:"mutate_endpoint,omitempty" yaml:"mutate_endpoint"`
 }
 
 // The defaults of Options.

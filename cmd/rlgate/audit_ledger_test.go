@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )
 
 // TestLedgerAuditCommands runs the audits one by one, and the gate under a
@@ -66,6 +67,44 @@ func TestLedgerAuditCommands(t *testing.T) {
 		t.Errorf("audit training of a missing run: exit %d: %s", code, errOut)
 	}
 
+	// Gold mutation: re-played against the recorded replies, 5 tasks send
+	// the recorded requests byte for byte while the mutated gold flips
+	// their grades; against a live endpoint that answers otherwise (a
+	// probe first), the requests differ and the check fails, citing the
+	// recorded episodes.
+	rlRun := strings.Split(strings.Split(x.runs, ",")[2], "=")[1]
+	code, out, errOut = rlgate(t, "--ledger", x.ledger, "audit", "gold", "--runs", "rl="+rlRun, "--mutate", "5", "--json")
+	var g audit.Report
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatalf("audit gold --mutate: exit %d: %v %s", code, err, errOut)
+	}
+	mutation := gateFinding(t, g, audit.CheckGoldMutation)
+	var ev audit.MutationEvidence
+	raw, _ = json.Marshal(mutation.Evidence)
+	if err := json.Unmarshal(raw, &ev); err != nil {
+		t.Fatal(err)
+	}
+	if code != exitOK || !mutation.OK || len(ev.Tasks) != 5 || ev.Episodes != 5 || len(ev.Differing) != 0 || ev.GradesChanged != 5 || ev.Endpoint != "replay" {
+		t.Errorf("gold mutation against the replay: exit %d, %s, evidence %+v", code, mutation.Message, ev)
+	}
+	probing := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		if r.Turn == 0 {
+			return rollouttest.Reply{Content: "<think>t</think><sql>SELECT 1</sql>"}
+		}
+		return rollouttest.Reply{Content: "<think>t</think><solution>SELECT 1</solution>"}
+	})
+	baseRun := strings.Split(strings.Split(x.runs, ",")[0], "=")[1]
+	code, out, _ = rlgate(t, "--ledger", x.ledger, "audit", "gold", "--runs", "base="+baseRun, "--mutate", "3", "--mutate-endpoint", probing.URL, "--json")
+	g = audit.Report{}
+	if err := json.Unmarshal([]byte(out), &g); err != nil {
+		t.Fatal(err)
+	}
+	mutation = gateFinding(t, g, audit.CheckGoldMutation)
+	trajectories := gateLog(t, x.ledger, strings.TrimSuffix(baseRun, ".spider-greedy"), "trajectories")[0].Seq
+	if code != exitCheckFailed || mutation.OK || !slices.Contains(mutation.Seqs, trajectories) {
+		t.Errorf("gold mutation against a live endpoint that answers otherwise: exit %d, %s, seqs %v (want %d among them)", code, mutation.Message, mutation.Seqs, trajectories)
+	}
+
 	// A policy file names the runs, claims and audits: the gate needs
 	// nothing else, and passes without the budget audit it leaves out.
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
@@ -102,4 +141,16 @@ func TestLedgerAuditCommands(t *testing.T) {
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "gate"); code != exitUsage || !strings.Contains(errOut, "--runs") {
 		t.Errorf("gate without runs: exit %d: %s", code, errOut)
 	}
+}
+
+// gateFinding returns the report's one finding of check.
+func gateFinding(t *testing.T, r audit.Report, check string) audit.Finding {
+	t.Helper()
+	for _, f := range r.Findings {
+		if f.Check == check {
+			return f
+		}
+	}
+	t.Fatalf("%s audit has no %s finding: %+v", r.Audit, check, r.Findings)
+	return audit.Finding{}
 }

@@ -135,7 +135,11 @@ var ledgerAuditHelp = map[string][2]string{
 			"                      (prompts, observations, correction prompts) holds the\n" +
 			"                      task's gold SQL, normalised (case, white space, quoting,\n" +
 			"                      aliases), or a fragment of it --gold-substring long;\n" +
-			"  no-gold-fields      the tasks file the rollout read carries no gold field.\n" +
+			"  no-gold-fields      the tasks file the rollout read carries no gold field;\n" +
+			"  gold-mutation       with --mutate K: K sampled tasks, every sample, re-played\n" +
+			"                      beside a mutated gold (against the recorded replies, or\n" +
+			"                      --mutate-endpoint at temperature 0) send requests\n" +
+			"                      byte-identical to the recorded ones; grades may differ.\n" +
 			"The gold is the file beside the tasks, verified against the digest the\n" +
 			"grading recorded.\n"},
 	audit.AuditSplit: {"check that training never saw the evaluation tasks",
@@ -187,6 +191,8 @@ func auditOptionFlags() []cli.Flag {
 		&cli.IntFlag{Name: "gold-substring", Value: audit.DefaultGoldSubstring, Usage: "gold: fragment length `L` in normalised characters"},
 		&cli.FloatFlag{Name: "near-duplicate", Value: audit.DefaultNearDuplicate, Usage: "split: bigram Jaccard `J` from which questions are the same"},
 		&cli.BoolFlag{Name: "split-by-database", Usage: "split: train and eval must share no database"},
+		&cli.IntFlag{Name: "mutate", Usage: "gold: re-play `K` sampled tasks of each evaluation beside a mutated gold"},
+		&cli.StringFlag{Name: "mutate-endpoint", Usage: "gold: re-play against this live endpoint `URL` at temperature 0 instead of the recorded replies"},
 	}
 }
 
@@ -224,6 +230,12 @@ func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
 	}
 	if cmd.IsSet("split-by-database") {
 		base.SplitByDatabase = cmd.Bool("split-by-database")
+	}
+	if cmd.IsSet("mutate") {
+		base.Mutate = cmd.Int("mutate")
+	}
+	if cmd.IsSet("mutate-endpoint") {
+		base.MutateEndpoint = cmd.String("mutate-endpoint")
 	}
 	return base
 }
