@@ -40,7 +40,7 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 	}
 	// base: the input of the trained run, else of any run.
 	var base ckpt
-	for _, t := range append([]*trainRun{byLabel(trains, LabelRL)}, trains...) {
+	for _, t := range append([]*trainRun{trainByLabel(trains, LabelRL)}, trains...) {
 		if t != nil && base.a == nil {
 			if a := t.checkpoint("input", "base"); a != nil {
 				base = ckpt{fmt.Sprintf("the input %s of training %s", a.Name, t.Run), a}

@@ -45,7 +45,7 @@ const (
 	LabelNoUpdate = "noupdate"
 )
 
-// run returns the run id of label in runs, or "".
+// labeled returns the run id of label in runs, or "".
 func labeled(runs []LabeledRun, label string) string {
 	for _, r := range runs {
 		if r.Label == label {

@@ -111,7 +111,7 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 		}
 	}
 
-	if t := byLabel(trains, LabelRL); t != nil {
+	if t := trainByLabel(trains, LabelRL); t != nil {
 		if err := trainingSignal(ctx, l, r, t, o); err != nil {
 			return nil, err
 		}

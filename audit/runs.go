@@ -146,19 +146,15 @@ func (t *trainRun) datasetInput() (*trainArtifact, *dataset.Manifest) {
 	return nil, nil
 }
 
-// byLabel returns the run labelled label, or nil.
-func byLabel[T interface{ label() string }](xs []T, label string) T {
-	var zero T
-	for _, x := range xs {
-		if x.label() == label {
-			return x
+// trainByLabel returns the training run labelled label, or nil.
+func trainByLabel(ts []*trainRun, label string) *trainRun {
+	for _, t := range ts {
+		if t.Label == label {
+			return t
 		}
 	}
-	return zero
+	return nil
 }
-
-func (e *evalRun) label() string  { return e.Label }
-func (t *trainRun) label() string { return t.Label }
 
 // readManifest reads a checkpoint manifest blob.
 func readManifest(l *ledger.Ledger, d ledger.Digest) (*manifests.CheckpointManifest, error) {

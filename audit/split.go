@@ -57,7 +57,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 		return nil, err
 	}
 	var train []taskFile
-	byTrain := map[string]*taskFile{}
+	byTrain := map[string]int{} // label -> index in train
 	for _, t := range trains {
 		a, man := t.datasetInput()
 		if a == nil {
@@ -70,7 +70,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			continue
 		}
 		train = append(train, taskFile{fmt.Sprintf("%s (training %s)", t.Label, t.Run), ts, a.Seq})
-		byTrain[t.Label] = &train[len(train)-1]
+		byTrain[t.Label] = len(train) - 1
 	}
 	if len(train) == 0 {
 		r.fail(CheckSplitData, nil, nil, "no training run names an imported dataset as input, so the split cannot be checked. Try: rlgate run --in data=DIR (a dataset rlgate data import wrote)")
@@ -106,20 +106,25 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			seqs := []int64{tr.seq, ev.seq}
 			pair := tr.what + " and " + ev.what
 			ids := sharedIDs(tr.tasks, ev.tasks)
-			report(r, CheckSplitIDs, ids, seqs, pair, "task ids")
-			report(r, CheckSplitQuestions, sharedQuestions(tr.tasks, ev.tasks, o.NearDuplicate), seqs, pair, "questions")
+			overlapFinding(r, CheckSplitIDs, ids, seqs, pair, "task ids")
+			overlapFinding(r, CheckSplitQuestions, sharedQuestions(tr.tasks, ev.tasks, o.NearDuplicate), seqs, pair, "questions")
 			if o.SplitByDatabase {
-				report(r, CheckSplitDatabases, sharedDBs(tr.tasks, ev.tasks), seqs, pair, "databases")
+				overlapFinding(r, CheckSplitDatabases, sharedDBs(tr.tasks, ev.tasks), seqs, pair, "databases")
 			}
 		}
 	}
-	if sft, rl := byTrain[LabelSFT], byTrain[LabelRL]; sft != nil && rl != nil && sft != rl {
-		report(r, CheckSFTvsRL, sharedIDs(sft.tasks, rl.tasks), []int64{sft.seq, rl.seq}, sft.what+" and "+rl.what, "task ids")
+	si, sftOK := byTrain[LabelSFT]
+	ri, rlOK := byTrain[LabelRL]
+	if sftOK && rlOK {
+		sft, rl := train[si], train[ri]
+		overlapFinding(r, CheckSFTvsRL, sharedIDs(sft.tasks, rl.tasks), []int64{sft.seq, rl.seq}, sft.what+" and "+rl.what, "task ids")
 	}
 	return r, nil
 }
 
-func report(r *Report, check string, shared []SplitOverlap, seqs []int64, pair, what string) {
+// overlapFinding adds a split check: a pass when nothing is shared, else a
+// failure listing every overlap.
+func overlapFinding(r *Report, check string, shared []SplitOverlap, seqs []int64, pair, what string) {
 	if len(shared) == 0 {
 		r.pass(check, nil, seqs, "%s share no %s", pair, what)
 		return
