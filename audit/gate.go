@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stats"
+	"golang.org/x/sync/errgroup"
 )
 
 // KindVerdict is the entry kind of a gate verdict; its body is a Verdict.
@@ -78,9 +79,20 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
 		return nil, err
 	}
 	v := &Verdict{Policy: p, PolicyDigest: ledger.Sum(pd), Audits: []AuditRef{}, Claims: []ClaimResult{}, Checks: []GateCheck{}}
+	// The audits run at once (each is mostly sequential) and are recorded
+	// in the policy's order.
 	cache := &scanCache{}
-	for _, name := range p.Audits {
-		rep, err := run(ctx, l, name, s, p.Options, cache)
+	reps, errs := make([]*Report, len(p.Audits)), make([]error, len(p.Audits))
+	var g errgroup.Group
+	for i, name := range p.Audits {
+		g.Go(func() error {
+			reps[i], errs[i] = run(ctx, l, name, s, p.Options, cache)
+			return nil
+		})
+	}
+	g.Wait()
+	for i, name := range p.Audits {
+		rep, err := reps[i], errs[i]
 		if err != nil {
 			if ctx.Err() != nil {
 				return nil, ctx.Err()

@@ -9,6 +9,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/rlgate/rlgate/stages/gold"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
+	"golang.org/x/sync/errgroup"
 )
 
 // The checks of the reward audit.
@@ -189,18 +191,27 @@ func selfGrade(ctx context.Context, r *Report, g *grading.Grader, src goldSource
 	}
 
 	sample := sampleGold(golds, o.SelfGradeSample)
+	scored := make([]bool, len(sample))
+	eg, ectx := errgroup.WithContext(ctx)
+	eg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, gd := range sample {
+		eg.Go(func() error {
+			out, err := g.Grade(ectx, src.metric, dataset.DBPath(src.dbRoot, gd.DBID), gd.SQL, gd.SQL)
+			scored[i] = err == nil && out.Correct
+			return ectx.Err()
+		})
+	}
+	if err := eg.Wait(); err != nil {
+		return err
+	}
 	ok := 0
 	var failed []string
-	for _, gd := range sample {
-		out, err := g.Grade(ctx, src.metric, dataset.DBPath(src.dbRoot, gd.DBID), gd.SQL, gd.SQL)
-		if err == nil && out.Correct {
+	for i, gd := range sample {
+		if scored[i] {
 			ok++
-			continue
+		} else {
+			failed = append(failed, gd.ID)
 		}
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		failed = append(failed, gd.ID)
 	}
 	share := float64(ok) / float64(max(len(sample), 1))
 	if len(sample) == 0 || share < o.SelfGradeMin {

@@ -19,7 +19,6 @@ import (
 // policy file that names everything, on an experiment whose rl evaluation
 // sampled at temperature 0.7 while the others sampled at 0.
 func TestLedgerAuditCommands(t *testing.T) {
-	t.Parallel()
 	x := buildGateExperiment(t, gateFault{budgetDiffers: true})
 
 	code, out, errOut := rlgate(t, "--ledger", x.ledger, "audit", "budget", "--runs", x.runs, "--json")

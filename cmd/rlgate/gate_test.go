@@ -295,7 +295,6 @@ func gateLog(t *testing.T, ldir, run, kind string) []ledger.Entry {
 }
 
 func TestGateCleanExperimentPasses(t *testing.T) {
-	t.Parallel()
 	x := buildGateExperiment(t, gateFault{})
 	junit := filepath.Join(t.TempDir(), "gate.xml")
 	code, v := x.gate(t, "--junit", junit)
@@ -381,7 +380,6 @@ func TestGateCleanExperimentPasses(t *testing.T) {
 }
 
 func TestGateFailsEachFaultForItsReason(t *testing.T) {
-	t.Parallel()
 	tests := []struct {
 		name   string
 		fault  gateFault
@@ -433,7 +431,6 @@ func TestGateFailsEachFaultForItsReason(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			t.Parallel() // building a ledger mostly waits on fsync
 			x := buildGateExperiment(t, tc.fault)
 			code, v := x.gate(t)
 			if code != exitCheckFailed || v.OK {
@@ -485,7 +482,6 @@ func gateCIStep(t *testing.T, file string, last func(map[string]any) any) string
 // declares a gate and whose publish stage reads the report: publish runs
 // when the gate passes and is blocked when it fails.
 func TestReproStopsDownstreamOfAFailedGate(t *testing.T) {
-	t.Parallel()
 	x := buildGateExperiment(t, gateFault{})
 	dir := t.TempDir()
 	var runs strings.Builder
