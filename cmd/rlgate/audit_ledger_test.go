@@ -15,11 +15,11 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )
 
-// TestLedgerAuditCommands runs the audits one by one, and the gate under a
+// gateAuditCommands runs the audits one by one, and the gate under a
 // policy file that names everything, on an experiment whose rl evaluation
 // sampled at temperature 0.7 while the others sampled at 0.
-func TestLedgerAuditCommands(t *testing.T) {
-	x := buildGateExperiment(t, gateFault{budgetDiffers: true})
+func gateAuditCommands(t *testing.T, x *gateExperiment) {
+	x.evalRun(t, "rl", "ev-rl-t07", x.data, x.identity["rl"], "--temperature", "0.7")
 
 	code, out, errOut := rlgate(t, "--ledger", x.ledger, "audit", "budget", "--runs", x.runs, "--json")
 	var r audit.Report
@@ -45,7 +45,7 @@ func TestLedgerAuditCommands(t *testing.T) {
 	if protocol.Check != audit.CheckSameProtocol || !cmp.Equal(want, diffs) {
 		t.Errorf("%s: differences (-want +got):\n%s", protocol.Check, cmp.Diff(want, diffs))
 	}
-	rlStart := gateLog(t, x.ledger, "ev-rl", ledger.KindRunStart)[0].Seq
+	rlStart := gateLog(t, x.ledger, "ev-rl-t07", ledger.KindRunStart)[0].Seq
 	if !slices.Contains(protocol.Seqs, rlStart) {
 		t.Errorf("evidence %v does not cite the rl rollout's start, entry %d", protocol.Seqs, rlStart)
 	}

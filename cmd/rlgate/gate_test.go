@@ -21,79 +21,55 @@ import (
 	"go.yaml.in/yaml/v3"
 )
 
-// gateFault is what a gate test ledger gets wrong; the zero value is a
-// clean experiment.
-type gateFault struct {
-	leakGold        bool // the question of one evaluated task carries its gold SQL
-	noUpdateChanged bool // the No-update control writes weights that differ from Base
-	budgetDiffers   bool // the rl evaluation samples at temperature 0.7, the others at 0
-	wrongDBRoot     bool // the rl training grades on a database root that does not exist, so its reward is 0
-	lrZero          bool // the rl training logs lr = 0 at every step
-}
-
 // gateExperiment is a ledger built through the real commands: Spider dev
 // imported for evaluation, two sets of 40 other dev questions imported as
-// SFT and RL training data, three training stages (sft, rl, noupdate) run by rlgate run on a
-// shell command that writes a checkpoint and a veRL metrics file, and four
-// evaluations (base, sft, rl, noupdate) by rlgate eval against a scripted
-// endpoint that answers from the gold: base and noupdate solve a quarter
-// of the tasks, sft three quarters, rl all of them.
+// SFT and RL training data, three training stages (sft, rl, noupdate) run
+// by rlgate run on a shell command that writes a checkpoint and a veRL
+// metrics file, and four evaluations (base, sft, rl, noupdate) by rlgate
+// eval against a scripted endpoint that answers from the gold: base and
+// noupdate solve a quarter of the tasks, sft three quarters, rl all of
+// them. Built once per test; each case forks the ledger and adds the runs
+// of its fault with the same commands.
 type gateExperiment struct {
-	ledger string
-	runs   string // --runs
-	train  string // --train
-	leakID string // the task whose gold leaked, with leakGold
+	ledger    string
+	runs      string // --runs
+	train     string // --train
+	dir, data string
+	base      string
+	trainData map[string]string // by label
+	written   map[string]string // the weights each training writes, by label
+	identity  map[string]ledger.Digest
+	endpoint  string
 }
 
 const gateTasks = 40
 
-func buildGateExperiment(t *testing.T, f gateFault) *gateExperiment {
+func buildGateExperiment(t *testing.T) *gateExperiment {
 	t.Helper()
 	ldir, data := spiderLedger(t)
 	dir := t.TempDir()
-	x := &gateExperiment{ledger: ldir}
+	x := &gateExperiment{ledger: ldir, dir: dir, data: data}
 
 	// Training data: other dev questions, imported as their own datasets,
 	// one for SFT and one for RL (which the No-update control shares).
-	trainData := map[string]string{"sft": gateImportTrain(t, ldir, dir, "spider-sft", 540), "rl": gateImportTrain(t, ldir, dir, "spider-rl", 500)}
-	trainData["noupdate"] = trainData["rl"]
+	x.trainData = map[string]string{"sft": gateImportTrain(t, ldir, dir, "spider-sft", 540), "rl": gateImportTrain(t, ldir, dir, "spider-rl", 500)}
+	x.trainData["noupdate"] = x.trainData["rl"]
 
 	// Checkpoints: base, and what each training writes.
-	base := manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "base"), 1, nil)
-	written := map[string]string{
+	x.base = manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "base"), 1, nil)
+	x.written = map[string]string{
 		"sft":      manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "sft-weights"), 1, manifeststest.Flip("d", 3, 0x10)),
 		"rl":       manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "rl-weights"), 1, manifeststest.Flip("f", 2, 0x40)),
-		"noupdate": base,
+		"noupdate": x.base,
 	}
-	if f.noUpdateChanged {
-		written["noupdate"] = manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "noupdate-weights"), 1, manifeststest.Flip("d", 9, 0x01))
-	}
-	identity := map[string]ledger.Digest{"base": gateIdentity(t, base)}
-	var trains []string
+	x.identity = map[string]ledger.Digest{"base": gateIdentity(t, x.base)}
 	for _, label := range []string{"sft", "rl", "noupdate"} {
-		lr, reward := "1e-6", 0.25
-		args := []string{"--param", "lr=" + lr}
-		switch {
-		case label == "noupdate":
-			lr, args = "0", []string{"--param", "lr=0"}
-		case label == "rl" && f.lrZero:
-			lr = "0"
-		case label == "rl" && f.wrongDBRoot:
-			reward = 0
-			args = append(args, "--param", "db_root="+filepath.Join(dir, "no-such-databases"))
-		}
-		run := "train-" + label
-		gateTrain(t, ldir, dir, run, label, base, trainData[label], written[label], lr, reward, args...)
-		identity[label] = gateIdentity(t, written[label])
-		trains = append(trains, label+"="+run)
+		lr := map[bool]string{true: "0", false: "1e-6"}[label == "noupdate"]
+		x.trainRun(t, label, "train-"+label, x.written[label], lr, 0.25, "--param", "lr="+lr)
+		x.identity[label] = gateIdentity(t, x.written[label])
 	}
-	x.train = strings.Join(trains, ",")
 
 	// Evaluation: the scripted endpoint answers by model name.
-	evalData := data
-	if f.leakGold {
-		evalData, x.leakID = gateLeakGold(t, data, filepath.Join(dir, "leaky"))
-	}
 	golds, err := gold.Read(filepath.Join(data, dataset.GoldFile))
 	if err != nil {
 		t.Fatal(err)
@@ -108,28 +84,67 @@ func buildGateExperiment(t *testing.T, f gateFault) *gateExperiment {
 		"sft":      func(i int) bool { return i%4 != 3 },
 		"rl":       func(i int) bool { return true },
 	}
-	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+	x.endpoint = rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		g := byID[r.TaskID]
 		sql := "SELECT 'wrong'"
 		if solves[r.Model](g.Index) {
 			sql = g.SQL
 		}
 		return rollouttest.Reply{Content: "<think>t</think><solution>" + sql + "</solution>"}
-	})
-	var runs []string
+	}).URL
 	for _, label := range []string{"base", "sft", "rl", "noupdate"} {
-		args := []string{"--ledger", ldir, "eval", "--tasks", evalData, "--endpoint", srv.URL, "--model", label,
-			"--model-identity", identity[label].String(), "--run", "ev-" + label, "--limit", fmt.Sprint(gateTasks), "--metric", "spider"}
-		if label == "rl" && f.budgetDiffers {
-			args = append(args, "--temperature", "0.7")
-		}
-		if code, _, errOut := rlgate(t, args...); code != 0 {
-			t.Fatalf("eval %s: exit %d: %s", label, code, errOut)
-		}
-		runs = append(runs, label+"=ev-"+label+".spider-greedy")
+		x.evalRun(t, label, "ev-"+label, data, x.identity[label])
 	}
-	x.runs = strings.Join(runs, ",")
 	return x
+}
+
+// fork returns the experiment with a copy of its ledger, for a test to add
+// runs to; the files the ledger names stay shared.
+func (x *gateExperiment) fork(t *testing.T) *gateExperiment {
+	t.Helper()
+	y := *x
+	y.ledger = filepath.Join(t.TempDir(), "ledger")
+	if err := os.CopyFS(y.ledger, os.DirFS(x.ledger)); err != nil {
+		t.Fatal(err)
+	}
+	return &y
+}
+
+// trainRun runs a training stage (gateTrain) as label's training run.
+func (x *gateExperiment) trainRun(t *testing.T, label, run, weights, lr string, reward float64, extra ...string) {
+	t.Helper()
+	gateTrain(t, x.ledger, x.dir, run, label, x.base, x.trainData[label], weights, lr, reward, extra...)
+	x.train = gateSetLabel(x.train, label, run)
+}
+
+// evalRun evaluates the tasks in data as label's model, recording
+// identity, and makes the grading run label's evaluation.
+func (x *gateExperiment) evalRun(t *testing.T, label, run, data string, identity ledger.Digest, extra ...string) {
+	t.Helper()
+	args := append([]string{"--ledger", x.ledger, "eval", "--tasks", data, "--endpoint", x.endpoint, "--model", label,
+		"--model-identity", identity.String(), "--run", run, "--limit", fmt.Sprint(gateTasks), "--metric", "spider"}, extra...)
+	if code, _, errOut := rlgate(t, args...); code != 0 {
+		t.Fatalf("eval %s: exit %d: %s", run, code, errOut)
+	}
+	x.runs = gateSetLabel(x.runs, label, run+".spider-greedy")
+}
+
+// gateSetLabel sets label's run in a LABEL=RUN,... list.
+func gateSetLabel(list, label, run string) string {
+	var out []string
+	found := false
+	for _, p := range strings.Split(list, ",") {
+		if l, _, _ := strings.Cut(p, "="); l == label {
+			p, found = label+"="+run, true
+		}
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	if !found {
+		out = append(out, label+"="+run)
+	}
+	return strings.Join(out, ",")
 }
 
 // gateImportTrain imports 40 Spider dev questions from index from as the
@@ -188,8 +203,8 @@ func gateTrain(t *testing.T, ldir, dir, run, stage, base, data, weights, lr stri
 
 // gateLeakGold copies an imported dataset to dst with task 7's question
 // ending in its gold SQL, as a faulty import that kept the answer would
-// write it, and returns dst and the task's id.
-func gateLeakGold(t *testing.T, data, dst string) (string, string) {
+// write it, and returns dst.
+func gateLeakGold(t *testing.T, data, dst string) string {
 	t.Helper()
 	if err := os.CopyFS(dst, os.DirFS(data)); err != nil {
 		t.Fatal(err)
@@ -229,7 +244,7 @@ func gateLeakGold(t *testing.T, data, dst string) (string, string) {
 		t.Fatal(err)
 	}
 	gateWrite(t, filepath.Join(dst, dataset.ManifestFile), string(mb))
-	return dst, golds[7].ID
+	return dst
 }
 
 func gateIdentity(t *testing.T, path string) ledger.Digest {
@@ -294,8 +309,18 @@ func gateLog(t *testing.T, ldir, run, kind string) []ledger.Entry {
 	return es
 }
 
-func TestGateCleanExperimentPasses(t *testing.T) {
-	x := buildGateExperiment(t, gateFault{})
+// TestGate builds one experiment through the real commands, then checks
+// on forks of its ledger that the gate passes it, fails each fault for its
+// reason, and that the audit commands and repro's gate: work on it.
+func TestGate(t *testing.T) {
+	x := buildGateExperiment(t)
+	t.Run("clean experiment passes", func(t *testing.T) { gateCleanPasses(t, x.fork(t)) })
+	t.Run("each fault fails for its reason", func(t *testing.T) { gateFaults(t, x) })
+	t.Run("audit commands", func(t *testing.T) { gateAuditCommands(t, x.fork(t)) })
+	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
+}
+
+func gateCleanPasses(t *testing.T, x *gateExperiment) {
 	junit := filepath.Join(t.TempDir(), "gate.xml")
 	code, v := x.gate(t, "--junit", junit)
 	if code != exitOK || !v.OK {
@@ -379,59 +404,86 @@ func TestGateCleanExperimentPasses(t *testing.T) {
 	}
 }
 
-func TestGateFailsEachFaultForItsReason(t *testing.T) {
+// gateFaults adds to a fork of the clean experiment, through the real
+// commands, the runs of one fault each, and gates with them in place of
+// the clean ones.
+func gateFaults(t *testing.T, clean *gateExperiment) {
 	tests := []struct {
 		name   string
-		fault  gateFault
+		fault  func(t *testing.T, x *gateExperiment)
 		failed []string
 		// seq returns an entry the named check must cite.
 		check string
 		seq   func(t *testing.T, x *gateExperiment) int64
 	}{
 		{
-			name: "gold leaked into a prompt", fault: gateFault{leakGold: true},
+			name: "the rl rollout leaked gold into a prompt",
+			fault: func(t *testing.T, x *gateExperiment) {
+				// Every evaluation reads the leaky tasks: the budget audit
+				// would fail one that read other tasks than the rest.
+				leaky := gateLeakGold(t, x.data, filepath.Join(t.TempDir(), "leaky"))
+				for _, label := range []string{"base", "sft", "rl", "noupdate"} {
+					x.evalRun(t, label, "ev-"+label+"-leaky", leaky, x.identity[label])
+				}
+			},
 			failed: []string{"audit gold: no-gold-in-prompts"},
 			check:  "audit gold: no-gold-in-prompts",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl", "trajectories")[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-leaky", "trajectories")[0].Seq
 			},
 		},
 		{
-			name: "no-update weights differ from base", fault: gateFault{noUpdateChanged: true},
+			name: "the no-update weights differ from base",
+			fault: func(t *testing.T, x *gateExperiment) {
+				w := manifeststest.Copy(t, sampleCkpt, filepath.Join(t.TempDir(), "noupdate-weights"), 1, manifeststest.Flip("d", 9, 0x01))
+				x.trainRun(t, "noupdate", "train-noupdate-changed", w, "0", 0.25, "--param", "lr=0")
+				x.evalRun(t, "noupdate", "ev-noupdate-changed", x.data, gateIdentity(t, w))
+			},
 			failed: []string{"audit identity: noupdate-identical"},
 			check:  "audit identity: noupdate-identical",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateArtifact(t, x.ledger, "train-noupdate", "output")
+				return gateArtifact(t, x.ledger, "train-noupdate-changed", "output")
 			},
 		},
 		{
-			name: "evaluations under different budgets", fault: gateFault{budgetDiffers: true},
+			name: "two evaluations used different budgets",
+			fault: func(t *testing.T, x *gateExperiment) {
+				x.evalRun(t, "rl", "ev-rl-t07", x.data, x.identity["rl"], "--temperature", "0.7")
+			},
 			failed: []string{"audit budget: same-protocol"},
 			check:  "audit budget: same-protocol",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-t07", ledger.KindRunStart)[0].Seq
 			},
 		},
 		{
-			name: "wrong database path", fault: gateFault{wrongDBRoot: true},
+			name: "the database path was wrong",
+			fault: func(t *testing.T, x *gateExperiment) {
+				x.trainRun(t, "rl", "train-rl-wrongdb", x.written["rl"], "1e-6", 0, "--param", "lr=1e-6",
+					"--param", "db_root="+filepath.Join(t.TempDir(), "no-such-databases"))
+			},
 			failed: []string{"audit reward: databases-present", "audit reward: gold-self-grade", "audit reward: execution-reward"},
 			check:  "audit reward: gold-self-grade",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-wrongdb", ledger.KindRunStart)[0].Seq
 			},
 		},
 		{
-			name: "trained run logged lr = 0", fault: gateFault{lrZero: true},
+			name: "the trained run logged lr = 0",
+			fault: func(t *testing.T, x *gateExperiment) {
+				x.trainRun(t, "rl", "train-rl-lr0", x.written["rl"], "0", 0.25, "--param", "lr=1e-6")
+			},
 			failed: []string{"audit training: learning-rate"},
 			check:  "audit training: learning-rate",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl", ledger.KindMetrics)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-lr0", ledger.KindMetrics)[0].Seq
 			},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			x := buildGateExperiment(t, tc.fault)
+			x := clean.fork(t)
+			tc.fault(t, x)
 			code, v := x.gate(t)
 			if code != exitCheckFailed || v.OK {
 				t.Fatalf("exit %d, ok %v, want %d", code, v.OK, exitCheckFailed)
@@ -478,11 +530,10 @@ func gateCIStep(t *testing.T, file string, last func(map[string]any) any) string
 	return s
 }
 
-// TestReproStopsDownstreamOfAFailedGate runs a pipeline whose report stage
-// declares a gate and whose publish stage reads the report: publish runs
-// when the gate passes and is blocked when it fails.
-func TestReproStopsDownstreamOfAFailedGate(t *testing.T) {
-	x := buildGateExperiment(t, gateFault{})
+// gateRepro runs a pipeline whose report stage declares a gate and whose
+// publish stage reads the report: publish runs when the gate passes and is
+// blocked when it fails.
+func gateRepro(t *testing.T, x *gateExperiment) {
 	dir := t.TempDir()
 	var runs strings.Builder
 	for _, pairs := range []struct{ key, list string }{{"runs", x.runs}, {"train", x.train}} {
