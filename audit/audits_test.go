@@ -240,3 +240,22 @@ func TestScanSharedOpening(t *testing.T) {
 		t.Error("the task's opening was not kept, so the second sample was decoded whole")
 	}
 }
+
+func TestJSONStringToken(t *testing.T) {
+	for _, s := range []string{``, `a`, `a\"b`, `a\\`, `a\\\"b\\`, `\u0022`, `ends in \\\\`} {
+		tok, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := append(append([]byte{}, tok...), `,"next":"x"}`...)
+		got, n := jsonStringToken(in)
+		if string(got) != string(tok) || n != len(tok) {
+			t.Errorf("%q: token %q (%d), want %q", s, got, n, tok)
+		}
+	}
+	for _, bad := range []string{``, `x"a"`, `"unterminated`, `"escaped end\"`} {
+		if _, n := jsonStringToken([]byte(bad)); n != 0 {
+			t.Errorf("%q: read a token", bad)
+		}
+	}
+}

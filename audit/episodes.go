@@ -316,13 +316,22 @@ func jsonStringToken(b []byte) ([]byte, int) {
 	if len(b) == 0 || b[0] != '"' {
 		return nil, 0
 	}
-	for i := 1; i < len(b); i++ {
-		switch b[i] {
-		case '\\':
-			i++
-		case '"':
+	for i := 1; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return nil, 0
+		}
+		i += q
+		// The quote closes the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for j := i - 1; j > 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
 			return b[:i+1], i + 1
 		}
+		i++
 	}
 	return nil, 0
 }
