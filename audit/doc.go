@@ -11,7 +11,29 @@
 // AuditWeights checks that training changed the weights (Base vs trained,
 // element rule |a-b| > atol + rtol|a|), that the No-update control (lr = 0)
 // equals Base in every tensor digest, and that the model an evaluation
-// served has the identity training produced.
+// served has the identity training produced. It reads checkpoints from
+// disk.
+//
+// The ledger audits read only the ledger, and files it names after checking
+// them against the digests it recorded. They take Subjects: grading runs
+// and training stage runs under labels (base, sft, rl, noupdate). Gold
+// checks that no gold SQL reached a policy-visible message and, with
+// Options.Mutate, that re-playing sampled tasks beside a mutated gold sends
+// byte-identical requests; Split that training data and evaluation tasks
+// share no id, question or (optionally) database; Budget that compared
+// evaluations share dataset, task set, protocol and grading, and kept to
+// their budgets; Reward that gold graded against itself scores 1 and the
+// databases exist, and that the trained run's reward is alive and its KL
+// bounded; Training that each run took optimizer steps with the right
+// learning rate; Identity that each evaluation served the model its label
+// names and the No-update control left the weights alone. Each returns a
+// Report with every finding and the ledger seqs behind it, recorded as an
+// audit.NAME entry.
+//
+// Gate runs a Policy's audits and tests its claims (A > B: bootstrap
+// interval above 0, exact McNemar p below alpha after Holm across the
+// claims), and records a gate.verdict bound to the rl model identity and
+// the ledger head it was decided on.
 //
 // Audits return every finding; an error means an audit could not run.
 package audit

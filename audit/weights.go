@@ -43,6 +43,9 @@ type Finding struct {
 	OK       bool   `json:"ok"`
 	Message  string `json:"message"`
 	Evidence any    `json:"evidence,omitempty"`
+	// Seqs are the ledger entries holding the facts the finding rests on,
+	// so a reviewer can open each with rlgate show SEQ.
+	Seqs []int64 `json:"seqs,omitempty"`
 }
 
 // WeightsOptions names the checkpoints of a weights audit: each a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
@@ -16,7 +17,7 @@ func newAuditCommand() *cli.Command {
 		Usage: "run the checks a reviewer would ask for before believing an RL result",
 		Description: "Each subcommand runs one audit, prints every check with its evidence,\n" +
 			"records the result in the ledger, and exits 3 when any check fails.\n\n" + exitCodesHelp,
-		Commands: []*cli.Command{newAuditWeightsCommand()},
+		Commands: append([]*cli.Command{newAuditWeightsCommand()}, newLedgerAuditCommands()...),
 	}
 }
 
@@ -125,4 +126,209 @@ func printWeights(w io.Writer, r *audit.WeightsReport) error {
 	}
 	_, err := fmt.Fprintf(w, "weights audit %s; recorded as entry %d\n", verdict, r.Seq)
 	return err
+}
+
+// ledgerAuditHelp says what each ledger audit checks, for its help text.
+var ledgerAuditHelp = map[string][2]string{
+	audit.AuditGold: {"check that no gold reached the policy",
+		"  no-gold-in-prompts  no system or user message of any recorded request body\n" +
+			"                      (prompts, observations, correction prompts) holds the\n" +
+			"                      task's gold SQL, normalised (case, white space, quoting,\n" +
+			"                      aliases), or a fragment of it --gold-substring long;\n" +
+			"  no-gold-fields      the tasks file the rollout read carries no gold field;\n" +
+			"  gold-mutation       with --mutate K: K sampled tasks, every sample, re-played\n" +
+			"                      beside a mutated gold (against the recorded replies, or\n" +
+			"                      --mutate-endpoint at temperature 0) send requests\n" +
+			"                      byte-identical to the recorded ones; grades may differ.\n" +
+			"The gold is the file beside the tasks, verified against the digest the\n" +
+			"grading recorded.\n"},
+	audit.AuditSplit: {"check that training never saw the evaluation tasks",
+		"  split-task-ids, split-questions (exact once normalised, or bigram Jaccard\n" +
+			"  >= --near-duplicate), split-databases (with --split-by-database): the\n" +
+			"  imported datasets the --train runs read (--in NAME=DIR) against the tasks\n" +
+			"  the --runs evaluated; sft-rl-disjoint: the sft and rl runs' data share no\n" +
+			"  task id.\n"},
+	audit.AuditBudget: {"check that compared evaluations were held to one budget",
+		"  same-dataset, same-task-set, same-protocol, same-grading: the --runs share\n" +
+			"  tasks and gold digests, task set, protocol digest (turns, tokens, sampling,\n" +
+			"  SQL timeout and row caps) and metric; every difference is listed side by\n" +
+			"  side; within-budget: each rollout finished and no episode spent more turns\n" +
+			"  or SQL executions than its protocol allows.\n"},
+	audit.AuditReward: {"check that the reward signal is alive",
+		"  databases-present, gold-self-grade: for the dataset each --train run read\n" +
+			"  (graded on its db_root parameter when it has one) and each evaluation's,\n" +
+			"  every database exists and gold graded against itself scores 1 on at least\n" +
+			"  99% of a sample (a wrong database path fails here); execution-reward: the\n" +
+			"  rl run's logged reward is not constantly 0; kl-growth: its KL in the last\n" +
+			"  tenth of training over the first tenth stays under --max-kl-growth;\n" +
+			"  zero-variance and sql-timeouts are reported.\n"},
+	audit.AuditTraining: {"check that each training run trained",
+		"  run-ok: the stage ended ok; optimizer-steps: at least one optimizer step is\n" +
+			"  logged; learning-rate: lr > 0 for a trained run and lr = 0 at every step\n" +
+			"  for the noupdate run (from the metrics, else an lr parameter).\n"},
+	audit.AuditIdentity: {"check that the evaluated models are the trained ones",
+		"  evaluated-is-trained / evaluated-is-base: the model identity each\n" +
+			"  evaluation recorded (rlgate eval --model-identity) is the output of the\n" +
+			"  --train run with its label (base: the rl run's input); noupdate-identical:\n" +
+			"  the noupdate run wrote its input back in every tensor digest;\n" +
+			"  trained-changed: the other runs changed their input. Digests only: the\n" +
+			"  element rule needs the bytes (rlgate audit weights).\n"},
+}
+
+// subjectsFlags name what a ledger audit or the gate looks at.
+func subjectsFlags(required bool) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "runs", Required: required, Usage: "grading runs `LABEL=RUN,...` (base, sft, rl, noupdate), as rlgate eval recorded them"},
+		&cli.StringFlag{Name: "train", Usage: "training stage runs `LABEL=RUN,...` (sft, rl, noupdate), as rlgate run recorded them"},
+	}
+}
+
+// auditOptionFlags tune the ledger audits.
+func auditOptionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.FloatFlag{Name: "max-kl-growth", Value: audit.DefaultMaxKLGrowth, Usage: "reward: bound `RATIO` on KL growth"},
+		&cli.IntFlag{Name: "self-grade-sample", Value: audit.DefaultSelfGradeSample, Usage: "reward: `N` gold queries graded against themselves"},
+		&cli.IntFlag{Name: "gold-substring", Value: audit.DefaultGoldSubstring, Usage: "gold: fragment length `L` in normalised characters"},
+		&cli.FloatFlag{Name: "near-duplicate", Value: audit.DefaultNearDuplicate, Usage: "split: bigram Jaccard `J` from which questions are the same"},
+		&cli.BoolFlag{Name: "split-by-database", Usage: "split: train and eval must share no database"},
+		&cli.IntFlag{Name: "mutate", Usage: "gold: re-play `K` sampled tasks of each evaluation beside a mutated gold"},
+		&cli.StringFlag{Name: "mutate-endpoint", Usage: "gold: re-play against this live endpoint `URL` at temperature 0 instead of the recorded replies"},
+	}
+}
+
+// subjectsFrom reads --runs and --train.
+func subjectsFrom(cmd *cli.Command) (audit.Subjects, error) {
+	var s audit.Subjects
+	var err error
+	if v := cmd.String("runs"); v != "" {
+		if s.Runs, err = parseLabels("runs", v); err != nil {
+			return s, err
+		}
+	}
+	if v := cmd.String("train"); v != "" {
+		if s.Train, err = parseLabels("train", v); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// auditOptionsFrom reads the flags of auditOptionFlags that were given
+// over base.
+func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
+	if cmd.IsSet("max-kl-growth") {
+		base.MaxKLGrowth = cmd.Float("max-kl-growth")
+	}
+	if cmd.IsSet("self-grade-sample") {
+		base.SelfGradeSample = cmd.Int("self-grade-sample")
+	}
+	if cmd.IsSet("gold-substring") {
+		base.GoldSubstring = cmd.Int("gold-substring")
+	}
+	if cmd.IsSet("near-duplicate") {
+		base.NearDuplicate = cmd.Float("near-duplicate")
+	}
+	if cmd.IsSet("split-by-database") {
+		base.SplitByDatabase = cmd.Bool("split-by-database")
+	}
+	if cmd.IsSet("mutate") {
+		base.Mutate = cmd.Int("mutate")
+	}
+	if cmd.IsSet("mutate-endpoint") {
+		base.MutateEndpoint = cmd.String("mutate-endpoint")
+	}
+	return base
+}
+
+func newLedgerAuditCommands() []*cli.Command {
+	var out []*cli.Command
+	for _, name := range audit.Audits {
+		help := ledgerAuditHelp[name]
+		out = append(out, &cli.Command{
+			Name:  name,
+			Usage: help[0],
+			Description: "Reads only the ledger (and files it names, verified against their recorded\n" +
+				"digests). Every check, passing or not, is printed with the ledger entries\n" +
+				"behind it (rlgate show SEQ), and the report is recorded as an audit." + name + "\n" +
+				"entry. Checks:\n" + help[1] + "\n" + exitCodesHelp,
+			Flags: append(append([]cli.Flag{jsonFlag}, subjectsFlags(false)...), auditOptionFlags()...),
+			Action: func(ctx context.Context, cmd *cli.Command) error {
+				s, err := subjectsFrom(cmd)
+				if err != nil {
+					return err
+				}
+				opts := ledgerAuditOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Audit: name, Subjects: s, Options: auditOptionsFrom(cmd, audit.Options{})}
+				_, err = runLedgerAudit(ctx, opts, cmd.Root().Writer)
+				return err
+			},
+		})
+	}
+	return out
+}
+
+type ledgerAuditOptions struct {
+	Dir      string
+	JSON     bool
+	Audit    string
+	Subjects audit.Subjects
+	Options  audit.Options
+}
+
+func runLedgerAudit(ctx context.Context, opts ledgerAuditOptions, w io.Writer) (*audit.Report, error) {
+	l, err := ledger.Open(ctx, opts.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	r, err := audit.Run(ctx, l, opts.Audit, opts.Subjects, opts.Options)
+	if err != nil {
+		return nil, err
+	}
+	if err := r.Record(ctx, l); err != nil {
+		return nil, err
+	}
+	err = emit(w, opts.JSON, r, func(w io.Writer) error { return printAuditReport(w, r) })
+	if err == nil && !r.OK {
+		err = checkFailed{fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)}
+	}
+	return r, err
+}
+
+func printAuditReport(w io.Writer, r *audit.Report) error {
+	t := newTable(w, "check", "result", "evidence", "finding")
+	for _, f := range r.Findings {
+		t.Append(f.Check, passFail(f.OK), formatSeqs(f.Seqs), f.Message)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	verdict := "passed"
+	if !r.OK {
+		verdict = fmt.Sprintf("failed %d of %d checks", r.Failed, len(r.Findings))
+	}
+	_, err := fmt.Fprintf(w, "%s audit %s; recorded as entry %d\n", r.Audit, verdict, r.Seq)
+	return err
+}
+
+func passFail(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// formatSeqs prints evidence seqs as "#12 #40", at most 8 of them.
+func formatSeqs(seqs []int64) string {
+	var b strings.Builder
+	for i, s := range seqs {
+		if i == 8 {
+			fmt.Fprintf(&b, " +%d more", len(seqs)-i)
+			break
+		}
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		fmt.Fprintf(&b, "#%d", s)
+	}
+	return b.String()
 }

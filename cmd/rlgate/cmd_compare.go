@@ -50,21 +50,27 @@ func newCompareCommand() *cli.Command {
 }
 
 func parseLabeledRuns(s string) ([]audit.LabeledRun, error) {
+	out, err := parseLabels("runs", s)
+	if err == nil && len(out) < 2 {
+		return nil, usagef("--runs: give at least two LABEL=RUN pairs")
+	}
+	return out, err
+}
+
+// parseLabels reads the LABEL=RUN,... value of flag --name.
+func parseLabels(name, s string) ([]audit.LabeledRun, error) {
 	var out []audit.LabeledRun
 	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
 		label, run, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || label == "" || run == "" {
-			return nil, usagef("--runs: %q is not LABEL=RUN", part)
+			return nil, usagef("--%s: %q is not LABEL=RUN", name, part)
 		}
 		if seen[label] {
-			return nil, usagef("--runs: label %q given twice", label)
+			return nil, usagef("--%s: label %q given twice", name, label)
 		}
 		seen[label] = true
 		out = append(out, audit.LabeledRun{Label: label, Run: run})
-	}
-	if len(out) < 2 {
-		return nil, usagef("--runs: give at least two LABEL=RUN pairs")
 	}
 	return out, nil
 }

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/urfave/cli/v3"
@@ -23,7 +24,9 @@ func newReproCommand() *cli.Command {
 			"why each stage runs or is skipped. --dry-run only says.\n\n" +
 			"A stage has cmd (a string run by sh -c, or an argv list), deps and outs (a\n" +
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
-			"path), params, configs, metrics, timeout and gpu.\n\n" + exitCodesHelp,
+			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +
+			"gate: POLICY (a policy file, or paper-grade) is gated once it is up to date\n" +
+			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
@@ -54,7 +57,17 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		return nil, err
 	}
 	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun}
+	po := pipeline.Options{DryRun: opts.DryRun, Gate: func(ctx context.Context, policy, dir string) (bool, string, error) {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return false, "", err
+		}
+		v, err := audit.Gate(ctx, l, p)
+		if err != nil {
+			return false, "", err
+		}
+		return v.OK, v.Summary(), nil
+	}}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
 		po.Progress = func(d pipeline.Decision) {

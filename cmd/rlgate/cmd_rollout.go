@@ -64,6 +64,7 @@ func rolloutFlags() []cli.Flag {
 		&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
 		&cli.StringFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1"},
 		&cli.StringFlag{Name: "model", Required: true, Usage: "model `NAME` the server serves (recorded)"},
+		&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (rlgate ckpt digest prints it; recorded for the identity audit)"},
 		&cli.StringFlag{Name: "api-key-env", Usage: "environment `VAR` holding the API key, sent as a bearer token and never recorded"},
 		&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one; unknown fields are refused"},
 		&cli.IntFlag{Name: "n", HideDefault: true, Usage: "`N` samples per task, each an independent episode (overrides the protocol's sampling.n, 1 when built in)"},
@@ -86,6 +87,7 @@ type rolloutOptions struct {
 	DBRoot         string
 	Endpoint       string
 	Model          string
+	ModelIdentity  *ledger.Digest
 	APIKeyEnv      string
 	Protocol       string // file; empty: the built-in protocol
 	Sampling       rollout.SamplingOverride
@@ -102,6 +104,13 @@ func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
 		Endpoint: cmd.String("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
 		Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"), Limit: cmd.Int("limit"), RequestTimeout: cmd.Duration("request-timeout"),
 		MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter}
+	if s := cmd.String("model-identity"); s != "" {
+		d, err := ledger.ParseDigest(s)
+		if err != nil {
+			return o, usagef("--model-identity: %v", err)
+		}
+		o.ModelIdentity = &d
+	}
 	if cmd.IsSet("n") {
 		n := cmd.Int("n")
 		o.Sampling.N = &n
@@ -182,7 +191,7 @@ func (o *rolloutOptions) resolve() (rollout.Options, *dataset.TaskSource, error)
 	dbRoot := ts.DBRoot
 	progress, terminal := o.Progress, isTerminal(o.Progress)
 	return rollout.Options{Run: o.Run, Tasks: ts.Tasks, TasksPath: ts.Path, TasksDigest: ts.Digest, DBRoot: dbRoot,
-		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, APIKey: key,
+		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, ModelIdentity: o.ModelIdentity, APIKey: key,
 		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
 		Progress: progress, Terminal: terminal}, ts, nil
 }

@@ -130,6 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),
+			newGateCommand(),
 			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes

@@ -16,5 +16,7 @@
 // differ from its last successful run, or an output no longer has the digest
 // that run recorded. Every decision comes with its reasons. Lineage is by
 // digest, so re-running an upstream stage that writes the same bytes does
-// not force the downstream ones to run.
+// not force the downstream ones to run. A stage may declare a gate policy:
+// once it ran or was up to date, the gate is checked, and a failed gate
+// fails the stage, so nothing downstream of it runs.
 package pipeline

@@ -30,6 +30,10 @@ type Stage struct {
 	Metrics []string          // FILE[:FORMAT]
 	Timeout Duration
 	GPU     string // auto (default) or off
+	// Gate is a gate policy file (relative to the pipeline file), or
+	// "paper-grade" for the built-in one, checked once the stage is up to
+	// date; stages downstream of a failed gate are not run.
+	Gate string
 	// Upstream are the stages whose outputs this stage reads.
 	Upstream []string
 }
@@ -51,6 +55,7 @@ var stageKeys = []struct{ key, want string }{
 	{"metrics", "a list of FILE[:FORMAT]"},
 	{"timeout", `a duration such as "90m" or "2h"`},
 	{"gpu", "auto or off"},
+	{"gate", "a gate policy file, or paper-grade"},
 }
 
 // fieldError is a stage's key whose value is not what the key expects.
@@ -133,6 +138,11 @@ func decodeKey(s *Stage, key string, v *yaml.Node) error {
 			return fmt.Errorf(", got %q", v.Value)
 		}
 		s.GPU = v.Value
+	case "gate":
+		if v.Kind != yaml.ScalarNode || v.Value == "" {
+			return errShape(v)
+		}
+		s.Gate = v.Value
 	}
 	return err
 }

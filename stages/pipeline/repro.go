@@ -39,6 +39,12 @@ type Options struct {
 	Stdout, Stderr io.Writer // the stages' output; nil: ledger only
 	// Progress, if set, hears each decision as it is made.
 	Progress func(Decision)
+	// Gate checks a stage's gate policy (as the stage names it, with the
+	// pipeline file's directory) once the stage ran or was up to date; it
+	// reports whether the gate passed and why. The gate lives above this
+	// package, so the caller supplies it; a stage with a gate and no Gate
+	// here is refused.
+	Gate func(ctx context.Context, policy, dir string) (ok bool, why string, err error)
 }
 
 // Repro runs the selected stages in dependency order, skipping a stage whose
@@ -97,6 +103,19 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 					d.Reasons = append(d.Reasons, "run "+res.Status+": "+res.Reason)
 				}
 			}
+		}
+		if s.Gate != "" && (d.Action == ActionRan || d.Action == ActionSkip) {
+			if opts.Gate == nil {
+				return out, fmt.Errorf("pipeline %s: stage %s declares gate %s, which this caller cannot check", f.Path, s.Name, s.Gate)
+			}
+			ok, why, err := opts.Gate(ctx, s.Gate, filepath.Dir(f.Path))
+			if err != nil {
+				return out, fmt.Errorf("stage %s: gate %s: %w", s.Name, s.Gate, err)
+			}
+			if !ok {
+				d.Action = ActionFailed
+			}
+			d.Reasons = append(d.Reasons, "gate "+s.Gate+": "+why)
 		}
 		decided[s.Name] = d.Action
 		out = append(out, d)

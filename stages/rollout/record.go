@@ -65,6 +65,11 @@ type Start struct {
 	DBRoot   string        `json:"db_root"`
 	Client   clientRecord  `json:"client"`
 	Parallel int           `json:"concurrency"`
+
+	// ModelIdentity, when given, is the model identity of the checkpoint
+	// the endpoint serves, which the identity audit compares with what
+	// training wrote.
+	ModelIdentity *ledger.Digest `json:"model_identity,omitempty"`
 }
 
 // resumeBody is the body of the run.resume entry a continued rollout

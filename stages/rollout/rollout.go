@@ -42,6 +42,10 @@ type Options struct {
 	Progress      io.Writer
 	Terminal      bool
 	ProgressEvery time.Duration
+
+	// ModelIdentity is the served checkpoint's model identity; recorded
+	// when not nil.
+	ModelIdentity *ledger.Digest
 }
 
 // Summary is what a rollout reports.
@@ -327,7 +331,7 @@ func (o *Options) start() (Start, error) {
 	}
 	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model, Endpoint: ledger.Redact("", o.Endpoint),
 		Tasks: o.TasksPath, TasksDigest: o.TasksDigest, TaskSet: tasks.SetDigest(ids), Count: len(ids), DBRoot: o.DBRoot,
-		Client: o.Client.record(), Parallel: o.Concurrency}, nil
+		Client: o.Client.record(), Parallel: o.Concurrency, ModelIdentity: o.ModelIdentity}, nil
 }
 
 // sameEvaluation refuses to continue a run under other settings. The

@@ -1,0 +1,412 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"runtime"
+	"sync"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"golang.org/x/sync/errgroup"
+)
+
+// rolloutScan is what the audits read of a rollout's recorded episodes:
+// per task, every distinct message the policy was given (system and user
+// messages of every request body: prompts, observations, corrections),
+// with where it was seen, and how its SQL executions ended. Distinct
+// messages are kept once, so the prompt that every sample of a task shares
+// is held and searched once.
+type rolloutScan struct {
+	Tasks    map[string]*taskMessages
+	Episodes int
+	SQLRuns  int // executed <sql> turns
+	Timeouts int
+	// TimeoutSeqs are the trajectories entries holding a timed-out
+	// execution.
+	TimeoutSeqs []int64
+}
+
+// taskMessages are the distinct policy-visible messages of one task.
+type taskMessages struct {
+	Messages []*seenMessage
+	index    map[string]*seenMessage
+	// opening is the quoted messages of the task's first request as an
+	// episode line holds them, and openingMsgs their policy messages:
+	// every sample of a task opens with them, so a later request that
+	// starts with these bytes has only its remaining messages decoded.
+	opening     []byte
+	openingMsgs []rollout.Message
+}
+
+// seenMessage is one distinct message and the episodes that were sent it.
+type seenMessage struct {
+	Role    string
+	Content string
+	Samples []int
+	Seqs    []int64
+}
+
+// episodeView is the part of a recorded episode the audits read.
+type episodeView struct {
+	TaskID string `json:"task_id"`
+	Sample int    `json:"sample"`
+	Turns  []struct {
+		Request   rollout.Body `json:"request"`
+		SQLStatus string       `json:"sql_status"`
+	} `json:"turns"`
+}
+
+// scanCache holds the scans of one audit or gate run, so audits that read
+// the same rollout decode it once.
+type scanCache struct {
+	mu    sync.Mutex
+	scans map[string]*rolloutScan
+}
+
+// scan returns the scan of rollout run, decoding its blobs on every core
+// the first time.
+func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
+	if c != nil {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if s, ok := c.scans[run]; ok {
+			return s, nil
+		}
+	}
+	s, err := scanRollout(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	if c != nil {
+		if c.scans == nil {
+			c.scans = map[string]*rolloutScan{}
+		}
+		c.scans[run] = s
+	}
+	return s, nil
+}
+
+// scanRollout reads every episode of a rollout run from its blobs
+// (re-hashing each), one blob per worker.
+func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
+	recs, err := rollout.ReadRecorded(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	var blobs []ledger.Digest
+	byBlob := map[ledger.Digest][]rollout.Recorded{}
+	for _, r := range recs {
+		if _, ok := byBlob[r.Blob]; !ok {
+			blobs = append(blobs, r.Blob)
+		}
+		byBlob[r.Blob] = append(byBlob[r.Blob], r)
+	}
+	parts := make([]*rolloutScan, len(blobs))
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(runtime.GOMAXPROCS(0))
+	for i, d := range blobs {
+		g.Go(func() error {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			raw, err := l.ReadBlob(d)
+			if err != nil {
+				return fmt.Errorf("read trajectories of %s: %w", run, err)
+			}
+			part := &rolloutScan{Tasks: map[string]*taskMessages{}}
+			for _, r := range byBlob[d] {
+				if err := part.add(raw, r); err != nil {
+					return fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
+				}
+			}
+			parts[i] = part
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := &rolloutScan{Tasks: map[string]*taskMessages{}}
+	for _, p := range parts {
+		out.merge(p)
+	}
+	return out, nil
+}
+
+// add reads the episode r names in its blob.
+func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
+	end := r.Offset + r.Length
+	if r.Offset < 0 || r.Length < 0 || end > int64(len(blob)) {
+		return fmt.Errorf("episode %s#%d lies outside its blob", r.TaskID, r.Sample)
+	}
+	line := blob[r.Offset:end]
+	// requests are the bodies, or with quoted, their JSON string tokens as
+	// the line holds them, decoded only when read.
+	requests, statuses, quoted := scanEpisodeLine(line, r)
+	if !quoted {
+		var ep episodeView
+		if err := json.Unmarshal(line, &ep); err != nil {
+			return fmt.Errorf("line %d: %w", r.Line, err)
+		}
+		if ep.TaskID != r.TaskID || ep.Sample != r.Sample {
+			return fmt.Errorf("line %d holds %s#%d, the entry says %s#%d", r.Line, ep.TaskID, ep.Sample, r.TaskID, r.Sample)
+		}
+		requests, statuses = nil, nil
+		for _, t := range ep.Turns {
+			requests = append(requests, t.Request)
+			statuses = append(statuses, t.SQLStatus)
+		}
+	}
+	s.Episodes++
+	timedOut := false
+	for _, st := range statuses {
+		switch st {
+		case "", "not_run":
+		case "timeout":
+			s.SQLRuns++
+			s.Timeouts++
+			timedOut = true
+		default:
+			s.SQLRuns++
+		}
+	}
+	if timedOut {
+		s.TimeoutSeqs = append(s.TimeoutSeqs, r.Seq)
+	}
+	msgEnd := messagesEnd
+	if quoted {
+		msgEnd = quotedMessagesEnd
+	}
+	tm := s.task(r.TaskID)
+	see := func(msgs []rollout.Message) {
+		for _, m := range msgs {
+			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+		}
+	}
+	if quoted && tm.opening == nil && len(requests) > 0 {
+		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
+			body, err := unquote(requests[0])
+			if err != nil {
+				return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+			}
+			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), policyMessages(body)
+		}
+	}
+	for i, req := range requests {
+		// A request whose messages all open the next request's is read
+		// there: the conversation is resent whole every turn. JSON string
+		// escaping maps each character on its own, so the test holds on
+		// the quoted tokens too.
+		if i+1 < len(requests) && messagesPrefix(req, requests[i+1], msgEnd) {
+			continue
+		}
+		if !quoted {
+			see(policyMessages(req))
+			continue
+		}
+		if msgs, ok := afterOpening(req, tm); ok {
+			see(tm.openingMsgs)
+			see(msgs)
+			continue
+		}
+		body, err := unquote(req)
+		if err != nil {
+			return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
+		}
+		see(policyMessages(body))
+	}
+	return nil
+}
+
+// afterOpening decodes the policy messages of a quoted request that
+// follow the task's opening messages; ok is false when the request does
+// not start with them.
+func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
+	if tm.opening == nil || !bytes.HasPrefix(req, tm.opening) {
+		return nil, false
+	}
+	rest := req[len(tm.opening):]
+	j := bytes.Index(rest, quotedMessagesEnd)
+	switch {
+	case j == 0:
+		return nil, true
+	case j < 0 || rest[0] != ',':
+		return nil, false
+	}
+	// ",{...},{...}" quoted: wrap it as the quoted array "[{...},{...}]".
+	arr := make([]byte, 0, j+3)
+	arr = append(append(append(arr, `"[`...), rest[1:j]...), `]"`...)
+	raw, err := unquote(arr)
+	if err != nil {
+		return nil, false
+	}
+	var msgs []rollout.Message
+	if err := json.Unmarshal(raw, &msgs); err != nil {
+		return nil, false
+	}
+	return policyOnly(msgs), true
+}
+
+// unquote decodes a JSON string token.
+func unquote(tok []byte) ([]byte, error) {
+	var s string
+	if err := json.Unmarshal(tok, &s); err != nil {
+		return nil, err
+	}
+	return []byte(s), nil
+}
+
+// Byte patterns of an episode line as rollout writes it (encoding/json,
+// fields in struct order). Inside a JSON string every quote is escaped,
+// so an unescaped `"request":"` is the key of a turn's request body.
+var (
+	requestKey   = []byte(`"request":"`)
+	sqlStatusKey = []byte(`"sql_status":"`)
+	messagesEnd  = []byte(`],"max_tokens":`)
+	// quotedMessagesEnd is messagesEnd inside a JSON string.
+	quotedMessagesEnd = []byte(`],\"max_tokens\":`)
+)
+
+// scanEpisodeLine finds the request bodies (as JSON string tokens) and SQL
+// statuses of an episode line without decoding the rest of it; ok is false
+// when the line is not laid out as rollout writes it (a base64 body,
+// another order), and the caller decodes it whole.
+func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
+	head, err := json.Marshal(struct {
+		TaskID string `json:"task_id"`
+		Sample int    `json:"sample"`
+	}{r.TaskID, r.Sample})
+	if err != nil || !bytes.HasPrefix(line, head[:len(head)-1]) || len(line) <= len(head) || line[len(head)-1] != ',' {
+		return nil, nil, false
+	}
+	rest := line
+	for {
+		i := bytes.Index(rest, requestKey)
+		if i < 0 {
+			break
+		}
+		tok, n := jsonStringToken(rest[i+len(requestKey)-1:])
+		if n == 0 {
+			return nil, nil, false
+		}
+		requests = append(requests, tok)
+		rest = rest[i+len(requestKey)-1+n:]
+		status := ""
+		next := bytes.Index(rest, requestKey)
+		if j := bytes.Index(rest, sqlStatusKey); j >= 0 && (next < 0 || j < next) {
+			tok, n := jsonStringToken(rest[j+len(sqlStatusKey)-1:])
+			if n == 0 || json.Unmarshal(tok, &status) != nil {
+				return nil, nil, false
+			}
+		}
+		statuses = append(statuses, status)
+	}
+	if bytes.Contains(line, []byte(`"request":{`)) {
+		return nil, nil, false
+	}
+	return requests, statuses, true
+}
+
+// jsonStringToken returns the JSON string token that b starts with,
+// quotes included, and its length; 0 when b does not start with one.
+func jsonStringToken(b []byte) ([]byte, int) {
+	if len(b) == 0 || b[0] != '"' {
+		return nil, 0
+	}
+	for i := 1; i < len(b); {
+		q := bytes.IndexByte(b[i:], '"')
+		if q < 0 {
+			return nil, 0
+		}
+		i += q
+		// The quote closes the string unless an odd run of backslashes
+		// escapes it.
+		n := 0
+		for j := i - 1; j > 0 && b[j] == '\\'; j-- {
+			n++
+		}
+		if n%2 == 0 {
+			return b[:i+1], i + 1
+		}
+		i++
+	}
+	return nil, 0
+}
+
+// messagesPrefix reports whether the messages of request body a open the
+// messages of b, compared as bytes; end is where a's messages end.
+func messagesPrefix(a, b, end []byte) bool {
+	i := bytes.Index(a, end)
+	return i > 0 && bytes.HasPrefix(b, a[:i])
+}
+
+func (s *rolloutScan) task(id string) *taskMessages {
+	tm := s.Tasks[id]
+	if tm == nil {
+		tm = &taskMessages{index: map[string]*seenMessage{}}
+		s.Tasks[id] = tm
+	}
+	return tm
+}
+
+// see records that the episodes given were sent a message.
+func (tm *taskMessages) see(role, content string, samples []int, seqs []int64) {
+	key := role + "\x00" + content
+	m := tm.index[key]
+	if m == nil {
+		m = &seenMessage{Role: role, Content: content}
+		tm.index[key] = m
+		tm.Messages = append(tm.Messages, m)
+	}
+	for _, smp := range samples {
+		if len(m.Samples) == 0 || m.Samples[len(m.Samples)-1] != smp {
+			m.Samples = append(m.Samples, smp)
+		}
+	}
+	for _, q := range seqs {
+		if len(m.Seqs) == 0 || m.Seqs[len(m.Seqs)-1] != q {
+			m.Seqs = append(m.Seqs, q)
+		}
+	}
+}
+
+// merge adds another part's episodes, in order.
+func (s *rolloutScan) merge(p *rolloutScan) {
+	s.Episodes += p.Episodes
+	s.SQLRuns += p.SQLRuns
+	s.Timeouts += p.Timeouts
+	s.TimeoutSeqs = append(s.TimeoutSeqs, p.TimeoutSeqs...)
+	for id, ptm := range p.Tasks {
+		tm := s.task(id)
+		for _, m := range ptm.Messages {
+			tm.see(m.Role, m.Content, m.Samples, m.Seqs)
+		}
+	}
+}
+
+// policyMessages returns the messages of a request body the policy reads
+// as input: every one but its own earlier replies. A body that is not a
+// chat request is returned whole, as one message.
+func policyMessages(body []byte) []rollout.Message {
+	var req struct {
+		Messages []rollout.Message `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		return []rollout.Message{{Role: "body", Content: string(body)}}
+	}
+	return policyOnly(req.Messages)
+}
+
+// policyOnly drops the policy's own replies from msgs, in place.
+func policyOnly(msgs []rollout.Message) []rollout.Message {
+	out := msgs[:0]
+	for _, m := range msgs {
+		if m.Role != "assistant" {
+			out = append(out, m)
+		}
+	}
+	return out
+}

@@ -1,0 +1,242 @@
+package audit
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stats"
+	"golang.org/x/sync/errgroup"
+)
+
+// KindVerdict is the entry kind of a gate verdict; its body is a Verdict.
+const KindVerdict = "gate.verdict"
+
+// GateCheck is one row of the gate's table: an audit finding or a claim.
+type GateCheck struct {
+	Name    string  `json:"name"` // "audit NAME: CHECK" or "claim A > B"
+	OK      bool    `json:"ok"`
+	Message string  `json:"message"`
+	Seqs    []int64 `json:"seqs,omitempty"`
+}
+
+// ClaimResult is a claim of the policy tested on the paired outcomes.
+type ClaimResult struct {
+	Claim    string         `json:"claim"`
+	OK       bool           `json:"ok"`
+	Tasks    int            `json:"tasks"`
+	Delta    float64        `json:"delta"`
+	CI       stats.Interval `json:"ci"` // paired bootstrap percentile interval at 1 − alpha
+	B        int            `json:"b"`  // tasks only Better solved
+	C        int            `json:"c"`  // tasks only Than solved
+	ExactP   float64        `json:"exact_p"`
+	HolmP    float64        `json:"holm_p"`
+	MDE      stats.Value    `json:"mde,omitzero"`
+	Seq      int64          `json:"comparison_seq,omitempty"`
+	Problems []string       `json:"problems,omitempty"`
+}
+
+// AuditRef names an audit the gate ran and the entry it was recorded as.
+type AuditRef struct {
+	Audit  string `json:"audit"`
+	OK     bool   `json:"ok"`
+	Failed int    `json:"failed"`
+	Seq    int64  `json:"seq,omitempty"`
+	Error  string `json:"error,omitempty"` // why it could not run
+}
+
+// Verdict is the gate's result, recorded as a gate.verdict entry bound to
+// the model identity it lets through and to the ledger head it was decided
+// on (the last entry before the verdict). Its JSON form is a stable
+// contract: fields are only ever added.
+type Verdict struct {
+	OK            bool           `json:"ok"`
+	Failed        int            `json:"failed"`
+	Policy        Policy         `json:"policy"`
+	PolicyDigest  ledger.Digest  `json:"policy_digest"`
+	ModelIdentity *ledger.Digest `json:"model_identity,omitempty"`
+	Head          ledger.Head    `json:"head"`
+	Audits        []AuditRef     `json:"audits"`
+	Claims        []ClaimResult  `json:"claims"`
+	Checks        []GateCheck    `json:"checks"`
+	Seq           int64          `json:"seq,omitempty"`
+}
+
+// Gate runs every audit of the policy and tests every claim, records each
+// audit and comparison, then the verdict, and returns it. A check that
+// fails, or an audit that cannot run for what the ledger holds, fails the
+// gate; an error means the ledger could not be read or written.
+func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
+	s := p.Subjects
+	if len(s.Runs) == 0 {
+		return nil, errors.New("gate: name the evaluations to gate (runs), on the command line or in the policy")
+	}
+	pd, err := ledger.CanonicalJSON(p)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verdict{Policy: p, PolicyDigest: ledger.Sum(pd), Audits: []AuditRef{}, Claims: []ClaimResult{}, Checks: []GateCheck{}}
+	// The audits run at once (each is mostly sequential) and are recorded
+	// in the policy's order.
+	cache := &scanCache{}
+	reps, errs := make([]*Report, len(p.Audits)), make([]error, len(p.Audits))
+	var g errgroup.Group
+	for i, name := range p.Audits {
+		g.Go(func() error {
+			reps[i], errs[i] = run(ctx, l, name, s, p.Options, cache)
+			return nil
+		})
+	}
+	g.Wait()
+	for i, name := range p.Audits {
+		rep, err := reps[i], errs[i]
+		if err != nil {
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			v.Audits = append(v.Audits, AuditRef{Audit: name, Error: err.Error()})
+			v.add(GateCheck{Name: "audit " + name, Message: "could not run: " + err.Error()})
+			continue
+		}
+		if err := rep.Record(ctx, l); err != nil {
+			return nil, err
+		}
+		v.Audits = append(v.Audits, AuditRef{Audit: name, OK: rep.OK, Failed: rep.Failed, Seq: rep.Seq})
+		for _, f := range rep.Findings {
+			v.add(GateCheck{Name: "audit " + name + ": " + f.Check, OK: f.OK, Message: f.Message, Seqs: append(slices.Clone(f.Seqs), rep.Seq)})
+		}
+	}
+	if err := v.claims(ctx, l, p); err != nil {
+		return nil, err
+	}
+	if v.ModelIdentity, err = gatedIdentity(ctx, l, s); err != nil {
+		return nil, err
+	}
+	if v.Head, err = l.Head(ctx); err != nil {
+		return nil, err
+	}
+	es, err := l.Append(ctx, ledger.Record{Kind: KindVerdict, Body: v})
+	if err != nil {
+		return nil, fmt.Errorf("record gate verdict: %w", err)
+	}
+	v.Seq = es[0].Seq
+	return v, nil
+}
+
+func (v *Verdict) add(c GateCheck) {
+	slices.Sort(c.Seqs)
+	c.Seqs = slices.Compact(c.Seqs)
+	v.Checks = append(v.Checks, c)
+	if !c.OK {
+		v.Failed++
+	}
+	v.OK = v.Failed == 0
+}
+
+// claims compares each claim's runs, Holm-adjusts the exact McNemar p
+// across the claims, and adds a check per claim.
+func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy) error {
+	var ps []float64
+	var tested []int
+	for _, c := range p.Claims {
+		cr := ClaimResult{Claim: c.String()}
+		better, than := labeled(p.Subjects.Runs, c.Better), labeled(p.Subjects.Runs, c.Than)
+		if better == "" || than == "" {
+			cr.Problems = append(cr.Problems, fmt.Sprintf("no evaluation is labelled %s", map[bool]string{true: c.Better, false: c.Than}[better == ""]))
+			v.Claims = append(v.Claims, cr)
+			continue
+		}
+		cmp, err := Compare(ctx, l, CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power})
+		if err != nil {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			cr.Problems = append(cr.Problems, err.Error())
+			v.Claims = append(v.Claims, cr)
+			continue
+		}
+		if err := cmp.Record(ctx, l); err != nil {
+			return err
+		}
+		pr := cmp.Pairs[0]
+		cr.Tasks, cr.Delta, cr.CI, cr.B, cr.C, cr.ExactP, cr.MDE, cr.Seq = cmp.Tasks, pr.Delta, pr.Bootstrap.Percentile, pr.B, pr.C, pr.McNemar.ExactP, pr.MDE, cmp.Seq
+		ps = append(ps, cr.ExactP)
+		tested = append(tested, len(v.Claims))
+		v.Claims = append(v.Claims, cr)
+	}
+	if len(ps) > 0 {
+		holm, err := stats.Holm(ps, p.Alpha)
+		if err != nil {
+			return err
+		}
+		for i, ci := range tested {
+			v.Claims[ci].HolmP = holm.Adjusted[i]
+		}
+	}
+	for i := range v.Claims {
+		cr := &v.Claims[i]
+		if slices.Contains(tested, i) {
+			if cr.Delta <= 0 {
+				cr.Problems = append(cr.Problems, fmt.Sprintf("Δ %+.4f is not a gain", cr.Delta))
+			}
+			if cr.CI.Lo <= 0 {
+				cr.Problems = append(cr.Problems, fmt.Sprintf("the %g%% bootstrap interval [%+.4f, %+.4f] reaches 0", 100*(1-p.Alpha), cr.CI.Lo, cr.CI.Hi))
+			}
+			if cr.HolmP >= p.Alpha {
+				cr.Problems = append(cr.Problems, fmt.Sprintf("Holm-adjusted exact McNemar p %.4g is not below %g", cr.HolmP, p.Alpha))
+			}
+		}
+		cr.OK = len(cr.Problems) == 0
+		msg := fmt.Sprintf("Δ %+.4f over %d tasks, %g%% CI [%+.4f, %+.4f], b=%d c=%d, exact p %.4g, Holm p %.4g, MDE %.4f",
+			cr.Delta, cr.Tasks, 100*(1-p.Alpha), cr.CI.Lo, cr.CI.Hi, cr.B, cr.C, cr.ExactP, cr.HolmP, cr.MDE)
+		if !slices.Contains(tested, i) {
+			msg = "not tested"
+		}
+		for _, pr := range cr.Problems {
+			msg += "; " + pr
+		}
+		var seqs []int64
+		if cr.Seq != 0 {
+			seqs = []int64{cr.Seq}
+		}
+		v.add(GateCheck{Name: "claim " + cr.Claim, OK: cr.OK, Message: msg, Seqs: seqs})
+	}
+	return nil
+}
+
+// gatedIdentity is the model identity a passing verdict lets through: the
+// one the rl evaluation recorded, else the rl training run's output.
+func gatedIdentity(ctx context.Context, l *ledger.Ledger, s Subjects) (*ledger.Digest, error) {
+	if run := labeled(s.Runs, LabelRL); run != "" {
+		evals, err := loadEvals(ctx, l, []LabeledRun{{LabelRL, run}})
+		if err == nil && evals[0].rollout.ModelIdentity != nil {
+			return evals[0].rollout.ModelIdentity, nil
+		}
+	}
+	if run := labeled(s.Train, LabelRL); run != "" {
+		trains, err := loadTrains(ctx, l, []LabeledRun{{LabelRL, run}})
+		if err == nil {
+			if a := trains[0].checkpoint("output", "ckpt"); a != nil {
+				return &a.Digest, nil
+			}
+		}
+	}
+	return nil, nil
+}
+
+// Summary says in one line how the verdict came out and where it is.
+func (v *Verdict) Summary() string {
+	if v.OK {
+		return fmt.Sprintf("passed all %d checks (verdict entry %d)", len(v.Checks), v.Seq)
+	}
+	var failed []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	return fmt.Sprintf("failed %d of %d checks: %s (verdict entry %d)", v.Failed, len(v.Checks), strings.Join(slices.Compact(failed), ", "), v.Seq)
+}

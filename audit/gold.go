@@ -1,0 +1,266 @@
+package audit
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/tasks"
+)
+
+// The checks of the gold audit.
+const (
+	CheckNoGoldInPrompts = "no-gold-in-prompts" // no policy-visible byte holds a task's gold, whole or a long fragment
+	CheckNoGoldFields    = "no-gold-fields"     // the tasks file the rollout read carries no gold field
+)
+
+// GoldLeak is a task whose gold reached the policy in a rollout.
+type GoldLeak struct {
+	Label    string `json:"label"`
+	TaskID   string `json:"task_id"`
+	Samples  []int  `json:"samples"`
+	Match    string `json:"match"`    // "gold" (the whole normalised gold) or "fragment"
+	Fragment string `json:"fragment"` // what was found, normalised
+	Role     string `json:"role"`     // the message role it was found in
+}
+
+// Gold checks gold isolation for each labelled evaluation: no
+// policy-visible byte its rollout sent (every system and user message of
+// every recorded request body: prompts, observations, correction prompts;
+// the model's own replies are not policy input) holds the task's gold SQL,
+// normalised (case, whitespace, quoting, aliases and qualifiers dropped),
+// or any fragment of it GoldSubstring normalised characters long; and the
+// tasks file the rollout read, verified against its recorded digest,
+// carries no gold field. The gold is the file the grading recorded by
+// digest, verified before use.
+func Gold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	return runGold(ctx, l, s, o, nil)
+}
+
+func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache *scanCache) (*Report, error) {
+	o = o.withDefaults()
+	r := newReport(AuditGold, s)
+	evals, err := loadEvals(ctx, l, s.Runs)
+	if err != nil {
+		return nil, err
+	}
+	if len(evals) == 0 {
+		return nil, fmt.Errorf("audit gold: name the evaluations (runs)")
+	}
+	checkedTasks := map[string]bool{}
+	for _, e := range evals {
+		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
+		if !checkedTasks[e.rollout.Tasks] {
+			checkedTasks[e.rollout.Tasks] = true
+			goldFields(ctx, r, e, seqs)
+		}
+		golds, err := verifiedGold(ctx, e)
+		if err != nil {
+			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, err)
+			continue
+		}
+		if err := scanGold(ctx, l, r, e, golds, o, cache); err != nil {
+			return nil, err
+		}
+		if o.Mutate > 0 {
+			if err := goldMutation(ctx, l, r, e, golds, o); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return r, nil
+}
+
+// goldFields checks the tasks file a rollout read.
+func goldFields(ctx context.Context, r *Report, e *evalRun, seqs []int64) {
+	d, _, err := manifests.HashFile(ctx, e.rollout.Tasks)
+	switch {
+	case err != nil:
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: cannot read the tasks file %s the rollout read: %v", e.Label, e.rollout.Tasks, err)
+		return
+	case d != e.rollout.TasksDigest:
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %s has digest %s, not the %s the rollout recorded; it was changed since", e.Label, e.rollout.Tasks, d, e.rollout.TasksDigest)
+		return
+	}
+	if _, err := tasks.Read(e.rollout.Tasks); errors.Is(err, tasks.ErrGoldField) {
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
+		return
+	} else if err != nil {
+		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
+		return
+	}
+	r.pass(CheckNoGoldFields, nil, seqs, "%s: tasks file %s carries no gold field", e.Label, e.rollout.Tasks)
+}
+
+// verifiedGold reads the gold beside the rollout's tasks after checking it
+// against the digest the grading recorded.
+func verifiedGold(ctx context.Context, e *evalRun) (map[string]string, error) {
+	path := filepath.Join(e.datasetDir(), dataset.GoldFile)
+	d, _, err := manifests.HashFile(ctx, path)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read the gold: %w", err)
+	}
+	if d != e.grade.GoldDigest {
+		return nil, fmt.Errorf("%s has digest %s, not the gold %s grading recorded; it was changed since", path, d, e.grade.GoldDigest)
+	}
+	gs, err := gold.Read(path)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]string, len(gs))
+	for _, g := range gs {
+		out[g.ID] = g.SQL
+	}
+	return out, nil
+}
+
+// scanGold looks for each task's gold in the distinct policy-visible
+// messages of its episodes.
+func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache) error {
+	sc, err := cache.scan(ctx, l, e.grade.Rollout)
+	if err != nil {
+		return err
+	}
+	leaks, messages := 0, 0
+	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
+		m := newGoldMatcher(golds[id], o.GoldSubstring)
+		for _, msg := range sc.Tasks[id].Messages {
+			messages++
+			match, frag := m.find(msg.Content)
+			if match == "" {
+				continue
+			}
+			leaks++
+			lk := GoldLeak{Label: e.Label, TaskID: id, Samples: compact(msg.Samples), Match: match, Fragment: frag, Role: msg.Role}
+			what := "its whole gold"
+			if match == "fragment" {
+				what = fmt.Sprintf("a %d-character fragment of its gold", len(frag))
+			}
+			r.fail(CheckNoGoldInPrompts, lk, msg.Seqs, "%s: task %s: a %s message of rollout %s holds %s (normalised: %q), in samples %v",
+				e.Label, id, msg.Role, e.grade.Rollout, what, frag, lk.Samples)
+		}
+	}
+	if leaks == 0 {
+		r.pass(CheckNoGoldInPrompts, nil, []int64{e.rolloutRun.StartedSeq}, "%s: no gold in the %d distinct policy-visible messages of the %d episodes of rollout %s",
+			e.Label, messages, sc.Episodes, e.grade.Rollout)
+	}
+	return nil
+}
+
+// compact sorts xs and drops repeats.
+func compact[T cmp.Ordered](xs []T) []T {
+	xs = slices.Clone(xs)
+	slices.Sort(xs)
+	return slices.Compact(xs)
+}
+
+// goldMatcher finds one gold query, normalised, in normalised text: the
+// whole of it, or any window of its normalised form n characters long.
+type goldMatcher struct {
+	whole   string
+	n       int
+	windows map[string]bool
+}
+
+// minWholeGold is the shortest normalised gold looked for whole: a shorter
+// one ("selectcount(*)fromt") would match innocent text.
+const minWholeGold = 16
+
+func newGoldMatcher(sql string, n int) *goldMatcher {
+	m := &goldMatcher{whole: normalizeSQL(sql), n: n, windows: map[string]bool{}}
+	for i := 0; i+n <= len(m.whole); i++ {
+		m.windows[m.whole[i:i+n]] = true
+	}
+	return m
+}
+
+// find returns "gold" or "fragment" and what matched, or "".
+func (m *goldMatcher) find(text string) (string, string) {
+	if len(m.whole) < minWholeGold {
+		return "", ""
+	}
+	t := normalizeSQL(text)
+	if strings.Contains(t, m.whole) {
+		return "gold", m.whole
+	}
+	if len(m.windows) == 0 {
+		return "", ""
+	}
+	for i := 0; i+m.n <= len(t); i++ {
+		if m.windows[t[i:i+m.n]] {
+			return "fragment", t[i : i+m.n]
+		}
+	}
+	return "", ""
+}
+
+// normalizeSQL folds what does not change a query's meaning, and what a
+// leak might change to hide: case, quoting (", ', `, [ ]), alias
+// declarations (AS t1), qualifiers (t1. before a column) and all white
+// space. It is one pass over the text: it runs on every distinct message
+// of every evaluated episode.
+func normalizeSQL(s string) string {
+	s = strings.ToLower(s)
+	out := make([]byte, 0, len(s))
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"' || c == '\'' || c == '`' || c == '[' || c == ']' || asciiSpace(c):
+			i++
+		case c >= utf8.RuneSelf:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if !unicode.IsSpace(r) {
+				out = append(out, s[i:i+n]...)
+			}
+			i += n
+		case wordByte(c):
+			j := i
+			for j < len(s) && wordByte(s[j]) {
+				j++
+			}
+			ident := c == '_' || (c >= 'a' && c <= 'z')
+			if ident && j < len(s) && s[j] == '.' { // a qualifier
+				i = j + 1
+				continue
+			}
+			if s[i:j] == "as" { // an alias declaration: AS name
+				k := j
+				for k < len(s) && asciiSpace(s[k]) {
+					k++
+				}
+				if k > j && k < len(s) && (s[k] == '_' || (s[k] >= 'a' && s[k] <= 'z')) {
+					for k < len(s) && wordByte(s[k]) {
+						k++
+					}
+					i = k
+					continue
+				}
+			}
+			out = append(out, s[i:j]...)
+			i = j
+		default:
+			out = append(out, c)
+			i++
+		}
+	}
+	return string(out)
+}
+
+func wordByte(c byte) bool {
+	return c == '_' || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9')
+}
+
+func asciiSpace(c byte) bool {
+	return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f'
+}

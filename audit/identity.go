@@ -1,0 +1,136 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// CheckEvaluatedIsBase passes when the model identity the base evaluation
+// served is the checkpoint training started from.
+const CheckEvaluatedIsBase = "evaluated-is-base"
+
+// Identity checks, from the checkpoint artifacts the stage runs recorded
+// (their model identities and tensor manifests) and the identities the
+// evaluations recorded: each evaluation served the model its label names
+// (rl, sft, noupdate: the training run's output; base: the input training
+// started from); the No-update control's output has every tensor digest
+// of its input, which is the base the trained run started from; and the
+// trained run's output differs from its input. Only digests are compared:
+// the element rule of rlgate audit weights needs the tensor bytes, which
+// the ledger does not hold.
+func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) {
+	r := newReport(AuditIdentity, s)
+	evals, err := loadEvals(ctx, l, s.Runs)
+	if err != nil {
+		return nil, err
+	}
+	trains, err := loadTrains(ctx, l, s.Train)
+	if err != nil {
+		return nil, err
+	}
+	if len(trains) == 0 {
+		return nil, fmt.Errorf("audit identity: name the training runs (train)")
+	}
+	type ckpt struct {
+		what string
+		a    *trainArtifact
+	}
+	// base: the input of the trained run, else of any run.
+	var base ckpt
+	for _, t := range append([]*trainRun{trainByLabel(trains, LabelRL)}, trains...) {
+		if t != nil && base.a == nil {
+			if a := t.checkpoint("input", "base"); a != nil {
+				base = ckpt{fmt.Sprintf("the input %s of training %s", a.Name, t.Run), a}
+			}
+		}
+	}
+	expected := map[string]ckpt{LabelBase: base}
+	for _, t := range trains {
+		if a := t.checkpoint("output", "ckpt"); a != nil {
+			expected[t.Label] = ckpt{fmt.Sprintf("the output %s of training %s", a.Name, t.Run), a}
+		}
+	}
+
+	for _, e := range evals {
+		want, ok := expected[e.Label]
+		if !ok || want.a == nil {
+			continue
+		}
+		check := CheckEvaluatedIsTrained
+		if e.Label == LabelBase {
+			check = CheckEvaluatedIsBase
+		}
+		seqs := []int64{e.rolloutRun.StartedSeq, want.a.Seq}
+		got := e.rollout.ModelIdentity
+		switch {
+		case got == nil:
+			r.fail(check, nil, seqs, "%s: rollout %s recorded no model identity, so the evaluated model cannot be tied to %s. Try: rlgate eval --model-identity blake3:... (rlgate ckpt digest prints it)",
+				e.Label, e.grade.Rollout, want.what)
+		case *got != want.a.Digest:
+			msg := fmt.Sprintf("%s: rollout %s served model %s, not %s (%s)", e.Label, e.grade.Rollout, got, want.what, want.a.Digest)
+			for label, c := range expected {
+				if c.a != nil && label != e.Label && c.a.Digest == *got {
+					msg += "; it is " + c.what
+					seqs = append(seqs, c.a.Seq)
+					break
+				}
+			}
+			r.fail(check, nil, seqs, "%s", msg)
+		default:
+			r.pass(check, nil, seqs, "%s: rollout %s served %s, %s", e.Label, e.grade.Rollout, got, want.what)
+		}
+	}
+
+	for _, t := range trains {
+		in, out := t.checkpoint("input", "base"), t.checkpoint("output", "ckpt")
+		check := CheckTrainedChanged
+		if t.Label == LabelNoUpdate {
+			check = CheckNoUpdateIdentical
+		}
+		if in == nil || out == nil {
+			r.fail(check, nil, []int64{t.run.StartedSeq}, "%s: stage run %s recorded no checkpoint %s. Try: rlgate run --in base=CKPT --out ckpt=DIR",
+				t.Label, t.Run, map[bool]string{true: "input", false: "output"}[in == nil])
+			continue
+		}
+		seqs := []int64{in.Seq, out.Seq}
+		if t.Label != LabelNoUpdate {
+			if in.Digest == out.Digest {
+				r.fail(check, nil, seqs, "%s: stage run %s wrote the model it started from (%s): training changed no tensor", t.Label, t.Run, in.Digest)
+			} else {
+				r.pass(check, nil, seqs, "%s: stage run %s changed the model from %s to %s (digests; rlgate audit weights applies the element rule to the bytes)",
+					t.Label, t.Run, in.Digest, out.Digest)
+			}
+			continue
+		}
+		if base.a != nil && base.a.Digest != in.Digest {
+			r.fail(check, nil, append(seqs, base.a.Seq), "%s: the No-update control started from %s, not from %s (%s)", t.Label, in.Digest, base.what, base.a.Digest)
+			continue
+		}
+		if in.Digest == out.Digest {
+			r.pass(check, nil, seqs, "%s: the No-update control wrote the model it started from, %s, in every tensor digest", t.Label, in.Digest)
+			continue
+		}
+		var diffs []TensorDifference
+		if in.Manifest != nil && out.Manifest != nil {
+			mi, err := readManifest(l, *in.Manifest)
+			if err != nil {
+				return nil, err
+			}
+			mo, err := readManifest(l, *out.Manifest)
+			if err != nil {
+				return nil, err
+			}
+			diffs = tensorDifferences(mi.Tensors, mo.Tensors)
+		}
+		names := make([]string, len(diffs))
+		for i, d := range diffs {
+			names[i] = d.Name
+		}
+		r.fail(check, NoUpdateEvidence{Differing: diffs}, seqs, "%s: the No-update control changed the weights: %s became %s; %d tensors differ: %s",
+			t.Label, in.Digest, out.Digest, len(diffs), strings.Join(names, ", "))
+	}
+	return r, nil
+}

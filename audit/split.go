@@ -1,0 +1,238 @@
+package audit
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"unicode"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/tasks"
+)
+
+// The checks of the split audit.
+const (
+	CheckSplitIDs       = "split-task-ids"   // no task id is in both training and evaluation data
+	CheckSplitQuestions = "split-questions"  // no question is, exactly or nearly (bigram Jaccard), once normalised
+	CheckSplitDatabases = "split-databases"  // with SplitByDatabase: no database is
+	CheckSFTvsRL        = "sft-rl-disjoint"  // the SFT and RL training data share no task id
+	CheckSplitData      = "split-train-data" // the training runs name their data
+)
+
+// SplitOverlap is one item found on both sides of a split.
+type SplitOverlap struct {
+	Train string  `json:"train"` // task id, or database
+	Eval  string  `json:"eval"`
+	Score float64 `json:"score,omitempty"` // bigram Jaccard, for questions
+}
+
+// taskFile is a tasks file one side of a split read, with the entry that
+// names it.
+type taskFile struct {
+	what  string
+	tasks []tasks.Task
+	seq   int64
+}
+
+// Split checks that training never saw the evaluation: the tasks of the
+// imported datasets the labelled training runs read (--in NAME=DIR) and
+// the tasks the evaluations graded share no task id, no question (normalised:
+// case, punctuation and spacing; exactly, or with bigram Jaccard at least
+// NearDuplicate) and, with SplitByDatabase, no database; and the SFT and
+// RL runs' data share no task id. Every file is verified against the
+// digest the ledger recorded before it is read.
+func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	o = o.withDefaults()
+	r := newReport(AuditSplit, s)
+	evals, err := loadEvals(ctx, l, s.Runs)
+	if err != nil {
+		return nil, err
+	}
+	trains, err := loadTrains(ctx, l, s.Train)
+	if err != nil {
+		return nil, err
+	}
+	var train []taskFile
+	byTrain := map[string]int{} // label -> index in train
+	for _, t := range trains {
+		a, man := t.datasetInput()
+		if a == nil {
+			continue
+		}
+		path := filepath.Join(a.Path, dataset.TasksFile)
+		ts, err := verifiedTasks(ctx, path, man.Tasks.Digest)
+		if err != nil {
+			r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
+			continue
+		}
+		train = append(train, taskFile{fmt.Sprintf("%s (training %s)", t.Label, t.Run), ts, a.Seq})
+		byTrain[t.Label] = len(train) - 1
+	}
+	if len(train) == 0 {
+		r.fail(CheckSplitData, nil, nil, "no training run names an imported dataset as input, so the split cannot be checked. Try: rlgate run --in data=DIR (a dataset rlgate data import wrote)")
+		return r, nil
+	}
+	var eval []taskFile
+	seenEval := map[string]bool{}
+	for _, e := range evals {
+		if seenEval[e.rollout.Tasks+"\x00"+e.rollout.TaskSet.String()] {
+			continue
+		}
+		seenEval[e.rollout.Tasks+"\x00"+e.rollout.TaskSet.String()] = true
+		ts, err := verifiedTasks(ctx, e.rollout.Tasks, e.rollout.TasksDigest)
+		if err != nil {
+			r.fail(CheckSplitData, nil, []int64{e.rolloutRun.StartedSeq}, "%s: %v", e.Label, err)
+			continue
+		}
+		// Only the tasks evaluated count: a run may cover part of a file.
+		rows, err := l.Outcomes(ctx, e.Run)
+		if err != nil {
+			return nil, err
+		}
+		graded := map[string]bool{}
+		for _, o := range rows {
+			graded[o.TaskID] = true
+		}
+		ts = slices.DeleteFunc(ts, func(t tasks.Task) bool { return !graded[t.ID] })
+		eval = append(eval, taskFile{fmt.Sprintf("%s (rollout %s)", e.Label, e.grade.Rollout), ts, e.rolloutRun.StartedSeq})
+	}
+
+	for _, tr := range train {
+		for _, ev := range eval {
+			seqs := []int64{tr.seq, ev.seq}
+			pair := tr.what + " and " + ev.what
+			ids := sharedIDs(tr.tasks, ev.tasks)
+			overlapFinding(r, CheckSplitIDs, ids, seqs, pair, "task ids")
+			overlapFinding(r, CheckSplitQuestions, sharedQuestions(tr.tasks, ev.tasks, o.NearDuplicate), seqs, pair, "questions")
+			if o.SplitByDatabase {
+				overlapFinding(r, CheckSplitDatabases, sharedDBs(tr.tasks, ev.tasks), seqs, pair, "databases")
+			}
+		}
+	}
+	si, sftOK := byTrain[LabelSFT]
+	ri, rlOK := byTrain[LabelRL]
+	if sftOK && rlOK {
+		sft, rl := train[si], train[ri]
+		overlapFinding(r, CheckSFTvsRL, sharedIDs(sft.tasks, rl.tasks), []int64{sft.seq, rl.seq}, sft.what+" and "+rl.what, "task ids")
+	}
+	return r, nil
+}
+
+// overlapFinding adds a split check: a pass when nothing is shared, else a
+// failure listing every overlap.
+func overlapFinding(r *Report, check string, shared []SplitOverlap, seqs []int64, pair, what string) {
+	if len(shared) == 0 {
+		r.pass(check, nil, seqs, "%s share no %s", pair, what)
+		return
+	}
+	first := shared[0].Train
+	if shared[0].Eval != first {
+		first += " ~ " + shared[0].Eval
+	}
+	r.fail(check, shared, seqs, "%s share %d %s; first: %s", pair, len(shared), what, first)
+}
+
+func verifiedTasks(ctx context.Context, path string, want ledger.Digest) ([]tasks.Task, error) {
+	d, _, err := manifests.HashFile(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	if d != want {
+		return nil, fmt.Errorf("%s has digest %s, not the %s the ledger recorded; it was changed since", path, d, want)
+	}
+	return tasks.Read(path)
+}
+
+func sharedIDs(a, b []tasks.Task) []SplitOverlap {
+	in := map[string]bool{}
+	for _, t := range a {
+		in[t.ID] = true
+	}
+	var out []SplitOverlap
+	for _, t := range b {
+		if in[t.ID] {
+			out = append(out, SplitOverlap{Train: t.ID, Eval: t.ID})
+		}
+	}
+	return out
+}
+
+func sharedDBs(a, b []tasks.Task) []SplitOverlap {
+	in := map[string]bool{}
+	for _, t := range a {
+		in[t.DBID] = true
+	}
+	var dbs []string
+	for _, t := range b {
+		if in[t.DBID] {
+			dbs = append(dbs, t.DBID)
+		}
+	}
+	slices.Sort(dbs)
+	var out []SplitOverlap
+	for _, d := range slices.Compact(dbs) {
+		out = append(out, SplitOverlap{Train: d, Eval: d})
+	}
+	return out
+}
+
+// sharedQuestions pairs each evaluation question with a training question
+// that is the same once normalised, or whose word-bigram Jaccard
+// similarity is at least near; candidates come from an index of bigrams.
+func sharedQuestions(train, eval []tasks.Task, near float64) []SplitOverlap {
+	exact := map[string]string{}
+	index := map[string][]int{}
+	grams := make([]map[string]bool, len(train))
+	for i, t := range train {
+		words := questionWords(t.Question)
+		exact[strings.Join(words, " ")] = t.ID
+		grams[i] = bigrams(words)
+		for g := range grams[i] {
+			index[g] = append(index[g], i)
+		}
+	}
+	var out []SplitOverlap
+	for _, e := range eval {
+		words := questionWords(e.Question)
+		if id, ok := exact[strings.Join(words, " ")]; ok {
+			out = append(out, SplitOverlap{Train: id, Eval: e.ID, Score: 1})
+			continue
+		}
+		eg := bigrams(words)
+		shared := map[int]int{}
+		for g := range eg {
+			for _, i := range index[g] {
+				shared[i]++
+			}
+		}
+		best, bestScore := -1, 0.0
+		for i, n := range shared {
+			j := float64(n) / float64(len(eg)+len(grams[i])-n)
+			if j > bestScore || (j == bestScore && i < best) {
+				best, bestScore = i, j
+			}
+		}
+		if best >= 0 && bestScore >= near {
+			out = append(out, SplitOverlap{Train: train[best].ID, Eval: e.ID, Score: bestScore})
+		}
+	}
+	return out
+}
+
+// questionWords lower-cases a question and splits it into words of
+// letters and digits.
+func questionWords(q string) []string {
+	return strings.FieldsFunc(strings.ToLower(q), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+}
+
+func bigrams(words []string) map[string]bool {
+	out := map[string]bool{}
+	for i := 0; i+1 < len(words); i++ {
+		out[words[i]+" "+words[i+1]] = true
+	}
+	return out
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/urfave/cli/v3"
+)
+
+func newGateCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "gate",
+		Usage: "run every audit and test every claim; one verdict, exit 0 or 3",
+		Description: "Runs the policy's audits (gold, split, budget, reward, training, identity)\n" +
+			"over the labelled runs and tests each claim (A > B) on the paired greedy\n" +
+			"outcomes: the paired bootstrap interval of the accuracy difference must lie\n" +
+			"above 0 and McNemar's exact p, Holm-adjusted across the claims, below alpha;\n" +
+			"the minimum detectable effect is printed beside every claim. Prints one table\n" +
+			"of checks with the ledger entries behind each (rlgate show SEQ), records every\n" +
+			"audit and comparison, then a gate.verdict entry bound to the rl model identity\n" +
+			"and the ledger head it was decided on, and exits 0 when every check passes.\n\n" +
+			"The built-in policy (paper-grade) claims rl > base, rl > noupdate and\n" +
+			"sft > base with every audit at alpha 0.05. --policy FILE reads a YAML policy\n" +
+			"of the same shape (name, claims, audits, alpha, resamples, seed, power,\n" +
+			"options, runs, train; unknown fields are refused); --runs and --train\n" +
+			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
+			"case for CI systems.\n\n" + exitCodesHelp,
+		Flags: append(append([]cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` (default: the built-in paper-grade policy)"},
+			&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},
+		}, subjectsFlags(false)...), auditOptionFlags()...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			p := audit.PaperGrade()
+			if f := cmd.String("policy"); f != "" {
+				var err error
+				if p, err = audit.LoadPolicy(f); err != nil {
+					return usagef("--policy: %v", err)
+				}
+			}
+			s, err := subjectsFrom(cmd)
+			if err != nil {
+				return err
+			}
+			if s.Runs != nil {
+				p.Subjects.Runs = s.Runs
+			}
+			if s.Train != nil {
+				p.Subjects.Train = s.Train
+			}
+			if len(p.Subjects.Runs) == 0 {
+				return usagef("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
+			}
+			p.Options = auditOptionsFrom(cmd, p.Options)
+			_, err = runGate(ctx, gateOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), JUnit: cmd.String("junit"), Policy: p}, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type gateOptions struct {
+	Dir    string
+	JSON   bool
+	JUnit  string // file; empty: none
+	Policy audit.Policy
+}
+
+func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, error) {
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	v, err := audit.Gate(ctx, l, o.Policy)
+	if err != nil {
+		return nil, err
+	}
+	if o.JUnit != "" {
+		if err := writeJUnit(o.JUnit, v); err != nil {
+			return nil, err
+		}
+	}
+	err = emit(w, o.JSON, v, func(w io.Writer) error { return printVerdict(w, v) })
+	if err == nil && !v.OK {
+		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
+	}
+	return v, err
+}
+
+func writeJUnit(path string, v *audit.Verdict) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write junit: %w", err)
+	}
+	if err := v.WriteJUnit(f); err != nil {
+		f.Close()
+		return fmt.Errorf("write junit %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write junit %s: %w", path, err)
+	}
+	return nil
+}
+
+func printVerdict(w io.Writer, v *audit.Verdict) error {
+	t := newTable(w, "check", "result", "evidence", "finding")
+	for _, c := range v.Checks {
+		t.Append(c.Name, passFail(c.OK), formatSeqs(c.Seqs), c.Message)
+	}
+	if err := t.Render(); err != nil {
+		return err
+	}
+	verdict := "PASSED"
+	if !v.OK {
+		verdict = fmt.Sprintf("FAILED %d of %d checks", v.Failed, len(v.Checks))
+	}
+	model := "no model identity recorded"
+	if v.ModelIdentity != nil {
+		model = "model " + v.ModelIdentity.String()
+	}
+	_, err := fmt.Fprintf(w, "gate %s (policy %s); verdict entry %d for %s at ledger head %s\n", verdict, v.Policy.Name, v.Seq, model, v.Head)
+	return err
+}
