@@ -102,7 +102,7 @@ func TestReproRunsOnlyWhatChanged(t *testing.T) {
 
 func TestLoadRefusesBadFiles(t *testing.T) {
 	tests := []struct{ name, yaml, want string }{
-		{"unknown field", "stages:\n  a:\n    cmd: [true]\n    dependencies: {x: y}\n", `rlgate.yaml:4: stage "a": dependencies: unknown key (want cmd, deps, outs, params, configs, metrics, timeout, gpu)`},
+		{"unknown field", "stages:\n  a:\n    cmd: [true]\n    dependencies: {x: y}\n", `rlgate.yaml:4: stage "a": dependencies: unknown key (want cmd, deps, outs, params, configs, metrics, timeout, gpu, gate)`},
 		{"params as a list", "stages:\n  a:\n    cmd: [true]\n    params: [lr]\n", `rlgate.yaml:4: stage "a": params: want a mapping KEY: VALUE of scalars, got a list`},
 		{"deps as a scalar", "stages:\n  a:\n    cmd: [true]\n    deps: in.txt\n", `rlgate.yaml:4: stage "a": deps: want a mapping NAME: PATH, or a list of paths (each named by its path), got a scalar`},
 		{"a path listed twice", "stages:\n  a:\n    cmd: [true]\n    outs:\n      - o.txt\n      - ./o.txt\n", `rlgate.yaml:5: stage "a": outs: want a mapping NAME: PATH, or a list of paths (each named by its path), got o.txt twice at line 6`},
