@@ -16,26 +16,16 @@ import (
 // dtype) that serves as the base model.
 const sample = "../testdata/safetensors/overall.safetensors"
 
-// checkpoints are the inputs of the weights audit tests, written once.
+// checkpoints are the inputs of the weights audit tests: the shared
+// checkpoints, and a file with other tensors than the sample's.
 type checkpoints struct {
-	base, noupdate, trained, resharded, belowTol, noupdateF, extra string
+	manifeststest.Checkpoints
+	extra string
 }
 
 func writeCheckpoints(t *testing.T) checkpoints {
 	t.Helper()
-	dir := t.TempDir()
-	return checkpoints{
-		base:     sample,
-		noupdate: manifeststest.Copy(t, sample, filepath.Join(dir, "noupdate"), 1, nil),
-		// Tensor f (F32, -3..2): bit 22 of element 0 turns -3 into -2.
-		trained:   manifeststest.Copy(t, sample, filepath.Join(dir, "trained"), 1, manifeststest.Flip("f", 2, 0x40)),
-		resharded: manifeststest.Copy(t, sample, filepath.Join(dir, "resharded"), 3, manifeststest.Flip("f", 2, 0x40)),
-		// The lowest mantissa bit of -3 moves it by 2.4e-7, inside the
-		// tolerance 1e-8 + 1e-6·3.
-		belowTol:  manifeststest.Copy(t, sample, filepath.Join(dir, "below-tolerance"), 1, manifeststest.Flip("f", 0, 0x01)),
-		noupdateF: manifeststest.Copy(t, sample, filepath.Join(dir, "noupdate-f"), 2, manifeststest.Flip("d", 9, 0x01)),
-		extra:     filepath.Join("..", "testdata", "safetensors", "f.safetensors"),
-	}
+	return checkpoints{manifeststest.WriteCheckpoints(t, sample), filepath.Join("..", "testdata", "safetensors", "f.safetensors")}
 }
 
 func audit(t *testing.T, opts WeightsOptions) *WeightsReport {
@@ -68,8 +58,8 @@ func TestAuditWeights(t *testing.T) {
 		}
 		return &m.Identity
 	}
-	trainedID, baseID := identity(c.trained), identity(c.base)
-	if *identity(c.resharded) != *trainedID {
+	trainedID, baseID := identity(c.Trained), identity(c.Base)
+	if *identity(c.Resharded) != *trainedID {
 		t.Fatal("a re-sharded copy of the trained weights has another identity")
 	}
 	tests := []struct {
@@ -77,21 +67,21 @@ func TestAuditWeights(t *testing.T) {
 		opts   WeightsOptions
 		failed map[string]string // check → text its message must hold; absent: passes
 	}{
-		{"pass", WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdate, Evaluated: trainedID}, nil},
-		{"evaluated re-sharded copy", WeightsOptions{Base: c.base, Trained: c.resharded, NoUpdate: c.noupdate, Evaluated: trainedID}, nil},
-		{"trained is base", WeightsOptions{Base: c.base, Trained: c.noupdate, NoUpdate: c.noupdate},
+		{"pass", WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.NoUpdate, Evaluated: trainedID}, nil},
+		{"evaluated re-sharded copy", WeightsOptions{Base: c.Base, Trained: c.Resharded, NoUpdate: c.NoUpdate, Evaluated: trainedID}, nil},
+		{"trained is base", WeightsOptions{Base: c.Base, Trained: c.NoUpdate, NoUpdate: c.NoUpdate},
 			map[string]string{CheckTrainedChanged: "no tensor changed: trained has the base's model identity"}},
-		{"change below tolerance", WeightsOptions{Base: c.base, Trained: c.belowTol, NoUpdate: c.noupdate},
+		{"change below tolerance", WeightsOptions{Base: c.Base, Trained: c.BelowTolerance, NoUpdate: c.NoUpdate},
 			map[string]string{CheckTrainedChanged: "1 differ in bits below it"}},
-		{"no-update changed", WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdateF},
+		{"no-update changed", WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.ChangedD},
 			map[string]string{CheckNoUpdateIdentical: `differs from the base in 1 of 9 tensors: "d"`}},
-		{"no no-update", WeightsOptions{Base: c.base, Trained: c.trained},
+		{"no no-update", WeightsOptions{Base: c.Base, Trained: c.Trained},
 			map[string]string{CheckNoUpdateIdentical: "no No-update control given"}},
-		{"evaluated base", WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdate, Evaluated: baseID},
+		{"evaluated base", WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.NoUpdate, Evaluated: baseID},
 			map[string]string{CheckEvaluatedIsTrained: "is not the trained checkpoint " + trainedID.String() + "; it is the base"}},
-		{"trained other tensors", WeightsOptions{Base: c.base, Trained: c.extra, NoUpdate: c.noupdate},
+		{"trained other tensors", WeightsOptions{Base: c.Base, Trained: c.extra, NoUpdate: c.NoUpdate},
 			map[string]string{CheckTrainedChanged: `8 differ in name, dtype or shape (A: base, B: trained): "B": only in A; "H": only in A`}},
-		{"no-update other tensors", WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.extra},
+		{"no-update other tensors", WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.extra},
 			map[string]string{CheckNoUpdateIdentical: "in 8 of 9 tensors"}},
 	}
 	for _, tt := range tests {
@@ -118,7 +108,7 @@ func TestAuditWeights(t *testing.T) {
 // most changed tensor, and every differing No-update tensor by digest.
 func TestAuditWeightsEvidence(t *testing.T) {
 	c := writeCheckpoints(t)
-	r := audit(t, WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdateF})
+	r := audit(t, WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.ChangedD})
 	ev := finding(t, r, CheckTrainedChanged).Evidence.(ChangeEvidence)
 	if ev.Tensors != 9 || ev.TensorsChanged != 1 || ev.TensorsIdentical != 8 || ev.ElementsChanged != 1 || ev.Elements != 54 {
 		t.Errorf("change evidence %+v", ev)
@@ -130,7 +120,7 @@ func TestAuditWeightsEvidence(t *testing.T) {
 	if len(nu.Differing) != 1 || nu.Differing[0].Name != "d" || !strings.HasPrefix(nu.Differing[0].Detail, "digest blake3:") {
 		t.Errorf("no-update evidence %+v", nu)
 	}
-	if r.Tolerance != manifests.DefaultTolerance || r.Base.Tensors != 9 || r.NoUpdate.Path != c.noupdateF {
+	if r.Tolerance != manifests.DefaultTolerance || r.Base.Tensors != 9 || r.NoUpdate.Path != c.ChangedD {
 		t.Errorf("report %+v", r)
 	}
 }
@@ -158,7 +148,7 @@ func TestMostChanged(t *testing.T) {
 func TestRecordWeights(t *testing.T) {
 	c := writeCheckpoints(t)
 	l := ledgertest.New(t) // verified when the test ends
-	r := audit(t, WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdate})
+	r := audit(t, WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.NoUpdate})
 	if err := r.Record(t.Context(), l); err != nil {
 		t.Fatal(err)
 	}

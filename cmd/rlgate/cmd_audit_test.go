@@ -15,12 +15,12 @@ import (
 
 func TestAuditWeightsCommand(t *testing.T) {
 	c := writeTestCheckpoints(t)
-	m, err := manifests.BuildCheckpointManifest(t.Context(), c.trained)
+	m, err := manifests.BuildCheckpointManifest(t.Context(), c.Trained)
 	if err != nil {
 		t.Fatal(err)
 	}
 	trained := m.Identity
-	base, err := manifests.BuildCheckpointManifest(t.Context(), c.base)
+	base, err := manifests.BuildCheckpointManifest(t.Context(), c.Base)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,17 +30,17 @@ func TestAuditWeightsCommand(t *testing.T) {
 		code int
 		want []string // in the text output
 	}{
-		{"pass", audit.WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdate, Evaluated: &trained}, exitOK,
+		{"pass", audit.WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.NoUpdate, Evaluated: &trained}, exitOK,
 			[]string{"PASS trained-changed: 1 of 9 tensors changed", "│ f ", "PASS noupdate-identical", "PASS evaluated-is-trained", "weights audit passed"}},
-		{"re-sharded trained copy", audit.WeightsOptions{Base: c.base, Trained: c.resharded, NoUpdate: c.noupdate, Evaluated: &trained}, exitOK,
+		{"re-sharded trained copy", audit.WeightsOptions{Base: c.Base, Trained: c.Resharded, NoUpdate: c.NoUpdate, Evaluated: &trained}, exitOK,
 			[]string{"PASS evaluated-is-trained"}},
-		{"trained is base", audit.WeightsOptions{Base: c.base, Trained: c.noupdate, NoUpdate: c.noupdate}, exitCheckFailed,
+		{"trained is base", audit.WeightsOptions{Base: c.Base, Trained: c.NoUpdate, NoUpdate: c.NoUpdate}, exitCheckFailed,
 			[]string{"FAIL trained-changed: no tensor changed", "failed 1 of 2 checks"}},
-		{"no-update differs", audit.WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.changedD}, exitCheckFailed,
+		{"no-update differs", audit.WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.ChangedD}, exitCheckFailed,
 			[]string{`FAIL noupdate-identical: the No-update control differs from the base in 1 of 9 tensors: "d"`}},
-		{"no no-update", audit.WeightsOptions{Base: c.base, Trained: c.trained}, exitCheckFailed,
+		{"no no-update", audit.WeightsOptions{Base: c.Base, Trained: c.Trained}, exitCheckFailed,
 			[]string{"FAIL noupdate-identical: no No-update control given"}},
-		{"evaluated base", audit.WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.noupdate, Evaluated: &base.Identity}, exitCheckFailed,
+		{"evaluated base", audit.WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.NoUpdate, Evaluated: &base.Identity}, exitCheckFailed,
 			[]string{"FAIL evaluated-is-trained", "; it is the base"}},
 	}
 	for _, tt := range tests {
@@ -79,7 +79,7 @@ func TestAuditWeightsJSON(t *testing.T) {
 	l := ledgertest.New(t)
 	var out bytes.Buffer
 	_, err := runAuditWeights(t.Context(), auditWeightsOptions{Dir: l.Dir(), JSON: true,
-		Weights: audit.WeightsOptions{Base: c.base, Trained: c.trained, NoUpdate: c.changedD}}, &out)
+		Weights: audit.WeightsOptions{Base: c.Base, Trained: c.Trained, NoUpdate: c.ChangedD}}, &out)
 	if code := exitCode(t.Context(), err); code != exitCheckFailed {
 		t.Errorf("exit %d, want %d", code, exitCheckFailed)
 	}
@@ -112,7 +112,7 @@ func TestAuditWeightsJSON(t *testing.T) {
 func TestAuditWeightsNeedsLedger(t *testing.T) {
 	c := writeTestCheckpoints(t)
 	_, err := runAuditWeights(t.Context(), auditWeightsOptions{Dir: filepath.Join(t.TempDir(), "none"),
-		Weights: audit.WeightsOptions{Base: c.base, Trained: c.trained}}, new(bytes.Buffer))
+		Weights: audit.WeightsOptions{Base: c.Base, Trained: c.Trained}}, new(bytes.Buffer))
 	if code := exitCode(t.Context(), err); code != exitError || !strings.Contains(err.Error(), "rlgate init") {
 		t.Errorf("exit %d (%v), want %d with a hint to rlgate init", code, err, exitError)
 	}

@@ -20,31 +20,17 @@ import (
 // and float dtype; the checkpoint tests derive the others from it.
 const sampleCkpt = "../../testdata/safetensors/overall.safetensors"
 
-// testCheckpoints are the checkpoints of the ckpt and audit tests.
-type testCheckpoints struct {
-	base, noupdate, trained, resharded, changedD string
-}
-
-// writeTestCheckpoints writes: a copy of the sample; the sample with
-// element 0 of tensor f (F32) turned from -3 into -2, in one file and
-// re-sharded into three; and the sample with a low bit of tensor d changed.
-func writeTestCheckpoints(t *testing.T) testCheckpoints {
-	t.Helper()
-	dir := t.TempDir()
-	return testCheckpoints{
-		base:      sampleCkpt,
-		noupdate:  manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "noupdate"), 1, nil),
-		trained:   manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "trained"), 1, manifeststest.Flip("f", 2, 0x40)),
-		resharded: manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "resharded"), 3, manifeststest.Flip("f", 2, 0x40)),
-		changedD:  manifeststest.Copy(t, sampleCkpt, filepath.Join(dir, "changed-d"), 2, manifeststest.Flip("d", 9, 0x01)),
-	}
+// writeTestCheckpoints writes the checkpoints of the ckpt and audit
+// commands' tests, derived from sampleCkpt.
+func writeTestCheckpoints(t *testing.T) manifeststest.Checkpoints {
+	return manifeststest.WriteCheckpoints(t, sampleCkpt)
 }
 
 func TestCkptDigest(t *testing.T) {
 	c := writeTestCheckpoints(t)
 	l := ledgertest.New(t)
 	var out bytes.Buffer
-	r, err := runCkptDigest(t.Context(), ckptDigestOptions{Dir: l.Dir(), JSON: true, Record: true, Path: c.trained}, &out)
+	r, err := runCkptDigest(t.Context(), ckptDigestOptions{Dir: l.Dir(), JSON: true, Record: true, Path: c.Trained}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,11 +70,11 @@ func TestCkptDigest(t *testing.T) {
 	// Text: the identity, every file and every tensor. A re-sharded copy of
 	// the same weights has the same identity.
 	out.Reset()
-	if _, err := runCkptDigest(t.Context(), ckptDigestOptions{Path: c.resharded}, &out); err != nil {
+	if _, err := runCkptDigest(t.Context(), ckptDigestOptions{Path: c.Resharded}, &out); err != nil {
 		t.Fatal(err)
 	}
 	text := out.String()
-	for _, s := range []string{r.Identity.String() + "  " + c.resharded, manifests.IndexFile, "model-00003-of-00003.safetensors", "F64", "4 files, 9 tensors"} {
+	for _, s := range []string{r.Identity.String() + "  " + c.Resharded, manifests.IndexFile, "model-00003-of-00003.safetensors", "F64", "4 files, 9 tensors"} {
 		if !strings.Contains(text, s) {
 			t.Errorf("text output lacks %q:\n%s", s, text)
 		}
@@ -110,7 +96,7 @@ func TestCkptDigestErrors(t *testing.T) {
 func TestCkptDiff(t *testing.T) {
 	c := writeTestCheckpoints(t)
 	var out bytes.Buffer
-	r, err := runCkptDiff(t.Context(), ckptDiffOptions{A: c.base, B: c.resharded, Tolerance: manifests.DefaultTolerance}, &out)
+	r, err := runCkptDiff(t.Context(), ckptDiffOptions{A: c.Base, B: c.Resharded, Tolerance: manifests.DefaultTolerance}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -125,7 +111,7 @@ func TestCkptDiff(t *testing.T) {
 
 	// --hash: identities are reported and equal tensors are not read.
 	out.Reset()
-	r, err = runCkptDiff(t.Context(), ckptDiffOptions{A: c.base, B: c.noupdate, Tolerance: manifests.DefaultTolerance, Hash: true, JSON: true}, &out)
+	r, err = runCkptDiff(t.Context(), ckptDiffOptions{A: c.Base, B: c.NoUpdate, Tolerance: manifests.DefaultTolerance, Hash: true, JSON: true}, &out)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +124,7 @@ func TestCkptDiff(t *testing.T) {
 	}
 
 	// A looser tolerance hides the change.
-	r, err = runCkptDiff(t.Context(), ckptDiffOptions{A: c.base, B: c.trained, Tolerance: manifests.Tolerance{ATol: 1}}, new(bytes.Buffer))
+	r, err = runCkptDiff(t.Context(), ckptDiffOptions{A: c.Base, B: c.Trained, Tolerance: manifests.Tolerance{ATol: 1}}, new(bytes.Buffer))
 	if err != nil || r.ElementsChanged != 0 || r.TensorsIdentical != 8 {
 		t.Errorf("atol 1: %v, %+v", err, r)
 	}

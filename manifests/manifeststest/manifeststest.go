@@ -81,3 +81,34 @@ func Flip(name string, i int, mask byte) func(string, []byte) {
 		}
 	}
 }
+
+// Checkpoints are the checkpoints the weights audit and the ckpt commands
+// are tested on, all derived from one real safetensors file.
+type Checkpoints struct {
+	// Base is the sample itself; NoUpdate an identical copy, as an lr = 0
+	// run writes it back.
+	Base, NoUpdate string
+	// Trained has element 0 of tensor f (F32, -3..2) turned from -3 into
+	// -2 (bit 22); Resharded is the same weights in three shards.
+	Trained, Resharded string
+	// BelowTolerance flips the lowest mantissa bit of -3 in f, moving it by
+	// 2.4e-7: inside the element rule's tolerance 1e-8 + 1e-6·3.
+	BelowTolerance string
+	// ChangedD flips a low bit of tensor d (F64), in two shards: an lr = 0
+	// run that nonetheless changed one tensor.
+	ChangedD string
+}
+
+// WriteCheckpoints writes Checkpoints of sample into a temporary directory.
+func WriteCheckpoints(t testing.TB, sample string) Checkpoints {
+	t.Helper()
+	dir := t.TempDir()
+	return Checkpoints{
+		Base:           sample,
+		NoUpdate:       Copy(t, sample, filepath.Join(dir, "noupdate"), 1, nil),
+		Trained:        Copy(t, sample, filepath.Join(dir, "trained"), 1, Flip("f", 2, 0x40)),
+		Resharded:      Copy(t, sample, filepath.Join(dir, "resharded"), 3, Flip("f", 2, 0x40)),
+		BelowTolerance: Copy(t, sample, filepath.Join(dir, "below-tolerance"), 1, Flip("f", 0, 0x01)),
+		ChangedD:       Copy(t, sample, filepath.Join(dir, "changed-d"), 2, Flip("d", 9, 0x01)),
+	}
+}
