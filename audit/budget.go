@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -18,6 +19,7 @@ const (
 	CheckSameTaskSet  = "same-task-set" // ... ran the same task ids
 	CheckSameProtocol = "same-protocol" // ... under the same protocol digest
 	CheckSameGrading  = "same-grading"  // ... graded under the same metric and mode
+	CheckSameEpisodes = "same-episodes" // ... graded every episode of their rollouts (none counted wrong unplayed)
 	CheckWithinBudget = "within-budget" // every episode kept to the protocol's turns and SQL budget, and the rollout finished
 )
 
@@ -38,11 +40,15 @@ type OverBudget struct {
 }
 
 // Budget checks that the labelled evaluations were held to one budget:
-// they share the dataset digests (tasks and gold), the task set, the
-// protocol digest (turn limit, token limits, sampling, SQL timeout and row
-// caps) and the grading metric and mode, with every difference listed side
-// by side; and that each rollout finished with every episode within its
-// protocol's turn and SQL budgets.
+// they share the dataset digests (tasks and gold, and the digest of every
+// database and the SQLite version each grading recorded), the task set,
+// the protocol digest (turn limit, token limits, sampling, SQL timeout and
+// row caps) and the grading metric and mode, with every difference listed
+// side by side; no grading ran on databases that differ from the import
+// (--allow-db-mismatch) or counted unfinished episodes wrong
+// (--allow-incomplete); and each rollout finished with every episode
+// within its protocol's turn and SQL budgets, its unfinished episodes
+// named when it did not.
 func Budget(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) {
 	r := newReport(AuditBudget, s)
 	evals, err := loadEvals(ctx, l, s.Runs)
@@ -69,8 +75,11 @@ func Budget(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) 
 	}
 	same(CheckSameDataset, "tasks digest", func(e *evalRun) string { return e.rollout.TasksDigest.String() })
 	same(CheckSameDataset, "gold digest", func(e *evalRun) string { return e.grade.GoldDigest.String() })
+	sameDatabases(r, evals)
 	same(CheckSameTaskSet, "task set", func(e *evalRun) string { return e.rollout.TaskSet.String() })
 	same(CheckSameGrading, "grading", func(e *evalRun) string { return fmt.Sprintf("%s %s k=%d", e.grade.Metric, e.grade.Mode, e.grade.K) })
+
+	sameEpisodes(r, evals)
 
 	// The protocol: one digest, and when they differ, every field that does.
 	diffs, err := protocolDifferences(evals)
@@ -126,7 +135,7 @@ func withinBudget(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun) 
 	}
 	switch {
 	case e.rolloutRun.Status != "ok":
-		r.fail(CheckWithinBudget, nil, start, "%s: rollout %s is %s, not finished", e.Label, e.grade.Rollout, e.rolloutRun.Status)
+		return unfinished(ctx, l, r, e, len(recs), want, start)
 	case len(recs) != want:
 		r.fail(CheckWithinBudget, nil, start, "%s: rollout %s recorded %d of %d episodes (%d tasks × n=%d)", e.Label, e.grade.Rollout, len(recs), want, e.rollout.Count, p.Sampling.N)
 	case len(over) > 0:
@@ -139,11 +148,118 @@ func withinBudget(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun) 
 	return nil
 }
 
+// unfinished adds the within-budget finding of a rollout that did not end
+// ok: how many of its want episodes are finished, and each (task, sample)
+// left unfinished by a transport failure, with the entries recording
+// them.
+func unfinished(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, finished, want int, seqs []int64) error {
+	left, err := rollout.ReadUnfinished(ctx, l, e.grade.Rollout)
+	if err != nil {
+		return err
+	}
+	ev := make([]OverBudget, len(left))
+	names := make([]string, len(left))
+	for i, u := range left {
+		ev[i] = OverBudget{Label: e.Label, TaskID: u.TaskID, Sample: u.Sample, Detail: "unfinished: " + string(u.StopReason), Seq: u.Seq}
+		names[i] = rollout.EpisodeUser(u.TaskID, u.Sample)
+		seqs = append(seqs, u.Seq)
+	}
+	msg := fmt.Sprintf("%s: rollout %s is %s, not finished: %d of %d episodes unfinished", e.Label, e.grade.Rollout, e.rolloutRun.Status, want-finished, want)
+	if len(left) > 0 {
+		const shown = 20
+		msg += fmt.Sprintf("; %d ended on a transport failure: %s", len(left), strings.Join(names[:min(shown, len(names))], ", "))
+		if len(names) > shown {
+			msg += fmt.Sprintf(" and %d more", len(names)-shown)
+		}
+	}
+	if n := want - finished - len(left); n > 0 {
+		msg += fmt.Sprintf("; %d never played", n)
+	}
+	r.fail(CheckWithinBudget, ev, seqs, "%s", msg)
+	return nil
+}
+
+// sameDatabases adds the same-dataset findings of the databases the
+// gradings recorded (database_check): every database's digest and the
+// SQLite version must agree across the evaluations, with each difference
+// side by side, and no grading may have run on databases that differ from
+// the import (--allow-db-mismatch). A different SQLite version fails, not
+// only notes: the same SQL can get another verdict under another SQLite
+// (3.43 changed how SUM and AVG round), so the paired comparison would
+// credit the model with what the grader changed.
+func sameDatabases(r *Report, evals []*evalRun) {
+	seqs := make([]int64, len(evals))
+	flat := make([]map[string]string, len(evals))
+	recorded := 0
+	for i, e := range evals {
+		seqs[i] = e.gradeRun.StartedSeq
+		flat[i] = map[string]string{}
+		c := e.grade.Databases
+		if c == nil {
+			flat[i]["database digests"] = "(not recorded)"
+			continue
+		}
+		recorded++
+		for id, d := range c.Digests {
+			flat[i]["database "+id] = d.String()
+		}
+		flat[i]["sqlite version"] = cmp.Or(c.SQLiteVersion, "(not recorded)")
+	}
+	if diffs := fieldDifferences(evals, flat); len(diffs) > 0 {
+		fields := make([]string, len(diffs))
+		for i, d := range diffs {
+			fields[i] = d.Field + " (" + sideBySide(evals, d) + ")"
+		}
+		r.fail(CheckSameDataset, diffs, seqs, "the gradings ran on different databases or SQLite versions; %d fields differ: %s. Try: grade every rollout on the databases the import recorded, with one rlgate build",
+			len(diffs), strings.Join(fields, "; "))
+	} else if recorded == 0 {
+		r.pass(CheckSameDataset, nil, seqs, "no grading recorded the databases it ran on (database_check); their digests cannot be compared")
+	} else {
+		c := evals[0].grade.Databases
+		r.pass(CheckSameDataset, nil, seqs, "all %d gradings ran on the same %d databases with SQLite %s", len(evals), len(c.Digests), c.SQLiteVersion)
+	}
+	for _, e := range evals {
+		c := e.grade.Databases
+		if c == nil || len(c.Mismatches) == 0 {
+			continue
+		}
+		parts := make([]string, len(c.Mismatches))
+		for i, m := range c.Mismatches {
+			parts[i] = fmt.Sprintf("%s (%s: %s, the import recorded %s)", m.DBID, m.Path, m.Actual, m.Recorded)
+		}
+		r.fail(CheckSameDataset, c.Mismatches, []int64{e.gradeRun.StartedSeq}, "%s: grading %s ran on %d databases that differ from the import (--allow-db-mismatch): %s",
+			e.Label, e.Run, len(c.Mismatches), strings.Join(parts, "; "))
+	}
+}
+
+// sameEpisodes adds the same-episodes finding: a grading that counted
+// unfinished episodes of an incomplete rollout wrong (eval
+// --allow-incomplete) did not grade the episodes the others did.
+func sameEpisodes(r *Report, evals []*evalRun) {
+	var parts []string
+	var seqs []int64
+	for _, e := range evals {
+		if e.grade.AllowIncomplete && e.grade.Unfinished > 0 {
+			parts = append(parts, fmt.Sprintf("%s: grading %s counted %d of %d episodes wrong without a finished episode to grade (rollout %s was incomplete; eval --allow-incomplete)",
+				e.Label, e.Run, e.grade.Unfinished, e.rollout.Count*e.rollout.Protocol.Sampling.N, e.grade.Rollout))
+			seqs = append(seqs, e.gradeRun.StartedSeq)
+		}
+	}
+	if len(parts) > 0 {
+		r.fail(CheckSameEpisodes, nil, seqs, "the compared evaluations did not get the same episodes: %s. Try: finish the rollout (run the same command again) and grade it anew", strings.Join(parts, "; "))
+		return
+	}
+	all := make([]int64, len(evals))
+	for i, e := range evals {
+		all[i] = e.gradeRun.StartedSeq
+	}
+	r.pass(CheckSameEpisodes, nil, all, "all %d gradings graded a finished episode of every (task, sample)", len(evals))
+}
+
 // protocolDifferences lists the protocol fields (as dotted JSON paths)
 // whose values differ between the evaluations, in path order.
 func protocolDifferences(evals []*evalRun) ([]Difference, error) {
 	flat := make([]map[string]string, len(evals))
-	paths := map[string]bool{}
 	for i, e := range evals {
 		raw, err := json.Marshal(e.rollout.Protocol)
 		if err != nil {
@@ -155,7 +271,17 @@ func protocolDifferences(evals []*evalRun) ([]Difference, error) {
 		}
 		flat[i] = map[string]string{}
 		flatten("", v, flat[i])
-		for k := range flat[i] {
+	}
+	return fieldDifferences(evals, flat), nil
+}
+
+// fieldDifferences lists the fields whose values (flat[i] for evals[i],
+// "(absent)" where one has none) differ between the evaluations, in field
+// order.
+func fieldDifferences(evals []*evalRun, flat []map[string]string) []Difference {
+	paths := map[string]bool{}
+	for _, f := range flat {
+		for k := range f {
 			paths[k] = true
 		}
 	}
@@ -173,7 +299,7 @@ func protocolDifferences(evals []*evalRun) ([]Difference, error) {
 			out = append(out, d)
 		}
 	}
-	return out, nil
+	return out
 }
 
 // flatten writes every leaf of a decoded JSON value under its dotted path.

@@ -21,11 +21,15 @@
 // Options.Mutate, that re-playing sampled tasks beside a mutated gold sends
 // byte-identical requests; Split that training data and evaluation tasks
 // share no id, question or (optionally) database; Budget that compared
-// evaluations share dataset, task set, protocol and grading, and kept to
-// their budgets; Reward that gold graded against itself scores 1 and the
-// databases exist, and that the trained run's reward is alive and its KL
-// bounded; Training that each run took optimizer steps with the right
-// learning rate; Identity that each evaluation served the model its label
+// evaluations share dataset (the databases and SQLite version their
+// gradings recorded included), task set, protocol and grading, graded the
+// same episodes (none counted wrong unplayed), and kept to their budgets,
+// naming each unfinished episode of a rollout that did not end ok; Reward
+// that the databases exist with their recorded digests and gold graded
+// against itself scores 1, and that the trained run's reward is alive and
+// its KL bounded; Training that each run ended ok (its exit code cited
+// when not), recorded no problem with its metrics files, and took
+// optimizer steps with the right learning rate; Identity that each evaluation served the model its label
 // names and the No-update control left the weights alone. Each returns a
 // Report with every finding and the ledger seqs behind it, recorded as an
 // audit.NAME entry.

@@ -41,6 +41,11 @@ type goldSource struct {
 	dbRoot     string
 	metric     grading.Metric
 	seqs       []int64
+	// recorded are the digests of the databases (by db_id) the ledger
+	// recorded for this gold: the import's for training data, the
+	// grading's database_check for an evaluation; by whom, for messages.
+	recorded   map[string]ledger.Digest
+	recordedBy string
 }
 
 // Reward checks the reward signal. Before training: for the dataset each
@@ -84,7 +89,7 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 			}
 		}
 		// The gold digest must be the one the ledger recorded at import.
-		imp, err := importSeq(ctx, l, man)
+		imp, recorded, err := importSeq(ctx, l, man)
 		if err != nil {
 			return nil, err
 		}
@@ -93,11 +98,16 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 			continue
 		}
 		src.seqs = append(src.seqs, imp)
+		src.recorded, src.recordedBy = recorded.Databases, fmt.Sprintf("the import (entry %d)", imp)
 		sources = append(sources, src)
 	}
 	for _, e := range evals {
-		sources = append(sources, goldSource{what: fmt.Sprintf("%s (rollout %s)", e.Label, e.grade.Rollout), dir: e.datasetDir(), goldDigest: e.grade.GoldDigest,
-			dbRoot: e.rollout.DBRoot, metric: grading.Metric(e.grade.Metric), seqs: []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}})
+		src := goldSource{what: fmt.Sprintf("%s (rollout %s)", e.Label, e.grade.Rollout), dir: e.datasetDir(), goldDigest: e.grade.GoldDigest,
+			dbRoot: e.rollout.DBRoot, metric: grading.Metric(e.grade.Metric), seqs: []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}}
+		if c := e.grade.Databases; c != nil {
+			src.recorded, src.recordedBy = c.Digests, fmt.Sprintf("grading %s (entry %d)", e.Run, e.gradeRun.StartedSeq)
+		}
+		sources = append(sources, src)
 	}
 	seen := map[string]bool{}
 	g := grading.NewGrader(grading.Options{}, nil)
@@ -138,11 +148,13 @@ func dbRootParam(params map[string]string) (string, string, bool) {
 }
 
 // importSeq returns the dataset entry of the rlgate data import that wrote
-// man's tasks and gold, or 0.
-func importSeq(ctx context.Context, l *ledger.Ledger, man *dataset.Manifest) (int64, error) {
+// man's tasks and gold, or 0, with the manifest the ledger holds for it
+// (whose database digests are the ones recorded at import, not those of
+// a manifest.json edited since).
+func importSeq(ctx context.Context, l *ledger.Ledger, man *dataset.Manifest) (int64, *dataset.Manifest, error) {
 	rows, err := l.ArtifactsByDigest(ctx, man.Tasks.Digest)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
 	for _, row := range rows {
 		if row.Role != "dataset" || row.Manifest == nil {
@@ -150,14 +162,14 @@ func importSeq(ctx context.Context, l *ledger.Ledger, man *dataset.Manifest) (in
 		}
 		raw, err := l.ReadBlob(*row.Manifest)
 		if err != nil {
-			return 0, err
+			return 0, nil, err
 		}
 		var m dataset.Manifest
 		if err := json.Unmarshal(raw, &m); err == nil && m.Gold.Digest == man.Gold.Digest {
-			return row.Seq, nil
+			return row.Seq, &m, nil
 		}
 	}
-	return 0, nil
+	return 0, nil, nil
 }
 
 // selfGrade adds the databases-present and gold-self-grade findings of one
@@ -188,6 +200,17 @@ func selfGrade(ctx context.Context, r *Report, g *grading.Grader, src goldSource
 			src.dbRoot, strings.Join(missing, ", "))
 	} else {
 		r.pass(CheckDatabasesPresent, nil, src.seqs, "%s: all %d databases present under %s", src.what, len(distinctDBs(golds)), src.dbRoot)
+	}
+	if changed, err := changedDatabases(ctx, src, golds, missing); err != nil {
+		return err
+	} else if len(changed) > 0 {
+		parts := make([]string, len(changed))
+		for i, m := range changed {
+			parts[i] = fmt.Sprintf("%s (%s: %s, recorded %s)", m.DBID, m.Path, m.Actual, m.Recorded)
+		}
+		r.fail(CheckGoldSelfGrade, changed, src.seqs, "%s: %d databases under %s differ from the digests %s recorded, so the gold was not graded on them: %s",
+			src.what, len(changed), src.dbRoot, src.recordedBy, strings.Join(parts, "; "))
+		return nil
 	}
 
 	sample := sampleGold(golds, o.SelfGradeSample)
@@ -221,6 +244,27 @@ func selfGrade(ctx context.Context, r *Report, g *grading.Grader, src goldSource
 	}
 	r.pass(CheckGoldSelfGrade, nil, src.seqs, "%s: gold graded against itself scored 1 on %d of %d sampled tasks", src.what, ok, len(sample))
 	return nil
+}
+
+// changedDatabases hashes every database the golds run on that is present
+// under src's root and has a recorded digest, and returns those whose
+// digest differs from the recorded one: a wrong database root or a
+// database changed since the import or the grading.
+func changedDatabases(ctx context.Context, src goldSource, golds []gold.Gold, missing []string) ([]grading.DatabaseMismatch, error) {
+	want := &dataset.Manifest{DBRoot: src.dbRoot, Databases: map[string]ledger.Digest{}}
+	for _, db := range distinctDBs(golds) {
+		if d, ok := src.recorded[db]; ok && !slices.Contains(missing, db) {
+			want.Databases[db] = d
+		}
+	}
+	if len(want.Databases) == 0 {
+		return nil, nil
+	}
+	c, err := grading.CheckDatabases(ctx, want, src.dbRoot, true, nil)
+	if err != nil {
+		return nil, err
+	}
+	return c.Mismatches, nil
 }
 
 func distinctDBs(golds []gold.Gold) []string {

@@ -9,6 +9,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
+	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -27,6 +28,14 @@ type gradeStart struct {
 	Dataset        string        `json:"dataset"`
 	TasksDigest    ledger.Digest `json:"tasks_digest"`
 	GoldDigest     ledger.Digest `json:"gold_digest"`
+	// AllowIncomplete and Unfinished: the grading counted Unfinished
+	// (task, sample) pairs of an incomplete rollout wrong (eval
+	// --allow-incomplete).
+	AllowIncomplete bool `json:"allow_incomplete"`
+	Unfinished      int  `json:"unfinished_episodes"`
+	// Databases are the databases graded on by digest, those that differed
+	// from the import, and the SQLite version; nil when not recorded.
+	Databases *grading.DatabaseCheck `json:"database_check"`
 }
 
 // evalRun is a labelled grading run with the rollout it graded.

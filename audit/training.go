@@ -11,11 +11,13 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/metrics"
+	"github.com/rlgate/rlgate/stages/runner"
 )
 
 // The checks of the training audit.
 const (
 	CheckRunOK          = "run-ok"          // the stage ended ok
+	CheckMetricFindings = "metric-findings" // the stage's metrics files were read without problems
 	CheckOptimizerSteps = "optimizer-steps" // at least one optimizer step is logged
 	CheckLearningRate   = "learning-rate"   // lr > 0 for a trained run, lr = 0 for the No-update control
 )
@@ -84,10 +86,8 @@ func Training(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		if t.run.EndedSeq != nil {
 			end = []int64{*t.run.EndedSeq}
 		}
-		if t.run.Status == "ok" {
-			r.pass(CheckRunOK, nil, end, "%s: stage run %s ended ok", t.Label, t.Run)
-		} else {
-			r.fail(CheckRunOK, nil, end, "%s: stage run %s is %s", t.Label, t.Run, t.run.Status)
+		if err := runEnded(ctx, l, r, t, end); err != nil {
+			return nil, err
 		}
 
 		steps, err := canonSeries(ctx, l, t.Run, metrics.OptimizerStep)
@@ -112,6 +112,42 @@ func Training(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		learningRate(r, t, lr)
 	}
 	return r, nil
+}
+
+// runEnded adds the run-ok and metric-findings findings of one run, from
+// its run.end entry (end): its status with the stage's exit code and the
+// reason it ended so, and every problem rlgate run found in its metrics
+// files, each a warning that did not change the status but leaves the
+// metrics the other checks read in doubt.
+func runEnded(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, end []int64) error {
+	var body runner.EndBody
+	if t.run.EndedSeq != nil {
+		if err := decodeEntry(ctx, l, *t.run.EndedSeq, &body); err != nil {
+			return fmt.Errorf("training %s=%s: %w", t.Label, t.Run, err)
+		}
+	}
+	if t.run.Status == "ok" {
+		r.pass(CheckRunOK, nil, end, "%s: stage run %s ended ok", t.Label, t.Run)
+	} else {
+		how := t.run.Status
+		if t.run.ExitCode != nil {
+			how += fmt.Sprintf(" (exited %d)", *t.run.ExitCode)
+		}
+		if body.Reason != "" {
+			how += ": " + body.Reason
+		}
+		r.fail(CheckRunOK, nil, end, "%s: stage run %s is %s", t.Label, t.Run, how)
+	}
+	switch {
+	case t.run.EndedSeq == nil:
+		r.fail(CheckMetricFindings, nil, end, "%s: stage run %s has not ended; its metrics are not final", t.Label, t.Run)
+	case len(body.MetricFindings) > 0:
+		r.fail(CheckMetricFindings, body.MetricFindings, end, "%s: stage run %s recorded %d problems with its metrics files (run.end metric_findings): %s",
+			t.Label, t.Run, len(body.MetricFindings), strings.Join(body.MetricFindings, "; "))
+	default:
+		r.pass(CheckMetricFindings, nil, end, "%s: stage run %s read its metrics files without problems", t.Label, t.Run)
+	}
+	return nil
 }
 
 // learningRate adds the learning-rate finding of one run.

@@ -150,20 +150,30 @@ var ledgerAuditHelp = map[string][2]string{
 			"  task id.\n"},
 	audit.AuditBudget: {"check that compared evaluations were held to one budget",
 		"  same-dataset, same-task-set, same-protocol, same-grading: the --runs share\n" +
-			"  tasks and gold digests, task set, protocol digest (turns, tokens, sampling,\n" +
-			"  SQL timeout and row caps) and metric; every difference is listed side by\n" +
-			"  side; within-budget: each rollout finished and no episode spent more turns\n" +
-			"  or SQL executions than its protocol allows.\n"},
+			"  tasks and gold digests, the digest of every database and the SQLite version\n" +
+			"  their gradings recorded (database_check; another SQLite fails: it can change\n" +
+			"  verdicts), task set, protocol digest (turns, tokens, sampling, SQL timeout\n" +
+			"  and row caps) and metric; every difference is listed side by side, and a\n" +
+			"  grading on databases that differ from the import (--allow-db-mismatch)\n" +
+			"  fails; same-episodes: no grading counted unfinished episodes wrong (eval\n" +
+			"  --allow-incomplete); within-budget: each rollout finished (else its\n" +
+			"  unfinished episodes are listed) and no episode spent more turns or SQL\n" +
+			"  executions than its protocol allows.\n"},
 	audit.AuditReward: {"check that the reward signal is alive",
 		"  databases-present, gold-self-grade: for the dataset each --train run read\n" +
 			"  (graded on its db_root parameter when it has one) and each evaluation's,\n" +
-			"  every database exists and gold graded against itself scores 1 on at least\n" +
-			"  99% of a sample (a wrong database path fails here); execution-reward: the\n" +
+			"  every database exists, has the digest the ledger recorded (the import's, or\n" +
+			"  the grading's database_check), and gold graded against itself scores 1 on\n" +
+			"  at least 99% of a sample (a wrong database path fails here); a changed\n" +
+			"  database fails with both digests named; execution-reward: the\n" +
 			"  rl run's logged reward is not constantly 0; kl-growth: its KL in the last\n" +
 			"  tenth of training over the first tenth stays under --max-kl-growth;\n" +
 			"  zero-variance and sql-timeouts are reported.\n"},
 	audit.AuditTraining: {"check that each training run trained",
-		"  run-ok: the stage ended ok; optimizer-steps: at least one optimizer step is\n" +
+		"  run-ok: the stage ended ok (else its status, exit code and reason);\n" +
+			"  metric-findings: run.end records no problem with the metrics files\n" +
+			"  (metric_findings: a parse error, a file never written, a key twice in a\n" +
+			"  step); optimizer-steps: at least one optimizer step is\n" +
 			"  logged; learning-rate: lr > 0 for a trained run and lr = 0 at every step\n" +
 			"  for the noupdate run (from the metrics, else an lr parameter).\n"},
 	audit.AuditIdentity: {"check that the evaluated models are the trained ones",

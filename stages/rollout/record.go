@@ -134,6 +134,35 @@ func ReadRecorded(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded
 	return out, nil
 }
 
+// ReadUnfinished lists the (task, sample) pairs of a run that have no
+// finished episode but were recorded unfinished (transport failures), by
+// their last unfinished episode, in the order recorded: what a rollout
+// that ended failed left undone, for an audit to name.
+func ReadUnfinished(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, error) {
+	all, err := readRefs(ctx, l, run)
+	if err != nil {
+		return nil, err
+	}
+	finished := map[episodeKey]bool{}
+	last := map[episodeKey]int{}
+	for i, r := range all {
+		k := episodeKey{r.TaskID, r.Sample}
+		if r.StopReason.Finished() {
+			finished[k] = true
+		} else {
+			last[k] = i
+		}
+	}
+	var out []Recorded
+	for i, r := range all {
+		k := episodeKey{r.TaskID, r.Sample}
+		if !finished[k] && last[k] == i && !r.StopReason.Finished() {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
 // readRefs lists every episode reference of a run, unfinished ones
 // included, in the order recorded. A (task, sample) may be recorded
 // unfinished any number of times and then finished once; anything
