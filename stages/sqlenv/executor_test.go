@@ -202,8 +202,11 @@ func TestExecuteContext(t *testing.T) {
 		if !errors.Is(err, ErrTimeout) || !errors.Is(err, context.DeadlineExceeded) {
 			t.Fatalf("err = %v, want a timeout", err)
 		}
-		if d := time.Since(start); d > 300*time.Millisecond && !raceEnabled {
-			t.Errorf("interrupted after %s", d)
+		// An endless query that returns at all was interrupted; the bound
+		// only tells the 100 ms deadline from a longer default (the
+		// graders' are 30 s and more), and leaves a loaded machine room.
+		if d := time.Since(start); d > 5*time.Second {
+			t.Errorf("interrupted after %s: the 100 ms deadline was not the one applied", d)
 		}
 		// The connection stays usable and no stale interrupt hits the next query.
 		if _, err := e.Execute(context.Background(), dogKennels, "SELECT count(*) FROM Dogs"); err != nil {
