@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -21,6 +24,7 @@ import (
 // is held and searched once.
 type rolloutScan struct {
 	Tasks    map[string]*taskMessages
+	buf      []byte // scratch for decoding strings
 	Episodes int
 	SQLRuns  int // executed <sql> turns
 	Timeouts int
@@ -32,14 +36,20 @@ type rolloutScan struct {
 // taskMessages are the distinct policy-visible messages of one task.
 type taskMessages struct {
 	Messages []*seenMessage
-	index    map[string]*seenMessage
+	index    map[messageKey]*seenMessage
 	// opening is the quoted messages of the task's first request as an
 	// episode line holds them, and openingMsgs their policy messages:
 	// every sample of a task opens with them, so a later request that
 	// starts with these bytes has only its remaining messages decoded.
+	// openingSeen are their entries in Messages, once seen: an episode
+	// that opens with them is added to these without a look-up.
 	opening     []byte
 	openingMsgs []rollout.Message
+	openingSeen []*seenMessage
 }
+
+// messageKey names a distinct message.
+type messageKey struct{ role, content string }
 
 // seenMessage is one distinct message and the episodes that were sent it.
 type seenMessage struct {
@@ -183,12 +193,12 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	tm := s.task(r.TaskID)
 	see := func(msgs []rollout.Message) {
 		for _, m := range msgs {
-			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+			tm.see(m.Role, m.Content).add(r.Sample, r.Seq)
 		}
 	}
 	if quoted && tm.opening == nil && len(requests) > 0 {
 		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
-			body, err := unquote(requests[0])
+			body, err := s.unquote(requests[0])
 			if err != nil {
 				return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
 			}
@@ -207,12 +217,19 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 			see(policyMessages(req))
 			continue
 		}
-		if msgs, ok := afterOpening(req, tm); ok {
-			see(tm.openingMsgs)
+		if msgs, ok := s.afterOpening(req, tm); ok {
+			if tm.openingSeen == nil {
+				for _, m := range tm.openingMsgs {
+					tm.openingSeen = append(tm.openingSeen, tm.see(m.Role, m.Content))
+				}
+			}
+			for _, m := range tm.openingSeen {
+				m.add(r.Sample, r.Seq)
+			}
 			see(msgs)
 			continue
 		}
-		body, err := unquote(req)
+		body, err := s.unquote(req)
 		if err != nil {
 			return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
 		}
@@ -224,7 +241,7 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 // afterOpening decodes the policy messages of a quoted request that
 // follow the task's opening messages; ok is false when the request does
 // not start with them.
-func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
+func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
 	if tm.opening == nil || !bytes.HasPrefix(req, tm.opening) {
 		return nil, false
 	}
@@ -236,34 +253,38 @@ func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
 	case j < 0 || rest[0] != ',':
 		return nil, false
 	}
-	// ",{...},{...}" quoted: wrap it as the quoted array "[{...},{...}]".
-	arr := make([]byte, 0, j+3)
-	arr = append(append(append(arr, `"[`...), rest[1:j]...), `]"`...)
-	raw, err := unquote(arr)
-	if err != nil {
+	// ",{...},{...}" quoted: decode it as the array [{...},{...}].
+	arr, ok := appendUnescaped(append(s.buf[:0], '['), rest[1:j])
+	s.buf = arr
+	if !ok {
 		return nil, false
 	}
-	var msgs []rollout.Message
-	if err := json.Unmarshal(raw, &msgs); err != nil {
+	msgs, err := parseMessages(append(arr, ']'))
+	if err != nil {
 		return nil, false
 	}
 	return policyOnly(msgs), true
 }
 
-// unquote decodes a JSON string token.
-func unquote(tok []byte) ([]byte, error) {
-	var s string
-	if err := json.Unmarshal(tok, &s); err != nil {
-		return nil, err
+// errBadString is unquote's error for a token that is not a JSON string.
+var errBadString = errors.New("not a valid JSON string")
+
+// unquote decodes a JSON string token into a new slice.
+func (s *rolloutScan) unquote(tok []byte) ([]byte, error) {
+	out, ok := appendUnquoted(nil, tok)
+	if !ok {
+		return nil, errBadString
 	}
-	return []byte(s), nil
+	return out, nil
 }
 
 // Byte patterns of an episode line as rollout writes it (encoding/json,
 // fields in struct order). Inside a JSON string every quote is escaped,
-// so an unescaped `"request":"` is the key of a turn's request body.
+// so an unescaped `"request":` is the key of a turn's request body.
 var (
-	requestKey   = []byte(`"request":"`)
+	taskIDKey    = []byte(`{"task_id":`)
+	sampleKey    = []byte(`,"sample":`)
+	requestKey   = []byte(`"request":`)
 	sqlStatusKey = []byte(`"sql_status":"`)
 	messagesEnd  = []byte(`],"max_tokens":`)
 	// quotedMessagesEnd is messagesEnd inside a JSON string.
@@ -275,37 +296,39 @@ var (
 // when the line is not laid out as rollout writes it (a base64 body,
 // another order), and the caller decodes it whole.
 func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
-	head, err := json.Marshal(struct {
-		TaskID string `json:"task_id"`
-		Sample int    `json:"sample"`
-	}{r.TaskID, r.Sample})
-	if err != nil || !bytes.HasPrefix(line, head[:len(head)-1]) || len(line) <= len(head) || line[len(head)-1] != ',' {
+	if !bytes.HasPrefix(line, taskIDKey) {
 		return nil, nil, false
 	}
-	rest := line
-	for {
-		i := bytes.Index(rest, requestKey)
-		if i < 0 {
-			break
-		}
-		tok, n := jsonStringToken(rest[i+len(requestKey)-1:])
+	rest := line[len(taskIDKey):]
+	tok, n := jsonStringToken(rest)
+	if id, ok := appendUnquoted(nil, tok); n == 0 || !ok || string(id) != r.TaskID {
+		return nil, nil, false
+	}
+	rest = rest[n:]
+	sample := strconv.AppendInt(slices.Clip(sampleKey), int64(r.Sample), 10)
+	if !bytes.HasPrefix(rest, sample) || len(rest) == len(sample) || rest[len(sample)] != ',' {
+		return nil, nil, false
+	}
+	next := bytes.Index(rest, requestKey)
+	for next >= 0 {
+		// A request that is not a string is a base64 body.
+		tok, n := jsonStringToken(rest[next+len(requestKey):])
 		if n == 0 {
 			return nil, nil, false
 		}
 		requests = append(requests, tok)
-		rest = rest[i+len(requestKey)-1+n:]
+		rest = rest[next+len(requestKey)+n:]
 		status := ""
-		next := bytes.Index(rest, requestKey)
+		next = bytes.Index(rest, requestKey)
 		if j := bytes.Index(rest, sqlStatusKey); j >= 0 && (next < 0 || j < next) {
 			tok, n := jsonStringToken(rest[j+len(sqlStatusKey)-1:])
-			if n == 0 || json.Unmarshal(tok, &status) != nil {
+			st, ok := appendUnquoted(nil, tok)
+			if n == 0 || !ok {
 				return nil, nil, false
 			}
+			status = string(st)
 		}
 		statuses = append(statuses, status)
-	}
-	if bytes.Contains(line, []byte(`"request":{`)) {
-		return nil, nil, false
 	}
 	return requests, statuses, true
 }
@@ -346,31 +369,36 @@ func messagesPrefix(a, b, end []byte) bool {
 func (s *rolloutScan) task(id string) *taskMessages {
 	tm := s.Tasks[id]
 	if tm == nil {
-		tm = &taskMessages{index: map[string]*seenMessage{}}
+		tm = &taskMessages{index: map[messageKey]*seenMessage{}}
 		s.Tasks[id] = tm
 	}
 	return tm
 }
 
-// see records that the episodes given were sent a message.
-func (tm *taskMessages) see(role, content string, samples []int, seqs []int64) {
-	key := role + "\x00" + content
+// see returns the entry of a message, added when it is new.
+func (tm *taskMessages) see(role, content string) *seenMessage {
+	key := messageKey{role, content}
 	m := tm.index[key]
 	if m == nil {
 		m = &seenMessage{Role: role, Content: content}
 		tm.index[key] = m
 		tm.Messages = append(tm.Messages, m)
 	}
-	for _, smp := range samples {
-		if len(m.Samples) == 0 || m.Samples[len(m.Samples)-1] != smp {
-			m.Samples = append(m.Samples, smp)
-		}
+	return m
+}
+
+// add records that an episode was sent the message.
+func (m *seenMessage) add(sample int, seq int64) {
+	m.Samples = appendNew(m.Samples, sample)
+	m.Seqs = appendNew(m.Seqs, seq)
+}
+
+// appendNew appends x to xs unless it is already xs's last.
+func appendNew[T comparable](xs []T, x T) []T {
+	if len(xs) == 0 || xs[len(xs)-1] != x {
+		xs = append(xs, x)
 	}
-	for _, q := range seqs {
-		if len(m.Seqs) == 0 || m.Seqs[len(m.Seqs)-1] != q {
-			m.Seqs = append(m.Seqs, q)
-		}
-	}
+	return xs
 }
 
 // merge adds another part's episodes, in order.
@@ -382,7 +410,13 @@ func (s *rolloutScan) merge(p *rolloutScan) {
 	for id, ptm := range p.Tasks {
 		tm := s.task(id)
 		for _, m := range ptm.Messages {
-			tm.see(m.Role, m.Content, m.Samples, m.Seqs)
+			to := tm.see(m.Role, m.Content)
+			for _, smp := range m.Samples {
+				to.Samples = appendNew(to.Samples, smp)
+			}
+			for _, q := range m.Seqs {
+				to.Seqs = appendNew(to.Seqs, q)
+			}
 		}
 	}
 }
