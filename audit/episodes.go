@@ -198,11 +198,15 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	}
 	if quoted && tm.opening == nil && len(requests) > 0 {
 		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
-			body, err := s.unquote(requests[0])
-			if err != nil {
-				return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+			msgs, ok := s.quotedMessages(requests[0][:k])
+			if !ok {
+				body, err := s.unquote(requests[0])
+				if err != nil {
+					return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+				}
+				msgs = policyMessages(body)
 			}
-			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), policyMessages(body)
+			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), msgs
 		}
 	}
 	for i, req := range requests {
@@ -266,6 +270,27 @@ func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) ([]rollout.Mess
 	return policyOnly(msgs), true
 }
 
+// quotedMessages decodes the policy messages of a quoted request cut
+// where its messages end; ok is false when it does not hold a messages
+// array as rollout writes it. Inside the quoted request an inner string's
+// quotes are written \\\", so `\"messages\":[` is the key itself.
+func (s *rolloutScan) quotedMessages(req []byte) ([]rollout.Message, bool) {
+	i := bytes.Index(req, quotedMessagesKey)
+	if i < 0 {
+		return nil, false
+	}
+	arr, ok := appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:])
+	s.buf = arr
+	if !ok {
+		return nil, false
+	}
+	msgs, err := parseMessages(append(arr, ']'))
+	if err != nil {
+		return nil, false
+	}
+	return policyOnly(msgs), true
+}
+
 // errBadString is unquote's error for a token that is not a JSON string.
 var errBadString = errors.New("not a valid JSON string")
 
@@ -287,8 +312,10 @@ var (
 	requestKey   = []byte(`"request":`)
 	sqlStatusKey = []byte(`"sql_status":"`)
 	messagesEnd  = []byte(`],"max_tokens":`)
-	// quotedMessagesEnd is messagesEnd inside a JSON string.
+	// quotedMessagesEnd is messagesEnd inside a JSON string, and
+	// quotedMessagesKey the key that opens the messages.
 	quotedMessagesEnd = []byte(`],\"max_tokens\":`)
+	quotedMessagesKey = []byte(`\"messages\":[`)
 )
 
 // scanEpisodeLine finds the request bodies (as JSON string tokens) and SQL
