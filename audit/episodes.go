@@ -70,33 +70,65 @@ type episodeView struct {
 }
 
 // scanCache holds the scans of one audit or gate run, so audits that read
-// the same rollout decode it once.
+// the same rollout decode it once. Different rollouts are scanned at the
+// same time.
 type scanCache struct {
 	mu    sync.Mutex
-	scans map[string]*rolloutScan
+	scans map[string]*cachedScan
+}
+
+// cachedScan is one rollout's scan, ready once done is closed.
+type cachedScan struct {
+	done chan struct{}
+	s    *rolloutScan
+	err  error
 }
 
 // scan returns the scan of rollout run, decoding its blobs on every core
-// the first time.
+// the first time; a caller that asks while another decodes it waits. A
+// scan that failed is not kept.
 func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
-	if c != nil {
+	if c == nil {
+		return scanRollout(ctx, l, run)
+	}
+	c.mu.Lock()
+	e := c.scans[run]
+	if e != nil {
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.s, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e = &cachedScan{done: make(chan struct{})}
+	if c.scans == nil {
+		c.scans = map[string]*cachedScan{}
+	}
+	c.scans[run] = e
+	c.mu.Unlock()
+	e.s, e.err = scanRollout(ctx, l, run)
+	if e.err != nil {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		if s, ok := c.scans[run]; ok {
-			return s, nil
-		}
+		delete(c.scans, run)
+		c.mu.Unlock()
 	}
-	s, err := scanRollout(ctx, l, run)
-	if err != nil {
-		return nil, err
+	close(e.done)
+	return e.s, e.err
+}
+
+// scanAll scans the rollouts of evals at the same time, so one's serial
+// parts (listing its episodes) overlap another's blob reads.
+func (c *scanCache) scanAll(ctx context.Context, l *ledger.Ledger, evals []*evalRun) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, e := range evals {
+		g.Go(func() error {
+			_, err := c.scan(ctx, l, e.grade.Rollout)
+			return err
+		})
 	}
-	if c != nil {
-		if c.scans == nil {
-			c.scans = map[string]*rolloutScan{}
-		}
-		c.scans[run] = s
-	}
-	return s, nil
+	return g.Wait()
 }
 
 // scanRollout reads every episode of a rollout run from its blobs

@@ -58,6 +58,12 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	if len(evals) == 0 {
 		return nil, fmt.Errorf("audit gold: name the evaluations (runs)")
 	}
+	if cache == nil {
+		cache = &scanCache{}
+	}
+	if err := cache.scanAll(ctx, l, evals); err != nil {
+		return nil, err
+	}
 	checkedTasks := map[string]bool{}
 	for _, e := range evals {
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
