@@ -154,13 +154,14 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutSca
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			raw, err := l.ReadBlob(d)
-			if err != nil {
+			buf := blobBuffers.Get().(*bytes.Buffer)
+			defer blobBuffers.Put(buf)
+			if err := readBlob(l, d, buf); err != nil {
 				return fmt.Errorf("read trajectories of %s: %w", run, err)
 			}
 			part := &rolloutScan{Tasks: map[string]*taskMessages{}}
 			for _, r := range byBlob[d] {
-				if err := part.add(raw, r); err != nil {
+				if err := part.add(buf.Bytes(), r); err != nil {
 					return fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
 				}
 			}
@@ -176,6 +177,25 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutSca
 		out.merge(p)
 	}
 	return out, nil
+}
+
+// blobBuffers are the buffers trajectories blobs are read into, kept from
+// one blob to the next: a gate reads hundreds of megabytes of them, and a
+// fresh buffer each time is cleared and collected again. A scan keeps no
+// reference into a blob's bytes once it has read its episodes.
+var blobBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readBlob reads blob d into buf, re-hashing it: the ledger's reader
+// refuses bytes that do not match the digest when it reaches the end.
+func readBlob(l *ledger.Ledger, d ledger.Digest, buf *bytes.Buffer) error {
+	r, err := l.OpenBlob(d)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf.Reset()
+	_, err = buf.ReadFrom(r)
+	return err
 }
 
 // add reads the episode r names in its blob.
