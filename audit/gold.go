@@ -58,29 +58,37 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	if len(evals) == 0 {
 		return nil, fmt.Errorf("audit gold: name the evaluations (runs)")
 	}
+	// The rollouts of the evaluations whose gold verifies are scanned at
+	// the same time, before their findings are written in order.
+	golds, goldErrs := make([]map[string]string, len(evals)), make([]error, len(evals))
+	var scanned []*evalRun
+	for i, e := range evals {
+		if golds[i], goldErrs[i] = verifiedGold(ctx, e); goldErrs[i] == nil {
+			scanned = append(scanned, e)
+		}
+	}
 	if cache == nil {
 		cache = &scanCache{}
 	}
-	if err := cache.scanAll(ctx, l, evals); err != nil {
+	if err := cache.scanAll(ctx, l, scanned); err != nil {
 		return nil, err
 	}
 	checkedTasks := map[string]bool{}
-	for _, e := range evals {
+	for i, e := range evals {
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
 			checkedTasks[e.rollout.Tasks] = true
 			goldFields(ctx, r, e, seqs)
 		}
-		golds, err := verifiedGold(ctx, e)
-		if err != nil {
-			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, err)
+		if goldErrs[i] != nil {
+			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
 			continue
 		}
-		if err := scanGold(ctx, l, r, e, golds, o, cache); err != nil {
+		if err := scanGold(ctx, l, r, e, golds[i], o, cache); err != nil {
 			return nil, err
 		}
 		if o.Mutate > 0 {
-			if err := goldMutation(ctx, l, r, e, golds, o); err != nil {
+			if err := goldMutation(ctx, l, r, e, golds[i], o); err != nil {
 				return nil, err
 			}
 		}
