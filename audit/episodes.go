@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"runtime"
+	"slices"
+	"strconv"
 	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -21,6 +24,7 @@ import (
 // is held and searched once.
 type rolloutScan struct {
 	Tasks    map[string]*taskMessages
+	buf      []byte // scratch for decoding strings
 	Episodes int
 	SQLRuns  int // executed <sql> turns
 	Timeouts int
@@ -32,14 +36,20 @@ type rolloutScan struct {
 // taskMessages are the distinct policy-visible messages of one task.
 type taskMessages struct {
 	Messages []*seenMessage
-	index    map[string]*seenMessage
+	index    map[messageKey]*seenMessage
 	// opening is the quoted messages of the task's first request as an
 	// episode line holds them, and openingMsgs their policy messages:
 	// every sample of a task opens with them, so a later request that
 	// starts with these bytes has only its remaining messages decoded.
+	// openingSeen are their entries in Messages, once seen: an episode
+	// that opens with them is added to these without a look-up.
 	opening     []byte
 	openingMsgs []rollout.Message
+	openingSeen []*seenMessage
 }
+
+// messageKey names a distinct message.
+type messageKey struct{ role, content string }
 
 // seenMessage is one distinct message and the episodes that were sent it.
 type seenMessage struct {
@@ -60,33 +70,65 @@ type episodeView struct {
 }
 
 // scanCache holds the scans of one audit or gate run, so audits that read
-// the same rollout decode it once.
+// the same rollout decode it once. Different rollouts are scanned at the
+// same time.
 type scanCache struct {
 	mu    sync.Mutex
-	scans map[string]*rolloutScan
+	scans map[string]*cachedScan
+}
+
+// cachedScan is one rollout's scan, ready once done is closed.
+type cachedScan struct {
+	done chan struct{}
+	s    *rolloutScan
+	err  error
 }
 
 // scan returns the scan of rollout run, decoding its blobs on every core
-// the first time.
+// the first time; a caller that asks while another decodes it waits. A
+// scan that failed is not kept.
 func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
-	if c != nil {
+	if c == nil {
+		return scanRollout(ctx, l, run)
+	}
+	c.mu.Lock()
+	e := c.scans[run]
+	if e != nil {
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.s, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e = &cachedScan{done: make(chan struct{})}
+	if c.scans == nil {
+		c.scans = map[string]*cachedScan{}
+	}
+	c.scans[run] = e
+	c.mu.Unlock()
+	e.s, e.err = scanRollout(ctx, l, run)
+	if e.err != nil {
 		c.mu.Lock()
-		defer c.mu.Unlock()
-		if s, ok := c.scans[run]; ok {
-			return s, nil
-		}
+		delete(c.scans, run)
+		c.mu.Unlock()
 	}
-	s, err := scanRollout(ctx, l, run)
-	if err != nil {
-		return nil, err
+	close(e.done)
+	return e.s, e.err
+}
+
+// scanAll scans the rollouts of evals at the same time, so one's serial
+// parts (listing its episodes) overlap another's blob reads.
+func (c *scanCache) scanAll(ctx context.Context, l *ledger.Ledger, evals []*evalRun) error {
+	g, ctx := errgroup.WithContext(ctx)
+	for _, e := range evals {
+		g.Go(func() error {
+			_, err := c.scan(ctx, l, e.grade.Rollout)
+			return err
+		})
 	}
-	if c != nil {
-		if c.scans == nil {
-			c.scans = map[string]*rolloutScan{}
-		}
-		c.scans[run] = s
-	}
-	return s, nil
+	return g.Wait()
 }
 
 // scanRollout reads every episode of a rollout run from its blobs
@@ -112,13 +154,14 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutSca
 			if err := ctx.Err(); err != nil {
 				return err
 			}
-			raw, err := l.ReadBlob(d)
-			if err != nil {
+			buf := blobBuffers.Get().(*bytes.Buffer)
+			defer blobBuffers.Put(buf)
+			if err := readBlob(l, d, buf); err != nil {
 				return fmt.Errorf("read trajectories of %s: %w", run, err)
 			}
 			part := &rolloutScan{Tasks: map[string]*taskMessages{}}
 			for _, r := range byBlob[d] {
-				if err := part.add(raw, r); err != nil {
+				if err := part.add(buf.Bytes(), r); err != nil {
 					return fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
 				}
 			}
@@ -134,6 +177,25 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutSca
 		out.merge(p)
 	}
 	return out, nil
+}
+
+// blobBuffers are the buffers trajectories blobs are read into, kept from
+// one blob to the next: a gate reads hundreds of megabytes of them, and a
+// fresh buffer each time is cleared and collected again. A scan keeps no
+// reference into a blob's bytes once it has read its episodes.
+var blobBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
+
+// readBlob reads blob d into buf, re-hashing it: the ledger's reader
+// refuses bytes that do not match the digest when it reaches the end.
+func readBlob(l *ledger.Ledger, d ledger.Digest, buf *bytes.Buffer) error {
+	r, err := l.OpenBlob(d)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf.Reset()
+	_, err = buf.ReadFrom(r)
+	return err
 }
 
 // add reads the episode r names in its blob.
@@ -183,16 +245,20 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	tm := s.task(r.TaskID)
 	see := func(msgs []rollout.Message) {
 		for _, m := range msgs {
-			tm.see(m.Role, m.Content, []int{r.Sample}, []int64{r.Seq})
+			tm.see(m.Role, m.Content).add(r.Sample, r.Seq)
 		}
 	}
 	if quoted && tm.opening == nil && len(requests) > 0 {
 		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
-			body, err := unquote(requests[0])
-			if err != nil {
-				return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+			msgs, ok := s.quotedMessages(requests[0][:k])
+			if !ok {
+				body, err := s.unquote(requests[0])
+				if err != nil {
+					return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+				}
+				msgs = policyMessages(body)
 			}
-			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), policyMessages(body)
+			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), msgs
 		}
 	}
 	for i, req := range requests {
@@ -207,12 +273,19 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 			see(policyMessages(req))
 			continue
 		}
-		if msgs, ok := afterOpening(req, tm); ok {
-			see(tm.openingMsgs)
+		if msgs, ok := s.afterOpening(req, tm); ok {
+			if tm.openingSeen == nil {
+				for _, m := range tm.openingMsgs {
+					tm.openingSeen = append(tm.openingSeen, tm.see(m.Role, m.Content))
+				}
+			}
+			for _, m := range tm.openingSeen {
+				m.add(r.Sample, r.Seq)
+			}
 			see(msgs)
 			continue
 		}
-		body, err := unquote(req)
+		body, err := s.unquote(req)
 		if err != nil {
 			return fmt.Errorf("line %d: turn %d: request: %w", r.Line, i, err)
 		}
@@ -224,7 +297,7 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 // afterOpening decodes the policy messages of a quoted request that
 // follow the task's opening messages; ok is false when the request does
 // not start with them.
-func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
+func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
 	if tm.opening == nil || !bytes.HasPrefix(req, tm.opening) {
 		return nil, false
 	}
@@ -236,38 +309,65 @@ func afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
 	case j < 0 || rest[0] != ',':
 		return nil, false
 	}
-	// ",{...},{...}" quoted: wrap it as the quoted array "[{...},{...}]".
-	arr := make([]byte, 0, j+3)
-	arr = append(append(append(arr, `"[`...), rest[1:j]...), `]"`...)
-	raw, err := unquote(arr)
-	if err != nil {
+	// ",{...},{...}" quoted: decode it as the array [{...},{...}].
+	arr, ok := appendUnescaped(append(s.buf[:0], '['), rest[1:j])
+	s.buf = arr
+	if !ok {
 		return nil, false
 	}
-	var msgs []rollout.Message
-	if err := json.Unmarshal(raw, &msgs); err != nil {
+	msgs, err := parseMessages(append(arr, ']'))
+	if err != nil {
 		return nil, false
 	}
 	return policyOnly(msgs), true
 }
 
-// unquote decodes a JSON string token.
-func unquote(tok []byte) ([]byte, error) {
-	var s string
-	if err := json.Unmarshal(tok, &s); err != nil {
-		return nil, err
+// quotedMessages decodes the policy messages of a quoted request cut
+// where its messages end; ok is false when it does not hold a messages
+// array as rollout writes it. Inside the quoted request an inner string's
+// quotes are written \\\", so `\"messages\":[` is the key itself.
+func (s *rolloutScan) quotedMessages(req []byte) ([]rollout.Message, bool) {
+	i := bytes.Index(req, quotedMessagesKey)
+	if i < 0 {
+		return nil, false
 	}
-	return []byte(s), nil
+	arr, ok := appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:])
+	s.buf = arr
+	if !ok {
+		return nil, false
+	}
+	msgs, err := parseMessages(append(arr, ']'))
+	if err != nil {
+		return nil, false
+	}
+	return policyOnly(msgs), true
+}
+
+// errBadString is unquote's error for a token that is not a JSON string.
+var errBadString = errors.New("not a valid JSON string")
+
+// unquote decodes a JSON string token into a new slice.
+func (s *rolloutScan) unquote(tok []byte) ([]byte, error) {
+	out, ok := appendUnquoted(nil, tok)
+	if !ok {
+		return nil, errBadString
+	}
+	return out, nil
 }
 
 // Byte patterns of an episode line as rollout writes it (encoding/json,
 // fields in struct order). Inside a JSON string every quote is escaped,
-// so an unescaped `"request":"` is the key of a turn's request body.
+// so an unescaped `"request":` is the key of a turn's request body.
 var (
-	requestKey   = []byte(`"request":"`)
+	taskIDKey    = []byte(`{"task_id":`)
+	sampleKey    = []byte(`,"sample":`)
+	requestKey   = []byte(`"request":`)
 	sqlStatusKey = []byte(`"sql_status":"`)
 	messagesEnd  = []byte(`],"max_tokens":`)
-	// quotedMessagesEnd is messagesEnd inside a JSON string.
+	// quotedMessagesEnd is messagesEnd inside a JSON string, and
+	// quotedMessagesKey the key that opens the messages.
 	quotedMessagesEnd = []byte(`],\"max_tokens\":`)
+	quotedMessagesKey = []byte(`\"messages\":[`)
 )
 
 // scanEpisodeLine finds the request bodies (as JSON string tokens) and SQL
@@ -275,37 +375,39 @@ var (
 // when the line is not laid out as rollout writes it (a base64 body,
 // another order), and the caller decodes it whole.
 func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
-	head, err := json.Marshal(struct {
-		TaskID string `json:"task_id"`
-		Sample int    `json:"sample"`
-	}{r.TaskID, r.Sample})
-	if err != nil || !bytes.HasPrefix(line, head[:len(head)-1]) || len(line) <= len(head) || line[len(head)-1] != ',' {
+	if !bytes.HasPrefix(line, taskIDKey) {
 		return nil, nil, false
 	}
-	rest := line
-	for {
-		i := bytes.Index(rest, requestKey)
-		if i < 0 {
-			break
-		}
-		tok, n := jsonStringToken(rest[i+len(requestKey)-1:])
+	rest := line[len(taskIDKey):]
+	tok, n := jsonStringToken(rest)
+	if id, ok := appendUnquoted(nil, tok); n == 0 || !ok || string(id) != r.TaskID {
+		return nil, nil, false
+	}
+	rest = rest[n:]
+	sample := strconv.AppendInt(slices.Clip(sampleKey), int64(r.Sample), 10)
+	if !bytes.HasPrefix(rest, sample) || len(rest) == len(sample) || rest[len(sample)] != ',' {
+		return nil, nil, false
+	}
+	next := bytes.Index(rest, requestKey)
+	for next >= 0 {
+		// A request that is not a string is a base64 body.
+		tok, n := jsonStringToken(rest[next+len(requestKey):])
 		if n == 0 {
 			return nil, nil, false
 		}
 		requests = append(requests, tok)
-		rest = rest[i+len(requestKey)-1+n:]
+		rest = rest[next+len(requestKey)+n:]
 		status := ""
-		next := bytes.Index(rest, requestKey)
+		next = bytes.Index(rest, requestKey)
 		if j := bytes.Index(rest, sqlStatusKey); j >= 0 && (next < 0 || j < next) {
 			tok, n := jsonStringToken(rest[j+len(sqlStatusKey)-1:])
-			if n == 0 || json.Unmarshal(tok, &status) != nil {
+			st, ok := appendUnquoted(nil, tok)
+			if n == 0 || !ok {
 				return nil, nil, false
 			}
+			status = string(st)
 		}
 		statuses = append(statuses, status)
-	}
-	if bytes.Contains(line, []byte(`"request":{`)) {
-		return nil, nil, false
 	}
 	return requests, statuses, true
 }
@@ -346,31 +448,36 @@ func messagesPrefix(a, b, end []byte) bool {
 func (s *rolloutScan) task(id string) *taskMessages {
 	tm := s.Tasks[id]
 	if tm == nil {
-		tm = &taskMessages{index: map[string]*seenMessage{}}
+		tm = &taskMessages{index: map[messageKey]*seenMessage{}}
 		s.Tasks[id] = tm
 	}
 	return tm
 }
 
-// see records that the episodes given were sent a message.
-func (tm *taskMessages) see(role, content string, samples []int, seqs []int64) {
-	key := role + "\x00" + content
+// see returns the entry of a message, added when it is new.
+func (tm *taskMessages) see(role, content string) *seenMessage {
+	key := messageKey{role, content}
 	m := tm.index[key]
 	if m == nil {
 		m = &seenMessage{Role: role, Content: content}
 		tm.index[key] = m
 		tm.Messages = append(tm.Messages, m)
 	}
-	for _, smp := range samples {
-		if len(m.Samples) == 0 || m.Samples[len(m.Samples)-1] != smp {
-			m.Samples = append(m.Samples, smp)
-		}
+	return m
+}
+
+// add records that an episode was sent the message.
+func (m *seenMessage) add(sample int, seq int64) {
+	m.Samples = appendNew(m.Samples, sample)
+	m.Seqs = appendNew(m.Seqs, seq)
+}
+
+// appendNew appends x to xs unless it is already xs's last.
+func appendNew[T comparable](xs []T, x T) []T {
+	if len(xs) == 0 || xs[len(xs)-1] != x {
+		xs = append(xs, x)
 	}
-	for _, q := range seqs {
-		if len(m.Seqs) == 0 || m.Seqs[len(m.Seqs)-1] != q {
-			m.Seqs = append(m.Seqs, q)
-		}
-	}
+	return xs
 }
 
 // merge adds another part's episodes, in order.
@@ -382,7 +489,13 @@ func (s *rolloutScan) merge(p *rolloutScan) {
 	for id, ptm := range p.Tasks {
 		tm := s.task(id)
 		for _, m := range ptm.Messages {
-			tm.see(m.Role, m.Content, m.Samples, m.Seqs)
+			to := tm.see(m.Role, m.Content)
+			for _, smp := range m.Samples {
+				to.Samples = appendNew(to.Samples, smp)
+			}
+			for _, q := range m.Seqs {
+				to.Seqs = appendNew(to.Seqs, q)
+			}
 		}
 	}
 }

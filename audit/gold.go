@@ -58,23 +58,37 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	if len(evals) == 0 {
 		return nil, fmt.Errorf("audit gold: name the evaluations (runs)")
 	}
+	// The rollouts of the evaluations whose gold verifies are scanned at
+	// the same time, before their findings are written in order.
+	golds, goldErrs := make([]map[string]string, len(evals)), make([]error, len(evals))
+	var scanned []*evalRun
+	for i, e := range evals {
+		if golds[i], goldErrs[i] = verifiedGold(ctx, e); goldErrs[i] == nil {
+			scanned = append(scanned, e)
+		}
+	}
+	if cache == nil {
+		cache = &scanCache{}
+	}
+	if err := cache.scanAll(ctx, l, scanned); err != nil {
+		return nil, err
+	}
 	checkedTasks := map[string]bool{}
-	for _, e := range evals {
+	for i, e := range evals {
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
 			checkedTasks[e.rollout.Tasks] = true
 			goldFields(ctx, r, e, seqs)
 		}
-		golds, err := verifiedGold(ctx, e)
-		if err != nil {
-			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, err)
+		if goldErrs[i] != nil {
+			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
 			continue
 		}
-		if err := scanGold(ctx, l, r, e, golds, o, cache); err != nil {
+		if err := scanGold(ctx, l, r, e, golds[i], o, cache); err != nil {
 			return nil, err
 		}
 		if o.Mutate > 0 {
-			if err := goldMutation(ctx, l, r, e, golds, o); err != nil {
+			if err := goldMutation(ctx, l, r, e, golds[i], o); err != nil {
 				return nil, err
 			}
 		}
@@ -133,11 +147,19 @@ func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, gold
 		return err
 	}
 	leaks, messages := 0, 0
+	// Many tasks share a message (the system prompt, a database's
+	// schema, an observation): each distinct one is normalised once.
+	normalized := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
 		m := newGoldMatcher(golds[id], o.GoldSubstring)
 		for _, msg := range sc.Tasks[id].Messages {
 			messages++
-			match, frag := m.find(msg.Content)
+			t, ok := normalized[msg.Content]
+			if !ok {
+				t = normalizeSQL(msg.Content)
+				normalized[msg.Content] = t
+			}
+			match, frag := m.findNormalized(t)
 			if match == "" {
 				continue
 			}
@@ -167,42 +189,79 @@ func compact[T cmp.Ordered](xs []T) []T {
 
 // goldMatcher finds one gold query, normalised, in normalised text: the
 // whole of it, or any window of its normalised form n characters long.
+// Windows are looked for with a rolling hash: only a text window whose
+// hash is in filter is looked up in windows.
 type goldMatcher struct {
 	whole   string
 	n       int
 	windows map[string]bool
+	filter  [filterBits / 64]uint64
+	pow     uint64 // rollBase to the power n
 }
+
+// The rolling hash of a window w is the sum of w[i]·rollBase^(n-1-i)
+// (mod 2^64); its top bits index the filter.
+const (
+	rollBase   = 0x100000001b3
+	filterBits = 1 << 12
+)
 
 // minWholeGold is the shortest normalised gold looked for whole: a shorter
 // one ("selectcount(*)fromt") would match innocent text.
 const minWholeGold = 16
 
 func newGoldMatcher(sql string, n int) *goldMatcher {
-	m := &goldMatcher{whole: normalizeSQL(sql), n: n, windows: map[string]bool{}}
-	for i := 0; i+n <= len(m.whole); i++ {
-		m.windows[m.whole[i:i+n]] = true
+	m := &goldMatcher{whole: normalizeSQL(sql), n: n, windows: map[string]bool{}, pow: 1}
+	for range n {
+		m.pow *= rollBase
 	}
+	m.roll(m.whole, func(i int, h uint64) bool {
+		m.windows[m.whole[i:i+n]] = true
+		m.filter[h>>52/64] |= 1 << (h >> 52 % 64)
+		return false
+	})
 	return m
+}
+
+// roll calls f with the start and hash of each n-character window of t in
+// order, until f returns true.
+func (m *goldMatcher) roll(t string, f func(i int, h uint64) bool) {
+	if m.n <= 0 || len(t) < m.n {
+		return
+	}
+	var h uint64
+	for i := range m.n {
+		h = h*rollBase + uint64(t[i])
+	}
+	for i := 0; ; i++ {
+		if f(i, h) || i+m.n == len(t) {
+			return
+		}
+		h = h*rollBase + uint64(t[i+m.n]) - uint64(t[i])*m.pow
+	}
 }
 
 // find returns "gold" or "fragment" and what matched, or "".
 func (m *goldMatcher) find(text string) (string, string) {
+	return m.findNormalized(normalizeSQL(text))
+}
+
+// findNormalized is find on text already normalised.
+func (m *goldMatcher) findNormalized(t string) (match, frag string) {
 	if len(m.whole) < minWholeGold {
 		return "", ""
 	}
-	t := normalizeSQL(text)
 	if strings.Contains(t, m.whole) {
 		return "gold", m.whole
 	}
-	if len(m.windows) == 0 {
-		return "", ""
-	}
-	for i := 0; i+m.n <= len(t); i++ {
-		if m.windows[t[i:i+m.n]] {
-			return "fragment", t[i : i+m.n]
+	m.roll(t, func(i int, h uint64) bool {
+		if m.filter[h>>52/64]&(1<<(h>>52%64)) != 0 && m.windows[t[i:i+m.n]] {
+			match, frag = "fragment", t[i:i+m.n]
+			return true
 		}
-	}
-	return "", ""
+		return false
+	})
+	return match, frag
 }
 
 // normalizeSQL folds what does not change a query's meaning, and what a

@@ -170,7 +170,7 @@ func (l *Ledger) OpenBlob(d Digest) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open blob %s: %w", d, err)
 	}
-	return &verifyingReader{r: io.LimitReader(f, size), f: f, h: Hasher(), want: d}, nil
+	return &verifyingReader{r: io.LimitReader(f, size), f: f, h: Hasher(), want: d, size: size}, nil
 }
 
 // ReadBlob reads a whole blob and checks its digest.
@@ -180,7 +180,14 @@ func (l *Ledger) ReadBlob(d Digest) ([]byte, error) {
 		return nil, err
 	}
 	defer r.Close()
-	return io.ReadAll(r)
+	// Read into room for the whole blob: io.ReadAll's doubling would copy
+	// and clear a large blob several times over.
+	var b bytes.Buffer
+	b.Grow(int(r.(*verifyingReader).size) + bytes.MinRead)
+	if _, err := b.ReadFrom(r); err != nil {
+		return nil, err
+	}
+	return b.Bytes(), nil
 }
 
 type verifyingReader struct {
@@ -189,6 +196,7 @@ type verifyingReader struct {
 	h    *blake3.Hasher
 	want Digest
 	done bool
+	size int64 // of the file at open
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {

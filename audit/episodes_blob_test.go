@@ -1,0 +1,51 @@
+package audit
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// TestReadBlobReusesBufferAndVerifies reads blobs into one buffer, as the
+// scan's pooled buffers are: each read holds exactly its blob's bytes, and
+// a blob whose file was changed on disk is refused, not scanned.
+func TestReadBlobReusesBufferAndVerifies(t *testing.T) {
+	l, err := ledger.Init(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	long, short := bytes.Repeat([]byte(`{"task_id":"t"}`+"\n"), 1000), []byte(`{"task_id":"u"}`+"\n")
+	var buf bytes.Buffer
+	for _, b := range [][]byte{long, short} {
+		d, err := l.PutBlobBytes(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := readBlob(l, d, &buf); err != nil || !bytes.Equal(buf.Bytes(), b) {
+			t.Fatalf("read %d bytes back as %d bytes (%v)", len(b), buf.Len(), err)
+		}
+	}
+
+	d, err := l.PutBlobBytes(long)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Hex()
+	path := filepath.Join(l.Dir(), "blobs", h[:2], h)
+	tampered := bytes.Replace(long, []byte(`"t"`), []byte(`"x"`), 1)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, tampered, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := readBlob(l, d, &buf); !errors.Is(err, ledger.ErrBlobCorrupt) {
+		t.Fatalf("a changed blob read with error %v, want %v", err, ledger.ErrBlobCorrupt)
+	}
+}
