@@ -65,11 +65,20 @@ type Verdict struct {
 	Seq           int64          `json:"seq,omitempty"`
 }
 
+// GateOptions change how Gate runs, not what it decides.
+type GateOptions struct {
+	// DryRun decides as Gate does and records nothing: no audit, no
+	// comparison, no verdict entry, so it runs on a ledger opened
+	// read-only. Its Verdict has no Seq and cites only entries that were
+	// there before.
+	DryRun bool
+}
+
 // Gate runs every audit of the policy and tests every claim, records each
 // audit and comparison, then the verdict, and returns it. A check that
 // fails, or an audit that cannot run for what the ledger holds, fails the
 // gate; an error means the ledger could not be read or written.
-func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
+func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verdict, error) {
 	s := p.Subjects
 	if len(s.Runs) == 0 {
 		return nil, errors.New("gate: name the evaluations to gate (runs), on the command line or in the policy")
@@ -101,15 +110,19 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
 			v.add(GateCheck{Name: "audit " + name, Message: "could not run: " + err.Error()})
 			continue
 		}
-		if err := rep.Record(ctx, l); err != nil {
-			return nil, err
+		seqs := []int64{}
+		if !o.DryRun {
+			if err := rep.Record(ctx, l); err != nil {
+				return nil, err
+			}
+			seqs = append(seqs, rep.Seq)
 		}
 		v.Audits = append(v.Audits, AuditRef{Audit: name, OK: rep.OK, Failed: rep.Failed, Seq: rep.Seq})
 		for _, f := range rep.Findings {
-			v.add(GateCheck{Name: "audit " + name + ": " + f.Check, OK: f.OK, Message: f.Message, Seqs: append(slices.Clone(f.Seqs), rep.Seq)})
+			v.add(GateCheck{Name: "audit " + name + ": " + f.Check, OK: f.OK, Message: f.Message, Seqs: append(slices.Clone(f.Seqs), seqs...)})
 		}
 	}
-	if err := v.claims(ctx, l, p); err != nil {
+	if err := v.claims(ctx, l, p, o.DryRun); err != nil {
 		return nil, err
 	}
 	if v.ModelIdentity, err = gatedIdentity(ctx, l, s); err != nil {
@@ -117,6 +130,9 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy) (*Verdict, error) {
 	}
 	if v.Head, err = l.Head(ctx); err != nil {
 		return nil, err
+	}
+	if o.DryRun {
+		return v, nil
 	}
 	es, err := l.Append(ctx, ledger.Record{Kind: KindVerdict, Body: v})
 	if err != nil {
@@ -138,7 +154,7 @@ func (v *Verdict) add(c GateCheck) {
 
 // claims compares each claim's runs, Holm-adjusts the exact McNemar p
 // across the claims, and adds a check per claim.
-func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy) error {
+func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy, dryRun bool) error {
 	var ps []float64
 	var tested []int
 	for _, c := range p.Claims {
@@ -158,8 +174,10 @@ func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy) error 
 			v.Claims = append(v.Claims, cr)
 			continue
 		}
-		if err := cmp.Record(ctx, l); err != nil {
-			return err
+		if !dryRun {
+			if err := cmp.Record(ctx, l); err != nil {
+				return err
+			}
 		}
 		pr := cmp.Pairs[0]
 		cr.Tasks, cr.Delta, cr.CI, cr.B, cr.C, cr.ExactP, cr.MDE, cr.Seq = cmp.Tasks, pr.Delta, pr.Bootstrap.Percentile, pr.B, pr.C, pr.McNemar.ExactP, pr.MDE, cmp.Seq

@@ -28,10 +28,12 @@ func newGateCommand() *cli.Command {
 			"of the same shape (name, claims, audits, alpha, resamples, seed, power,\n" +
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
 			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
-			"case for CI systems.\n\n" + exitCodesHelp,
+			"case for CI systems. --dry-run decides the same way but records nothing and\n" +
+			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" + exitCodesHelp,
 		Flags: append(append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` (default: the built-in paper-grade policy)"},
 			&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "decide, record nothing, open the ledger read-only"},
 		}, subjectsFlags(false)...), auditOptionFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			p := audit.PaperGrade()
@@ -55,7 +57,8 @@ func newGateCommand() *cli.Command {
 				return usagef("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
 			}
 			p.Options = auditOptionsFrom(cmd, p.Options)
-			_, err = runGate(ctx, gateOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), JUnit: cmd.String("junit"), Policy: p}, cmd.Root().Writer)
+			_, err = runGate(ctx, gateOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), JUnit: cmd.String("junit"), Policy: p,
+				DryRun: cmd.Bool("dry-run")}, cmd.Root().Writer)
 			return err
 		},
 	}
@@ -66,15 +69,21 @@ type gateOptions struct {
 	JSON   bool
 	JUnit  string // file; empty: none
 	Policy audit.Policy
+	// DryRun records nothing and opens the ledger read-only.
+	DryRun bool
 }
 
 func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, error) {
-	l, err := ledger.Open(ctx, o.Dir)
+	open := ledger.Open
+	if o.DryRun {
+		open = ledger.OpenReadOnly
+	}
+	l, err := open(ctx, o.Dir)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	v, err := audit.Gate(ctx, l, o.Policy)
+	v, err := audit.Gate(ctx, l, o.Policy, audit.GateOptions{DryRun: o.DryRun})
 	if err != nil {
 		return nil, err
 	}
@@ -86,6 +95,9 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 	err = emit(w, o.JSON, v, func(w io.Writer) error { return printVerdict(w, v) })
 	if err == nil && !v.OK {
 		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
+		if o.DryRun {
+			err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (dry run: nothing recorded)", v.Failed, len(v.Checks))}
+		}
 	}
 	return v, err
 }
@@ -121,6 +133,10 @@ func printVerdict(w io.Writer, v *audit.Verdict) error {
 	if v.ModelIdentity != nil {
 		model = "model " + v.ModelIdentity.String()
 	}
-	_, err := fmt.Fprintf(w, "gate %s (policy %s); verdict entry %d for %s at ledger head %s\n", verdict, v.Policy.Name, v.Seq, model, v.Head)
+	entry := fmt.Sprintf("verdict entry %d", v.Seq)
+	if v.Seq == 0 {
+		entry = "dry run, nothing recorded,"
+	}
+	_, err := fmt.Fprintf(w, "gate %s (policy %s); %s for %s at ledger head %s\n", verdict, v.Policy.Name, entry, model, v.Head)
 	return err
 }

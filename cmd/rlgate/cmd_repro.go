@@ -62,7 +62,7 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		if err != nil {
 			return false, "", err
 		}
-		v, err := audit.Gate(ctx, l, p)
+		v, err := audit.Gate(ctx, l, p, audit.GateOptions{})
 		if err != nil {
 			return false, "", err
 		}

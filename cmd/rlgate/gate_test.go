@@ -315,6 +315,7 @@ func gateLog(t *testing.T, ldir, run, kind string) []ledger.Entry {
 func TestGate(t *testing.T) {
 	x := buildGateExperiment(t)
 	t.Run("clean experiment passes", func(t *testing.T) { gateCleanPasses(t, x.fork(t)) })
+	t.Run("dry run records nothing", func(t *testing.T) { gateDryRun(t, x.fork(t)) })
 	t.Run("each fault fails for its reason", func(t *testing.T) { gateFaults(t, x) })
 	t.Run("audit commands", func(t *testing.T) { gateAuditCommands(t, x.fork(t)) })
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
