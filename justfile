@@ -5,9 +5,16 @@ test:
     go vet ./...
     go test ./...
 
-# the slow and fuzz checks that stay out of CI
-fuzz seconds="30":
-    go test ./ledger -run xxx -fuzz FuzzCanonicalJSON -fuzztime {{seconds}}s
+# every fuzz target for the given time each (they stay out of CI)
+fuzz seconds="60":
+    #!/usr/bin/env bash
+    set -euo pipefail
+    grep -rl --include='*_test.go' '^func Fuzz' . | while read -r f; do
+      for t in $(grep -o '^func Fuzz[A-Za-z0-9_]*' "$f" | cut -d' ' -f2); do
+        echo "== $t ($(dirname "$f"))"
+        go test "./$(dirname "$f")" -run XXX -fuzz "^$t\$" -fuzztime {{seconds}}s
+      done
+    done
 
 # benchmarks named in the issues (see docs/BENCHMARKS.md)
 bench:
