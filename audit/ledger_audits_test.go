@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
+	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -43,7 +44,7 @@ func auditRollout(t *testing.T, l *ledger.Ledger, run string, n int, turns func(
 	if _, err := ar.End(ctx, ledger.RunEnd{Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	gr, err := l.StartRun(ctx, run+".strict-greedy", gradeStart{Stage: "grade", Rollout: run, ProtocolDigest: pd, Metric: "strict", Mode: "greedy"})
+	gr, err := l.StartRun(ctx, run+".strict-greedy", grading.TrajectoryStart{Stage: "grade", Rollout: run, ProtocolDigest: pd, Metric: grading.MetricStrict, Mode: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}

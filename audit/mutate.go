@@ -164,8 +164,8 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 			}
 		}
 		db := dataset.DBPath(dbRoot, ep.DBID)
-		before, err1 := g.Grade(ctx, grading.Metric(e.grade.Metric), db, ep.FinalSQL, golds[ep.TaskID])
-		after, err2 := g.Grade(ctx, grading.Metric(e.grade.Metric), db, ep.FinalSQL, mutateGold(golds[ep.TaskID]))
+		before, err1 := g.Grade(ctx, e.grade.Metric, db, ep.FinalSQL, golds[ep.TaskID])
+		after, err2 := g.Grade(ctx, e.grade.Metric, db, ep.FinalSQL, mutateGold(golds[ep.TaskID]))
 		if err := errors.Join(err1, err2); err != nil {
 			return err
 		}

@@ -103,7 +103,7 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 	}
 	for _, e := range evals {
 		src := goldSource{what: fmt.Sprintf("%s (rollout %s)", e.Label, e.grade.Rollout), dir: e.datasetDir(), goldDigest: e.grade.GoldDigest,
-			dbRoot: e.rollout.DBRoot, metric: grading.Metric(e.grade.Metric), seqs: []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}}
+			dbRoot: e.rollout.DBRoot, metric: e.grade.Metric, seqs: []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}}
 		if c := e.grade.Databases; c != nil {
 			src.recorded, src.recordedBy = c.Digests, fmt.Sprintf("grading %s (entry %d)", e.Run, e.gradeRun.StartedSeq)
 		}

@@ -14,34 +14,10 @@ import (
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
-// gradeStart is what the audits read of a grading run's run.start entry
-// (rlgate eval or grade over a rollout), by field name.
-type gradeStart struct {
-	Stage          string        `json:"stage"`
-	Rollout        string        `json:"rollout"`
-	RolloutEnd     int64         `json:"rollout_end_seq"`
-	ProtocolDigest ledger.Digest `json:"protocol_digest"`
-	TaskSet        ledger.Digest `json:"task_set"`
-	Metric         string        `json:"metric"`
-	Mode           string        `json:"mode"`
-	K              int           `json:"k"`
-	Dataset        string        `json:"dataset"`
-	TasksDigest    ledger.Digest `json:"tasks_digest"`
-	GoldDigest     ledger.Digest `json:"gold_digest"`
-	// AllowIncomplete and Unfinished: the grading counted Unfinished
-	// (task, sample) pairs of an incomplete rollout wrong (eval
-	// --allow-incomplete).
-	AllowIncomplete bool `json:"allow_incomplete"`
-	Unfinished      int  `json:"unfinished_episodes"`
-	// Databases are the databases graded on by digest, those that differed
-	// from the import, and the SQLite version; nil when not recorded.
-	Databases *grading.DatabaseCheck `json:"database_check"`
-}
-
 // evalRun is a labelled grading run with the rollout it graded.
 type evalRun struct {
 	LabeledRun
-	grade      gradeStart
+	grade      grading.TrajectoryStart
 	gradeRun   ledger.Run
 	rollout    *rollout.Start
 	rolloutRun ledger.Run

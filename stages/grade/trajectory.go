@@ -90,10 +90,11 @@ type TrajectoryItem struct {
 	TokensOut     int                `json:"tokens_out"`
 }
 
-// trajectoryStart is the body of a trajectory grading run's run.start: it
+// TrajectoryStart is the body of a trajectory grading run's run.start: it
 // names the frozen rollout by its run.end entry, the evaluation's
-// protocol and task set, and the gold graded against.
-type trajectoryStart struct {
+// protocol and task set, and the gold graded against. The audits read it
+// back by field name.
+type TrajectoryStart struct {
 	Stage          string        `json:"stage"`
 	Rollout        string        `json:"rollout"`
 	RolloutEnd     int64         `json:"rollout_end_seq"`
@@ -218,7 +219,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 	s.tally()
 
-	run, err := l.StartRun(ctx, s.Run, trajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
+	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
 		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs,
 		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})

@@ -84,7 +84,7 @@ func TestGradeTrajectories(t *testing.T) {
 		t.Errorf("grading started at %d, before the rollout ended at %d", s.StartSeq, *r.EndedSeq)
 	}
 	e, _ := l.EntryBySeq(ctx, s.StartSeq)
-	var start trajectoryStart
+	var start TrajectoryStart
 	if err := json.Unmarshal(e.Body, &start); err != nil || start.RolloutEnd != *r.EndedSeq || start.GoldDigest.IsZero() {
 		t.Errorf("start body %s: %v", e.Body, err)
 	}
