@@ -23,11 +23,7 @@ const CheckEvaluatedIsBase = "evaluated-is-base"
 // the ledger does not hold.
 func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) {
 	r := newReport(AuditIdentity, s)
-	evals, err := loadEvals(ctx, l, s.Runs)
-	if err != nil {
-		return nil, err
-	}
-	trains, err := loadTrains(ctx, l, s.Train)
+	evals, trains, err := loadSubjects(ctx, l, s)
 	if err != nil {
 		return nil, err
 	}

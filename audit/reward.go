@@ -65,11 +65,7 @@ func Reward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repo
 func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache *scanCache) (*Report, error) {
 	o = o.withDefaults()
 	r := newReport(AuditReward, s)
-	evals, err := loadEvals(ctx, l, s.Runs)
-	if err != nil {
-		return nil, err
-	}
-	trains, err := loadTrains(ctx, l, s.Train)
+	evals, trains, err := loadSubjects(ctx, l, s)
 	if err != nil {
 		return nil, err
 	}

@@ -69,6 +69,16 @@ type trainRun struct {
 	artifacts []trainArtifact
 }
 
+// loadSubjects reads the labelled evaluations and training runs of s.
+func loadSubjects(ctx context.Context, l *ledger.Ledger, s Subjects) ([]*evalRun, []*trainRun, error) {
+	evals, err := loadEvals(ctx, l, s.Runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	trains, err := loadTrains(ctx, l, s.Train)
+	return evals, trains, err
+}
+
 // loadTrains reads every labelled stage run and its artifact entries.
 func loadTrains(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*trainRun, error) {
 	out := make([]*trainRun, 0, len(runs))

@@ -48,11 +48,7 @@ type taskFile struct {
 func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
 	o = o.withDefaults()
 	r := newReport(AuditSplit, s)
-	evals, err := loadEvals(ctx, l, s.Runs)
-	if err != nil {
-		return nil, err
-	}
-	trains, err := loadTrains(ctx, l, s.Train)
+	evals, trains, err := loadSubjects(ctx, l, s)
 	if err != nil {
 		return nil, err
 	}
