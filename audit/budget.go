@@ -50,6 +50,10 @@ type OverBudget struct {
 // within its protocol's turn and SQL budgets, its unfinished episodes
 // named when it did not.
 func Budget(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) {
+	return runBudget(ctx, l, s, nil)
+}
+
+func runBudget(ctx context.Context, l *ledger.Ledger, s Subjects, cache *scanCache) (*Report, error) {
 	r := newReport(AuditBudget, s)
 	evals, err := loadEvals(ctx, l, s.Runs)
 	if err != nil {
@@ -97,7 +101,7 @@ func Budget(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) 
 	}
 
 	for _, e := range evals {
-		if err := withinBudget(ctx, l, r, e); err != nil {
+		if err := withinBudget(ctx, l, r, e, cache); err != nil {
 			return nil, err
 		}
 	}
@@ -107,9 +111,9 @@ func Budget(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) 
 // withinBudget checks one rollout: it finished, every task has its samples,
 // and no episode spent more turns or SQL executions than its protocol
 // allows.
-func withinBudget(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun) error {
+func withinBudget(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, cache *scanCache) error {
 	p := e.rollout.Protocol
-	recs, err := rollout.ReadRecorded(ctx, l, e.grade.Rollout)
+	recs, err := cache.recorded(ctx, l, e.grade.Rollout)
 	if err != nil {
 		return err
 	}

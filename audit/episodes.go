@@ -73,8 +73,9 @@ type episodeView struct {
 // the same rollout decode it once. Different rollouts are scanned at the
 // same time.
 type scanCache struct {
-	mu    sync.Mutex
-	scans map[string]*cachedScan
+	mu      sync.Mutex
+	scans   map[string]*cachedScan
+	records map[string]*cachedRecords
 }
 
 // cachedScan is one rollout's scan, ready once done is closed.
@@ -84,12 +85,54 @@ type cachedScan struct {
 	err  error
 }
 
+// cachedRecords is one rollout's list of recorded episodes, ready once
+// done is closed; readers must not change it.
+type cachedRecords struct {
+	done chan struct{}
+	recs []rollout.Recorded
+	err  error
+}
+
+// recorded returns the recorded episodes of rollout run, listed once for
+// every audit of the run that asks (the scan and the budget audit both
+// read the list); a list that failed is not kept.
+func (c *scanCache) recorded(ctx context.Context, l *ledger.Ledger, run string) ([]rollout.Recorded, error) {
+	if c == nil {
+		return rollout.ReadRecorded(ctx, l, run)
+	}
+	c.mu.Lock()
+	e := c.records[run]
+	if e != nil {
+		c.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.recs, e.err
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	e = &cachedRecords{done: make(chan struct{})}
+	if c.records == nil {
+		c.records = map[string]*cachedRecords{}
+	}
+	c.records[run] = e
+	c.mu.Unlock()
+	e.recs, e.err = rollout.ReadRecorded(ctx, l, run)
+	if e.err != nil {
+		c.mu.Lock()
+		delete(c.records, run)
+		c.mu.Unlock()
+	}
+	close(e.done)
+	return e.recs, e.err
+}
+
 // scan returns the scan of rollout run, decoding its blobs on every core
 // the first time; a caller that asks while another decodes it waits. A
 // scan that failed is not kept.
 func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
 	if c == nil {
-		return scanRollout(ctx, l, run)
+		return scanRollout(ctx, l, run, nil)
 	}
 	c.mu.Lock()
 	e := c.scans[run]
@@ -108,7 +151,7 @@ func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*ro
 	}
 	c.scans[run] = e
 	c.mu.Unlock()
-	e.s, e.err = scanRollout(ctx, l, run)
+	e.s, e.err = scanRollout(ctx, l, run, c)
 	if e.err != nil {
 		c.mu.Lock()
 		delete(c.scans, run)
@@ -133,8 +176,8 @@ func (c *scanCache) scanAll(ctx context.Context, l *ledger.Ledger, evals []*eval
 
 // scanRollout reads every episode of a rollout run from its blobs
 // (re-hashing each), one blob per worker.
-func scanRollout(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
-	recs, err := rollout.ReadRecorded(ctx, l, run)
+func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache) (*rolloutScan, error) {
+	recs, err := c.recorded(ctx, l, run)
 	if err != nil {
 		return nil, err
 	}

@@ -170,7 +170,7 @@ func run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Optio
 	o = o.withDefaults()
 	switch name {
 	case AuditBudget:
-		return Budget(ctx, l, s)
+		return runBudget(ctx, l, s, cache)
 	case AuditTraining:
 		return Training(ctx, l, s)
 	case AuditIdentity:
