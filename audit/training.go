@@ -133,7 +133,9 @@ func runEnded(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, end
 		if t.run.ExitCode != nil {
 			how += fmt.Sprintf(" (exited %d)", *t.run.ExitCode)
 		}
-		if body.Reason != "" {
+		// The runner's reason for a stage's own exit is "exit status N",
+		// which the exit code already says.
+		if body.Reason != "" && (t.run.ExitCode == nil || body.Reason != fmt.Sprintf("exit status %d", *t.run.ExitCode)) {
 			how += ": " + body.Reason
 		}
 		r.fail(CheckRunOK, nil, end, "%s: stage run %s is %s", t.Label, t.Run, how)
