@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	grading "github.com/rlgate/rlgate/stages/grade"
 )
 
 // KindAuditPrefix starts the entry kind of every ledger audit: a Report of
@@ -132,8 +133,8 @@ type Options struct {
 const (
 	DefaultMaxKLGrowth     = 10
 	DefaultKLFloor         = 1e-3
-	DefaultSelfGradeSample = 200
-	DefaultSelfGradeMin    = 0.99
+	DefaultSelfGradeSample = grading.DefaultSelfGradeSample
+	DefaultSelfGradeMin    = grading.DefaultSelfGradeMin
 	DefaultGoldSubstring   = 40
 	DefaultNearDuplicate   = 0.9
 )

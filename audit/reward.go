@@ -1,25 +1,20 @@
 package audit
 
 import (
-	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
-	"os"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
-	"github.com/rlgate/rlgate/stages/gold"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
-	"golang.org/x/sync/errgroup"
+	"github.com/rlgate/rlgate/stages/runner"
 )
 
 // The checks of the reward audit.
@@ -41,6 +36,7 @@ type goldSource struct {
 	dbRoot     string
 	metric     grading.Metric
 	seqs       []int64
+	run        string // the training run whose pre-flight may stand for the self-grade; empty for an evaluation
 	// recorded are the digests of the databases (by db_id) the ledger
 	// recorded for this gold: the import's for training data, the
 	// grading's database_check for an evaluation; by whom, for messages.
@@ -77,15 +73,13 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 		}
 		src := goldSource{what: fmt.Sprintf("%s (training %s, input %s)", t.Label, t.Run, a.Name), dir: a.Path, goldDigest: man.Gold.Digest,
 			dbRoot: man.DBRoot, metric: grading.MetricBird, seqs: []int64{t.run.StartedSeq, a.Seq}}
-		if k, v, ok := dbRootParam(t.start.Params); ok {
-			src.dbRoot = v
+		src.run = t.Run
+		if root, k := dataset.StageDBRoot(man, t.start.Params, t.start.Dir); k != "" {
+			src.dbRoot = root
 			src.what += ", parameter " + k
-			if !filepath.IsAbs(v) {
-				src.dbRoot = filepath.Join(t.start.Dir, v)
-			}
 		}
 		// The gold digest must be the one the ledger recorded at import.
-		imp, recorded, err := importSeq(ctx, l, man)
+		imp, recorded, err := dataset.RecordedImport(ctx, l, man)
 		if err != nil {
 			return nil, err
 		}
@@ -114,7 +108,7 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 			continue
 		}
 		seen[key] = true
-		if err := selfGrade(ctx, r, g, src, o); err != nil {
+		if err := selfGrade(ctx, l, r, g, src, o); err != nil {
 			return nil, err
 		}
 	}
@@ -132,157 +126,82 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 	return r, nil
 }
 
-// dbRootParam returns a run's database-root parameter: db_root, or a
-// dotted name ending in it.
-func dbRootParam(params map[string]string) (string, string, bool) {
-	for _, k := range slices.Sorted(maps.Keys(params)) {
-		if k == "db_root" || strings.HasSuffix(k, ".db_root") {
-			return k, params[k], true
-		}
-	}
-	return "", "", false
-}
-
-// importSeq returns the dataset entry of the rlgate data import that wrote
-// man's tasks and gold, or 0, with the manifest the ledger holds for it
-// (whose database digests are the ones recorded at import, not those of
-// a manifest.json edited since).
-func importSeq(ctx context.Context, l *ledger.Ledger, man *dataset.Manifest) (int64, *dataset.Manifest, error) {
-	rows, err := l.ArtifactsByDigest(ctx, man.Tasks.Digest)
-	if err != nil {
-		return 0, nil, err
-	}
-	for _, row := range rows {
-		if row.Role != "dataset" || row.Manifest == nil {
-			continue
-		}
-		raw, err := l.ReadBlob(*row.Manifest)
-		if err != nil {
-			return 0, nil, err
-		}
-		var m dataset.Manifest
-		if err := json.Unmarshal(raw, &m); err == nil && m.Gold.Digest == man.Gold.Digest {
-			return row.Seq, &m, nil
-		}
-	}
-	return 0, nil, nil
-}
-
 // selfGrade adds the databases-present and gold-self-grade findings of one
-// gold source.
-func selfGrade(ctx context.Context, r *Report, g *grading.Grader, src goldSource, o Options) error {
-	path := filepath.Join(src.dir, dataset.GoldFile)
-	d, _, err := manifests.HashFile(ctx, path)
+// gold source. A training run's passed or failed pre-flight that checked
+// the same gold on databases with the digests hashed now stands for the
+// self-grade, cited, and the queries are not run again.
+func selfGrade(ctx context.Context, l *ledger.Ledger, r *Report, g *grading.Grader, src goldSource, o Options) error {
+	c, golds, err := grading.CheckGoldDatabases(ctx, filepath.Join(src.dir, dataset.GoldFile), src.goldDigest, src.dbRoot, src.recorded)
 	if err != nil {
-		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: cannot read the gold: %v", src.what, err)
+		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: %v", src.what, err)
 		return nil
 	}
-	if d != src.goldDigest {
-		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: %s has digest %s, not the gold %s the ledger recorded; it was changed after import", src.what, path, d, src.goldDigest)
-		return nil
-	}
-	golds, err := gold.Read(path)
-	if err != nil {
-		return err
-	}
-	var missing []string
-	for _, db := range distinctDBs(golds) {
-		if fi, err := os.Stat(dataset.DBPath(src.dbRoot, db)); err != nil || !fi.Mode().IsRegular() {
-			missing = append(missing, db)
-		}
-	}
-	if len(missing) > 0 {
-		r.fail(CheckDatabasesPresent, missing, src.seqs, "%s: %d of %d databases are missing under %s: %s", src.what, len(missing), len(distinctDBs(golds)),
-			src.dbRoot, strings.Join(missing, ", "))
+	if len(c.Missing) > 0 {
+		r.fail(CheckDatabasesPresent, c.Missing, src.seqs, "%s: %d of %d databases are missing under %s: %s", src.what, len(c.Missing), c.Needed,
+			src.dbRoot, strings.Join(c.Missing, ", "))
 	} else {
-		r.pass(CheckDatabasesPresent, nil, src.seqs, "%s: all %d databases present under %s", src.what, len(distinctDBs(golds)), src.dbRoot)
+		r.pass(CheckDatabasesPresent, nil, src.seqs, "%s: all %d databases present under %s", src.what, c.Needed, src.dbRoot)
 	}
-	if changed, err := changedDatabases(ctx, src, golds, missing); err != nil {
-		return err
-	} else if len(changed) > 0 {
-		parts := make([]string, len(changed))
-		for i, m := range changed {
+	if len(c.Changed) > 0 {
+		parts := make([]string, len(c.Changed))
+		for i, m := range c.Changed {
 			parts[i] = fmt.Sprintf("%s (%s: %s, recorded %s)", m.DBID, m.Path, m.Actual, m.Recorded)
 		}
-		r.fail(CheckGoldSelfGrade, changed, src.seqs, "%s: %d databases under %s differ from the digests %s recorded, so the gold was not graded on them: %s",
-			src.what, len(changed), src.dbRoot, src.recordedBy, strings.Join(parts, "; "))
+		r.fail(CheckGoldSelfGrade, c.Changed, src.seqs, "%s: %d databases under %s differ from the digests %s recorded, so the gold was not graded on them: %s",
+			src.what, len(c.Changed), src.dbRoot, src.recordedBy, strings.Join(parts, "; "))
 		return nil
 	}
 
-	sample := sampleGold(golds, o.SelfGradeSample)
-	scored := make([]bool, len(sample))
-	eg, ectx := errgroup.WithContext(ctx)
-	eg.SetLimit(runtime.GOMAXPROCS(0))
-	for i, gd := range sample {
-		eg.Go(func() error {
-			out, err := g.Grade(ectx, src.metric, dataset.DBPath(src.dbRoot, gd.DBID), gd.SQL, gd.SQL)
-			scored[i] = err == nil && out.Correct
-			return ectx.Err()
-		})
-	}
-	if err := eg.Wait(); err != nil {
+	sg, seqs, err := recordedSelfGrade(ctx, l, src, c, min(o.SelfGradeSample, len(golds)))
+	if err != nil {
 		return err
 	}
-	ok := 0
-	var failed []string
-	for i, gd := range sample {
-		if scored[i] {
-			ok++
-		} else {
-			failed = append(failed, gd.ID)
+	by := ""
+	if sg != nil {
+		by = fmt.Sprintf(" (the pre-flight of %s, entry %d)", src.run, seqs[len(seqs)-1])
+	} else {
+		res, err := grading.SelfGrade(ctx, g, src.metric, src.dbRoot, golds, o.SelfGradeSample, grading.DefaultSelfGradeSeed)
+		if err != nil {
+			return err
 		}
+		sg = &res
 	}
-	share := float64(ok) / float64(max(len(sample), 1))
-	if len(sample) == 0 || share < o.SelfGradeMin {
-		r.fail(CheckGoldSelfGrade, failed, src.seqs, "%s: gold graded against itself scored 1 on %d of %d sampled tasks (%.1f%%, need %.0f%%) on %s: the reward would be wrong. First failing: %s",
-			src.what, ok, len(sample), 100*share, 100*o.SelfGradeMin, src.dbRoot, strings.Join(failed[:min(5, len(failed))], ", "))
+	if !sg.OK(o.SelfGradeMin) {
+		r.fail(CheckGoldSelfGrade, sg.Failed, seqs, "%s: gold graded against itself scored 1 on %d of %d sampled tasks%s (%.1f%%, need %.0f%%) on %s: the reward would be wrong. First failing: %s",
+			src.what, sg.Passed, sg.Sample, by, 100*sg.Share(), 100*o.SelfGradeMin, src.dbRoot, strings.Join(sg.Failed[:min(5, len(sg.Failed))], ", "))
 		return nil
 	}
-	r.pass(CheckGoldSelfGrade, nil, src.seqs, "%s: gold graded against itself scored 1 on %d of %d sampled tasks", src.what, ok, len(sample))
+	r.pass(CheckGoldSelfGrade, nil, seqs, "%s: gold graded against itself scored 1 on %d of %d sampled tasks%s", src.what, sg.Passed, sg.Sample, by)
 	return nil
 }
 
-// changedDatabases hashes every database the golds run on that is present
-// under src's root and has a recorded digest, and returns those whose
-// digest differs from the recorded one: a wrong database root or a
-// database changed since the import or the grading.
-func changedDatabases(ctx context.Context, src goldSource, golds []gold.Gold, missing []string) ([]grading.DatabaseMismatch, error) {
-	want := &dataset.Manifest{DBRoot: src.dbRoot, Databases: map[string]ledger.Digest{}}
-	for _, db := range distinctDBs(golds) {
-		if d, ok := src.recorded[db]; ok && !slices.Contains(missing, db) {
-			want.Databases[db] = d
+// recordedSelfGrade returns the self-grade of the last pre-flight src's
+// training run recorded, with src's entries and the pre-flight's, when it
+// graded a sample of n of the same gold on the same root with the same
+// seed, and the digests it checked the databases against are those c
+// hashed now; nil and src's entries otherwise (an evaluation, an older
+// ledger, --skip-preflight, databases changed since).
+func recordedSelfGrade(ctx context.Context, l *ledger.Ledger, src goldSource, c *grading.GoldDatabases, n int) (*grading.SelfGradeResult, []int64, error) {
+	if src.run == "" {
+		return nil, src.seqs, nil
+	}
+	var last *runner.Preflight
+	var seq int64
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: runner.KindPreflight, Run: src.run}) {
+		if err != nil {
+			return nil, nil, err
 		}
+		var p runner.Preflight
+		if err := json.Unmarshal(e.Body, &p); err != nil {
+			return nil, nil, fmt.Errorf("%s: entry %d: %w", src.what, e.Seq, err)
+		}
+		last, seq = &p, e.Seq
 	}
-	if len(want.Databases) == 0 {
-		return nil, nil
+	if last == nil || last.SelfGrade == nil || last.Gold != c.Gold || last.DBRoot != c.DBRoot || !maps.Equal(last.Databases, c.Databases) ||
+		last.SelfGrade.Sample != n || last.SelfGrade.Seed != grading.DefaultSelfGradeSeed {
+		return nil, src.seqs, nil
 	}
-	c, err := grading.CheckDatabases(ctx, want, src.dbRoot, true, nil)
-	if err != nil {
-		return nil, err
-	}
-	return c.Mismatches, nil
-}
-
-func distinctDBs(golds []gold.Gold) []string {
-	var dbs []string
-	for _, g := range golds {
-		dbs = append(dbs, g.DBID)
-	}
-	slices.Sort(dbs)
-	return slices.Compact(dbs)
-}
-
-// sampleGold picks up to n golds, the same ones every time: those whose
-// ids hash lowest.
-func sampleGold(golds []gold.Gold, n int) []gold.Gold {
-	if len(golds) <= n {
-		return golds
-	}
-	s := slices.Clone(golds)
-	slices.SortFunc(s, func(a, b gold.Gold) int {
-		return cmp.Compare(ledger.Sum([]byte(a.ID)).String(), ledger.Sum([]byte(b.ID)).String())
-	})
-	return s[:n]
+	return last.SelfGrade, append(slices.Clone(src.seqs), seq), nil
 }
 
 // trainingSignal adds the findings read from the trained run's metrics.

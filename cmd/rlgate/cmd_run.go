@@ -35,6 +35,15 @@ func newRunCommand() *cli.Command {
 			"as soon as it is seen and recorded in run.end's metric_findings for the\n" +
 			"training audit; it does not change the stage's status. A stage whose\n" +
 			"recorder is killed is marked interrupted at the ledger's next open.\n\n" +
+			"Pre-flight: when an input is a dataset directory written by rlgate data\n" +
+			"import, before CMD starts rlgate checks that every database its gold needs\n" +
+			"is present under the root the stage grades on (a db_root parameter, else\n" +
+			"the import's) with the digest the import recorded, and that gold graded\n" +
+			"against itself scores 1 on at least 99% of a seeded sample of 200. The\n" +
+			"result is recorded (a preflight entry; the reward audit cites it instead\n" +
+			"of grading again). If it fails, CMD is not started: the run is recorded\n" +
+			"as failed with the reason and rlgate exits 1. --skip-preflight starts CMD\n" +
+			"without it, recorded in run.start.\n\n" +
 			"Metric formats: verl, verl-console, trl, tensorboard, jsonl (FILE:FORMAT;\n" +
 			"without :FORMAT it is detected).\n\n" + exitCodesHelp +
 			"\nA stage that exits non-zero: its own exit code.",
@@ -49,6 +58,7 @@ func newRunCommand() *cli.Command {
 			&cli.StringFlag{Name: "gpu", Value: "auto", Usage: "GPU telemetry: `auto` (sample nvidia-smi if present) or off"},
 			&cli.DurationFlag{Name: "flush", Value: runner.DefaultFlush, Usage: "send output and metrics to the ledger every `DURATION` (bounds what a crash can lose)"},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the stage after `DURATION` (SIGTERM, then SIGKILL after 10s)"},
+			&cli.BoolFlag{Name: "skip-preflight", Usage: "start the stage without the pre-flight reward check of its imported dataset (recorded)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			spec, err := runSpec(cmd)
@@ -65,7 +75,7 @@ func newRunCommand() *cli.Command {
 func runSpec(cmd *cli.Command) (runner.Spec, error) {
 	spec := runner.Spec{Stage: cmd.String("stage"), Run: cmd.String("run"), Argv: cmd.Args().Slice(),
 		Configs: cmd.StringSlice("config"), Timeout: cmd.Duration("timeout"), FlushEvery: cmd.Duration("flush"),
-		Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
+		SkipPreflight: cmd.Bool("skip-preflight"), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
 	if len(spec.Argv) == 0 {
 		return spec, usagef("run: give the stage's command after --")
 	}
@@ -135,6 +145,10 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 		return nil, err
 	}
 	err = emit(w, opts.JSON, res, func(w io.Writer) error {
+		if p := res.Preflight; p != nil && p.Passed {
+			fmt.Fprintf(w, "rlgate: pre-flight (entry %d): %d databases present and as imported under %s; gold graded against itself scored 1 on %d of %d sampled tasks\n",
+				res.PreflightSeq, p.Needed, p.DBRoot, p.SelfGrade.Passed, p.SelfGrade.Sample)
+		}
 		fmt.Fprintf(w, "rlgate: run %s (stage %s) %s", res.Run, res.Stage, res.Status)
 		if res.Reason != "" {
 			fmt.Fprintf(w, ": %s", res.Reason)

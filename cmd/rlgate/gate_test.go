@@ -460,8 +460,20 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 		{
 			name: "the database path was wrong",
 			fault: func(t *testing.T, x *gateExperiment) {
+				// rlgate run refuses the wrong root up front; a user who
+				// skipped its pre-flight trains anyway, and the gate must
+				// still catch it.
+				wrong := filepath.Join(t.TempDir(), "no-such-databases")
+				marker := filepath.Join(t.TempDir(), "ran")
+				if code, errOut := preflightRun(t, x.ledger, "train-rl-wrongdb-refused", x.trainData["rl"], marker, "--param", "db_root="+wrong); code != 1 ||
+					!strings.Contains(errOut, "missing under "+wrong) {
+					t.Fatalf("run with the wrong root: exit %d, want 1: %s", code, errOut)
+				}
+				if _, err := os.Stat(marker); err == nil {
+					t.Fatal("the stage ran despite the wrong root")
+				}
 				x.trainRun(t, "rl", "train-rl-wrongdb", x.written["rl"], "1e-6", 0, "--param", "lr=1e-6",
-					"--param", "db_root="+filepath.Join(t.TempDir(), "no-such-databases"))
+					"--param", "db_root="+wrong, "--skip-preflight")
 			},
 			failed: []string{"audit reward: databases-present", "audit reward: gold-self-grade", "audit reward: execution-reward"},
 			check:  "audit reward: gold-self-grade",

@@ -46,6 +46,9 @@ type Spec struct {
 	FlushEvery  time.Duration
 	GPUInterval time.Duration // 0: gpu.DefaultInterval
 	Environ     []string      // nil: os.Environ()
+	// SkipPreflight starts the stage without the pre-flight check of its
+	// training data (Preflight); run.start records that it was skipped.
+	SkipPreflight bool
 }
 
 // DefaultFlush bounds what a crash of rlgate itself can lose.
@@ -71,6 +74,8 @@ type StartBody struct {
 	Host     Host                     `json:"host"`
 	TimeoutS float64                  `json:"timeout_s,omitempty"`
 	PID      int                      `json:"pid"`
+	// SkipPreflight: the stage was started without its pre-flight check.
+	SkipPreflight bool `json:"skip_preflight,omitempty"`
 	// Redacted names the values the redaction rule replaced ("argv[3]",
 	// "env.HF_TOKEN", "params.api_key"), sorted.
 	Redacted []string `json:"redacted,omitempty"`
@@ -123,11 +128,17 @@ type Result struct {
 	Stage    string `json:"stage"`
 	StartSeq int64  `json:"start_seq"`
 	EndSeq   int64  `json:"end_seq"`
+	// Preflight is the stage's pre-flight check and PreflightSeq its
+	// entry; nil when the stage read no imported dataset or skipped it.
+	Preflight    *Preflight `json:"preflight,omitempty"`
+	PreflightSeq int64      `json:"preflight_seq,omitempty"`
 	EndBody
 }
 
 // Run records and runs one stage: it hashes inputs and configs and records
-// the code version, environment and host; runs the command, teeing its
+// the code version, environment and host; checks, unless spec skips it,
+// the training data's reward before the stage starts (Preflight), and
+// fails the run without starting the stage when that check fails; runs the command, teeing its
 // output into the ledger and ingesting metrics and GPU telemetry while it
 // runs; then hashes outputs and closes the run. A stage that fails is
 // recorded as failed and is not an error; an error means the ledger could
@@ -155,7 +166,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	var blobs []ledger.Digest
 	var red ledger.Redactor
 	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
-		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid()}
+		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid(), SkipPreflight: spec.SkipPreflight}
 	start.Argv, start.Params = recordedCommand(&red, spec)
 	start.Redacted = red.Fields()
 	start.Dir, _ = filepath.Abs(spec.Dir)
@@ -215,17 +226,52 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	}
 
 	began := time.Now()
-	res.EndBody = execute(ctx, rec, l, spec, &red)
-	res.DurationS = time.Since(began).Seconds()
-	if err := recordOutputs(rec, l, spec, &res.EndBody); err != nil {
-		res.Status, res.Reason = "failed", err.Error()
+	if err := checkBeforeStart(ctx, rec, l, spec, start.Dir, arts, res); err != nil {
+		return nil, err
 	}
+	if res.Status == "" {
+		res.EndBody = execute(ctx, rec, l, spec, &red)
+		if err := recordOutputs(rec, l, spec, &res.EndBody); err != nil {
+			res.Status, res.Reason = "failed", err.Error()
+		}
+	}
+	res.DurationS = time.Since(began).Seconds()
 	end, err := run.End(rec, res.EndBody)
 	if err != nil {
 		return nil, err
 	}
 	res.EndSeq = end.Seq
 	return res, nil
+}
+
+// checkBeforeStart runs and records the pre-flight check unless spec
+// skips it; when the check fails or is interrupted it sets res's status
+// and reason, and the stage must not start. An error means the ledger
+// could not record it.
+func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir string, arts []artifactBody, res *Result) error {
+	if spec.SkipPreflight {
+		return nil
+	}
+	p, err := preflight(ctx, l, spec, dir, arts)
+	switch {
+	case ctx.Err() != nil:
+		res.Status, res.Reason = "interrupted", "rlgate was interrupted during the pre-flight check; the stage was not started"
+		return nil
+	case err != nil:
+		res.Status, res.Reason = "failed", "pre-flight: "+err.Error()
+		return nil
+	case p == nil:
+		return nil
+	}
+	es, err := l.Append(rec, ledger.Record{Kind: KindPreflight, Run: spec.Run, Body: p})
+	if err != nil {
+		return err
+	}
+	res.Preflight, res.PreflightSeq = p, es[0].Seq
+	if !p.Passed {
+		res.Status, res.Reason = "failed", fmt.Sprintf("pre-flight (entry %d) failed, so the stage was not started: %s", es[0].Seq, p.Reason)
+	}
+	return nil
 }
 
 func (s *Spec) check() error {
