@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -144,7 +143,7 @@ func TestRunPreflight(t *testing.T) {
 		if len(got) != 1 || !got[0].OK || !strings.Contains(got[0].Message, "the pre-flight of rl-right") {
 			t.Fatalf("self-grade findings %+v", got)
 		}
-		if !cmp.Equal(got[0].Seqs[len(got[0].Seqs)-1], pf) {
+		if got[0].Seqs[len(got[0].Seqs)-1] != pf {
 			t.Errorf("self-grade cites %v, want the pre-flight %d last", got[0].Seqs, pf)
 		}
 	})
