@@ -69,96 +69,72 @@ type episodeView struct {
 	} `json:"turns"`
 }
 
-// scanCache holds the scans of one audit or gate run, so audits that read
-// the same rollout decode it once. Different rollouts are scanned at the
-// same time.
+// scanCache holds what one audit or gate run reads of each rollout (its
+// list of recorded episodes, and its scan), so audits that read the same
+// rollout read it once. Different rollouts are read at the same time.
 type scanCache struct {
-	mu      sync.Mutex
-	scans   map[string]*cachedScan
-	records map[string]*cachedRecords
+	records memo[[]rollout.Recorded]
+	scans   memo[*rolloutScan]
 }
 
-// cachedScan is one rollout's scan, ready once done is closed.
-type cachedScan struct {
+// memo computes a value once per key for every caller that asks; a caller
+// that asks while another computes it waits. A failed value is not kept.
+type memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]*memoEntry[V]
+}
+
+type memoEntry[V any] struct {
 	done chan struct{}
-	s    *rolloutScan
+	v    V
 	err  error
 }
 
-// cachedRecords is one rollout's list of recorded episodes, ready once
-// done is closed; readers must not change it.
-type cachedRecords struct {
-	done chan struct{}
-	recs []rollout.Recorded
-	err  error
+func (m *memo[V]) get(ctx context.Context, key string, compute func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if e := m.m[key]; e != nil {
+		m.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.v, e.err
+		case <-ctx.Done():
+			var zero V
+			return zero, ctx.Err()
+		}
+	}
+	e := &memoEntry[V]{done: make(chan struct{})}
+	if m.m == nil {
+		m.m = map[string]*memoEntry[V]{}
+	}
+	m.m[key] = e
+	m.mu.Unlock()
+	e.v, e.err = compute()
+	if e.err != nil {
+		m.mu.Lock()
+		delete(m.m, key)
+		m.mu.Unlock()
+	}
+	close(e.done)
+	return e.v, e.err
 }
 
 // recorded returns the recorded episodes of rollout run, listed once for
 // every audit of the run that asks (the scan and the budget audit both
-// read the list); a list that failed is not kept.
+// read the list); readers must not change it.
 func (c *scanCache) recorded(ctx context.Context, l *ledger.Ledger, run string) ([]rollout.Recorded, error) {
 	if c == nil {
 		return rollout.ReadRecorded(ctx, l, run)
 	}
-	c.mu.Lock()
-	e := c.records[run]
-	if e != nil {
-		c.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.recs, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e = &cachedRecords{done: make(chan struct{})}
-	if c.records == nil {
-		c.records = map[string]*cachedRecords{}
-	}
-	c.records[run] = e
-	c.mu.Unlock()
-	e.recs, e.err = rollout.ReadRecorded(ctx, l, run)
-	if e.err != nil {
-		c.mu.Lock()
-		delete(c.records, run)
-		c.mu.Unlock()
-	}
-	close(e.done)
-	return e.recs, e.err
+	return c.records.get(ctx, run, func() ([]rollout.Recorded, error) { return rollout.ReadRecorded(ctx, l, run) })
 }
 
 // scan returns the scan of rollout run, decoding its blobs on every core
-// the first time; a caller that asks while another decodes it waits. A
-// scan that failed is not kept.
+// the first time.
 func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*rolloutScan, error) {
 	if c == nil {
 		return scanRollout(ctx, l, run, nil)
 	}
-	c.mu.Lock()
-	e := c.scans[run]
-	if e != nil {
-		c.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.s, e.err
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	e = &cachedScan{done: make(chan struct{})}
-	if c.scans == nil {
-		c.scans = map[string]*cachedScan{}
-	}
-	c.scans[run] = e
-	c.mu.Unlock()
-	e.s, e.err = scanRollout(ctx, l, run, c)
-	if e.err != nil {
-		c.mu.Lock()
-		delete(c.scans, run)
-		c.mu.Unlock()
-	}
-	close(e.done)
-	return e.s, e.err
+	return c.scans.get(ctx, run, func() (*rolloutScan, error) { return scanRollout(ctx, l, run, c) })
 }
 
 // scanAll scans the rollouts of evals at the same time, so one's serial
