@@ -409,23 +409,17 @@ func gateCleanPasses(t *testing.T, x *gateExperiment) {
 // commands, the runs of one fault each, and gates with them in place of
 // the clean ones.
 func gateFaults(t *testing.T, clean *gateExperiment) {
-	tests := []struct {
-		name   string
-		fault  func(t *testing.T, x *gateExperiment)
-		failed []string
-		// seq returns an entry the named check must cite.
-		check string
-		seq   func(t *testing.T, x *gateExperiment) int64
-	}{
+	tests := []gateFault{
 		{
 			name: "the rl rollout leaked gold into a prompt",
-			fault: func(t *testing.T, x *gateExperiment) {
+			fault: func(t *testing.T, x *gateExperiment) []string {
 				// Every evaluation reads the leaky tasks: the budget audit
 				// would fail one that read other tasks than the rest.
 				leaky := gateLeakGold(t, x.data, filepath.Join(t.TempDir(), "leaky"))
 				for _, label := range []string{"base", "sft", "rl", "noupdate"} {
 					x.evalRun(t, label, "ev-"+label+"-leaky", leaky, x.identity[label])
 				}
+				return nil
 			},
 			failed: []string{"audit gold: no-gold-in-prompts"},
 			check:  "audit gold: no-gold-in-prompts",
@@ -435,10 +429,11 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 		},
 		{
 			name: "the no-update weights differ from base",
-			fault: func(t *testing.T, x *gateExperiment) {
+			fault: func(t *testing.T, x *gateExperiment) []string {
 				w := manifeststest.Copy(t, sampleCkpt, filepath.Join(t.TempDir(), "noupdate-weights"), 1, manifeststest.Flip("d", 9, 0x01))
 				x.trainRun(t, "noupdate", "train-noupdate-changed", w, "0", 0.25, "--param", "lr=0")
 				x.evalRun(t, "noupdate", "ev-noupdate-changed", x.data, gateIdentity(t, w))
+				return nil
 			},
 			failed: []string{"audit identity: noupdate-identical"},
 			check:  "audit identity: noupdate-identical",
@@ -448,8 +443,9 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 		},
 		{
 			name: "two evaluations used different budgets",
-			fault: func(t *testing.T, x *gateExperiment) {
+			fault: func(t *testing.T, x *gateExperiment) []string {
 				x.evalRun(t, "rl", "ev-rl-t07", x.data, x.identity["rl"], "--temperature", "0.7")
+				return nil
 			},
 			failed: []string{"audit budget: same-protocol"},
 			check:  "audit budget: same-protocol",
@@ -459,7 +455,7 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 		},
 		{
 			name: "the database path was wrong",
-			fault: func(t *testing.T, x *gateExperiment) {
+			fault: func(t *testing.T, x *gateExperiment) []string {
 				// rlgate run refuses the wrong root up front; a user who
 				// skipped its pre-flight trains anyway, and the gate must
 				// still catch it.
@@ -474,6 +470,7 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 				}
 				x.trainRun(t, "rl", "train-rl-wrongdb", x.written["rl"], "1e-6", 0, "--param", "lr=1e-6",
 					"--param", "db_root="+wrong, "--skip-preflight")
+				return nil
 			},
 			failed: []string{"audit reward: databases-present", "audit reward: gold-self-grade", "audit reward: execution-reward"},
 			check:  "audit reward: gold-self-grade",
@@ -483,8 +480,9 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 		},
 		{
 			name: "the trained run logged lr = 0",
-			fault: func(t *testing.T, x *gateExperiment) {
+			fault: func(t *testing.T, x *gateExperiment) []string {
 				x.trainRun(t, "rl", "train-rl-lr0", x.written["rl"], "0", 0.25, "--param", "lr=1e-6")
+				return nil
 			},
 			failed: []string{"audit training: learning-rate"},
 			check:  "audit training: learning-rate",
@@ -493,10 +491,26 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 			},
 		},
 	}
-	for _, tc := range tests {
+	runGateFaults(t, clean, tests)
+}
+
+// gateFault is a fault built on a fork of the clean experiment that the
+// gate must reject: exactly the failed checks, check citing the entry seq
+// returns, and saying every string fault returns.
+type gateFault struct {
+	name   string
+	fault  func(t *testing.T, x *gateExperiment) (says []string)
+	failed []string
+	check  string
+	seq    func(t *testing.T, x *gateExperiment) int64
+}
+
+// runGateFaults runs each fault on its own fork of clean.
+func runGateFaults(t *testing.T, clean *gateExperiment, faults []gateFault) {
+	for _, tc := range faults {
 		t.Run(tc.name, func(t *testing.T) {
 			x := clean.fork(t)
-			tc.fault(t, x)
+			says := tc.fault(t, x)
 			code, v := x.gate(t)
 			if code != exitCheckFailed || v.OK {
 				t.Fatalf("exit %d, ok %v, want %d", code, v.OK, exitCheckFailed)
@@ -504,9 +518,20 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 			if diff := cmp.Diff(tc.failed, failedChecks(v)); diff != "" {
 				t.Errorf("failed checks (-want +got):\n%s", diff)
 			}
-			want := tc.seq(t, x)
-			if seqs := checkSeqs(v, tc.check); !slices.Contains(seqs, want) {
-				t.Errorf("%s cites entries %v, want %d among them", tc.check, seqs, want)
+			if seq := tc.seq(t, x); !slices.Contains(checkSeqs(v, tc.check), seq) {
+				t.Errorf("%s cites entries %v, want %d among them", tc.check, checkSeqs(v, tc.check), seq)
+			}
+			var msgs []string
+			for _, c := range v.Checks {
+				if c.Name == tc.check && !c.OK {
+					msgs = append(msgs, c.Message)
+				}
+			}
+			all := strings.Join(msgs, "\n")
+			for _, w := range says {
+				if !strings.Contains(all, w) {
+					t.Errorf("%s does not say %q:\n%s", tc.check, w, all)
+				}
 			}
 		})
 	}

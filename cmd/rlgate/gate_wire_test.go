@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -29,13 +27,7 @@ import (
 // through the real commands.
 func TestGateWire(t *testing.T) {
 	clean := buildGateExperiment(t)
-	tests := []struct {
-		name   string
-		fault  func(t *testing.T, x *gateExperiment) (want []string) // substrings of check's failed message
-		failed []string
-		check  string
-		seq    func(t *testing.T, x *gateExperiment) int64
-	}{
+	tests := []gateFault{
 		{
 			name: "the rl rollout met transport failures and was graded --allow-incomplete",
 			fault: func(t *testing.T, x *gateExperiment) []string {
@@ -159,34 +151,7 @@ func TestGateWire(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			x := clean.fork(t)
-			want := tc.fault(t, x)
-			code, v := x.gate(t)
-			if code != exitCheckFailed || v.OK {
-				t.Fatalf("exit %d, ok %v, want %d", code, v.OK, exitCheckFailed)
-			}
-			if diff := cmp.Diff(tc.failed, failedChecks(v)); diff != "" {
-				t.Errorf("failed checks (-want +got):\n%s", diff)
-			}
-			if seq := tc.seq(t, x); !slices.Contains(checkSeqs(v, tc.check), seq) {
-				t.Errorf("%s cites entries %v, want %d among them", tc.check, checkSeqs(v, tc.check), seq)
-			}
-			var msgs []string
-			for _, c := range v.Checks {
-				if c.Name == tc.check && !c.OK {
-					msgs = append(msgs, c.Message)
-				}
-			}
-			all := strings.Join(msgs, "\n")
-			for _, w := range want {
-				if !strings.Contains(all, w) {
-					t.Errorf("%s does not say %q:\n%s", tc.check, w, all)
-				}
-			}
-		})
-	}
+	runGateFaults(t, clean, tests)
 }
 
 // gateWireFlaky starts an endpoint that answers as the experiment's does
