@@ -329,16 +329,7 @@ func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) ([]rollout.Mess
 		return nil, false
 	}
 	// ",{...},{...}" quoted: decode it as the array [{...},{...}].
-	arr, ok := appendUnescaped(append(s.buf[:0], '['), rest[1:j])
-	s.buf = arr
-	if !ok {
-		return nil, false
-	}
-	msgs, err := parseMessages(append(arr, ']'))
-	if err != nil {
-		return nil, false
-	}
-	return policyOnly(msgs), true
+	return s.policyMessages(appendUnescaped(append(s.buf[:0], '['), rest[1:j]))
 }
 
 // quotedMessages decodes the policy messages of a quoted request cut
@@ -350,7 +341,13 @@ func (s *rolloutScan) quotedMessages(req []byte) ([]rollout.Message, bool) {
 	if i < 0 {
 		return nil, false
 	}
-	arr, ok := appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:])
+	return s.policyMessages(appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:]))
+}
+
+// policyMessages parses arr, an unescaped messages array that lacks its
+// closing bracket, into its policy messages, keeping arr as the scan's
+// scratch buffer; ok is false when unescaping failed or arr is no array.
+func (s *rolloutScan) policyMessages(arr []byte, ok bool) ([]rollout.Message, bool) {
 	s.buf = arr
 	if !ok {
 		return nil, false
