@@ -75,11 +75,13 @@ func TestLogsAutoDetectThroughCLI(t *testing.T) {
 	tests := []struct {
 		fixture, expected string
 		format            metrics.Format
-		lrPass            bool // SkyRL's console prints lr 1e-6 as '0.0000'
+		lrFrom            string // in the learning-rate finding: where the audit read it
 	}{
-		{"llamafactory-trainer_log.jsonl", "llamafactory-trainer_log.expected.json", metrics.FormatLlamaFactory, true},
-		{"skyrl-console.log", "skyrl-console.expected.json", metrics.FormatSkyRLConsole, false},
-		{"openrlhf-console.log", "openrlhf-console.expected.json", metrics.FormatOpenRLHFConsole, true},
+		{"llamafactory-trainer_log.jsonl", "llamafactory-trainer_log.expected.json", metrics.FormatLlamaFactory, "rl: lr > 0 (max 9.938441702975689e-06)"},
+		// SkyRL's console shows lr 1e-6 as '0.0000', which is not recorded:
+		// the audit reads the parameter instead of a false 0.
+		{"skyrl-console.log", "skyrl-console.expected.json", metrics.FormatSkyRLConsole, "rl: parameter lr=1e-06 (no learning-rate metric logged)"},
+		{"openrlhf-console.log", "openrlhf-console.expected.json", metrics.FormatOpenRLHFConsole, "rl: actor_lr > 0 (max 1e-06)"},
 	}
 	for _, tt := range tests {
 		t.Run(string(tt.format), func(t *testing.T) {
@@ -92,7 +94,7 @@ func TestLogsAutoDetectThroughCLI(t *testing.T) {
 			log := filepath.Join(t.TempDir(), "train.out")
 			run := "train-" + string(tt.format)
 			code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "rl", "--run", run, "--gpu", "off",
-				"--metrics", log+":auto", "--", "cp", abs, log)
+				"--param", "lr=1e-6", "--metrics", log+":auto", "--", "cp", abs, log)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, errOut)
 			}
@@ -123,8 +125,11 @@ func TestLogsAutoDetectThroughCLI(t *testing.T) {
 			passed := map[string]bool{}
 			for _, f := range rep.Findings {
 				passed[f.Check] = f.OK
+				if f.Check == audit.CheckLearningRate && !strings.Contains(f.Message, tt.lrFrom) {
+					t.Errorf("learning rate read from %q, want %q", f.Message, tt.lrFrom)
+				}
 			}
-			want := map[string]bool{audit.CheckRunOK: true, audit.CheckMetricFindings: true, audit.CheckOptimizerSteps: true, audit.CheckLearningRate: tt.lrPass}
+			want := map[string]bool{audit.CheckRunOK: true, audit.CheckMetricFindings: true, audit.CheckOptimizerSteps: true, audit.CheckLearningRate: true}
 			if d := cmp.Diff(want, passed); d != "" {
 				t.Errorf("training audit (-want +got):\n%s\n%+v", d, rep.Findings)
 			}

@@ -40,9 +40,10 @@
 //     "Step N: " and then the step's metrics as pprint.pformat wrote them,
 //     over as many lines as it took; the record is complete when the
 //     dict's braces balance. SkyRL writes every float as a string with
-//     four decimals ('0.0000' for a learning rate of 1e-6): the values are
-//     what the console shows, no more precise; its TensorBoard files keep
-//     full precision.
+//     four decimals: the values are what the console shows, no more
+//     precise, and a learning rate shown as '0.0000' (1e-6 is) is not
+//     recorded at all but counted as skipped, since it would claim lr = 0;
+//     SkyRL's TensorBoard files keep full precision.
 //   - openrlhf-console: OpenRLHF's PPO trainer line "Global step N: {...}",
 //     the metrics a Python dict repr on that line.
 //

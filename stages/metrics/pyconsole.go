@@ -3,6 +3,7 @@ package metrics
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strconv"
 )
 
@@ -75,8 +76,31 @@ func (d *skyrlDecoder) commit(sk *sink) bool {
 		sk.drop()
 		return false
 	}
+	dropRoundedLR(sk)
 	sk.commit(d.step)
 	return true
+}
+
+// skyrlLRKeys are SkyRL's learning-rate keys.
+var skyrlLRKeys = Keys(TrainerSkyRL, LearningRate)
+
+// dropRoundedLR removes from the open record a learning rate that SkyRL's
+// console printed as '0.0000': four decimals say only that it is below
+// 5e-5, where every RL learning rate lies, so recording 0 would claim an
+// untrained run. The value is counted as skipped, and the training audit
+// falls back to the run's lr parameter. Any other value printed as zero is
+// kept: a reward or KL below 5e-5 is zero at the precision they are read.
+func dropRoundedLR(sk *sink) {
+	rec := sk.out[sk.start:]
+	kept := rec[:0]
+	for _, p := range rec {
+		if p.Value == 0 && slices.Contains(skyrlLRKeys, p.Key) {
+			sk.stats.Skipped++
+			continue
+		}
+		kept = append(kept, p)
+	}
+	sk.out = sk.out[:sk.start+len(kept)]
 }
 
 func (d *skyrlDecoder) pending() (Cursor, bool) { return d.from, d.state != skyrlIdle }

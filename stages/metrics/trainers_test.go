@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 
@@ -65,7 +66,8 @@ func TestTrainerLogFormats(t *testing.T) {
 		{"llamafactory-issue774-trainer_log.jsonl", FormatLlamaFactory, issue774, 5, 5*4 + 7, 0},
 		{"llamafactory-trainer_log.jsonl", FormatLlamaFactory, expectedPoints(t, "llamafactory-trainer_log.expected.json"), 4, 4 * 2, 0},
 		// Ray's "Started a local Ray instance." is the one other line.
-		{"skyrl-console.log", FormatSkyRLConsole, expectedPoints(t, "skyrl-console.expected.json"), 2, 0, 1},
+		// Both steps' learning rate, 1e-6, is shown as '0.0000' and skipped.
+		{"skyrl-console.log", FormatSkyRLConsole, expectedPoints(t, "skyrl-console.expected.json"), 2, 2, 1},
 		// The two "Sample: [...]" lines are ignored.
 		{"openrlhf-console.log", FormatOpenRLHFConsole, expectedPoints(t, "openrlhf-console.expected.json"), 2, 0, 2},
 	}
@@ -153,7 +155,8 @@ func TestSkyRLRecordHeldUntilDictCloses(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := expectedPoints(t, "skyrl-console.expected.json")
-	if diff := cmp.Diff(want[:12], first); diff != "" {
+	step2 := slices.IndexFunc(want, func(p Point) bool { return p.Step == 2 })
+	if diff := cmp.Diff(want[:step2], first); diff != "" {
 		t.Fatalf("first read (-want +got):\n%s", diff)
 	}
 	header := strings.LastIndex(string(full[:cut]), "(skyrl_entrypoint pid=2231) \x1b[32m")
@@ -172,7 +175,7 @@ func TestSkyRLRecordHeldUntilDictCloses(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(want[12:], rest); diff != "" {
+	if diff := cmp.Diff(want[step2:], rest); diff != "" {
 		t.Errorf("after the dict closed (-want +got):\n%s", diff)
 	}
 }
@@ -244,5 +247,21 @@ func TestSkyRLBadDict(t *testing.T) {
 	}
 	if diff := cmp.Diff([]Point{{1, "a", 1}}, pts); diff != "" {
 		t.Errorf("points before the fault (-want +got):\n%s", diff)
+	}
+}
+
+// TestSkyRLRoundedLearningRate: a learning rate the console shows as
+// '0.0000' is skipped, not recorded as 0; any other value shown so is kept,
+// and a learning rate the four decimals can show is kept.
+func TestSkyRLRoundedLearningRate(t *testing.T) {
+	path := writeTemp(t, "skyrl.log", []byte("Step 1: \n{'policy/policy_kl': '0.0000', 'policy/policy_lr': '0.0000', 'reward/avg_raw_reward': '0.0000'}\n"+
+		"Step 2: \n{'policy/policy_lr': '0.0001'}\n"))
+	pts, st, err := ParseFile(path, Options{Format: FormatSkyRLConsole})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Point{{1, "policy/policy_kl", 0}, {1, "reward/avg_raw_reward", 0}, {2, "policy/policy_lr", 0.0001}}
+	if diff := cmp.Diff(want, pts); diff != "" || st.Skipped != 1 {
+		t.Errorf("points (-want +got):\n%s\nskipped %d, want 1", diff, st.Skipped)
 	}
 }

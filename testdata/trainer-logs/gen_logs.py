@@ -87,9 +87,10 @@ for step, (reward, kl, grad, loss) in enumerate([(0.3125, 0.0012, 0.4187, 0.0213
         "timing/policy_train": 17.25,
     }
     msg = f"Step {step}: \n{pprint.pformat(stringify_floats(data))}"
-    # pprint sorts the keys; the console keeps four decimals of a float.
-    skyrl_want.append((step, {k: float(stringify_floats(data[k])) if isinstance(data[k], float) else data[k]
-                              for k in sorted(data)}))
+    # pprint sorts the keys; the console keeps four decimals of a float;
+    # rlgate skips a learning rate shown as 0.0000 rather than record 0.
+    shown = {k: float(stringify_floats(data[k])) if isinstance(data[k], float) else data[k] for k in sorted(data)}
+    skyrl_want.append((step, {k: v for k, v in shown.items() if not (k == "policy/policy_lr" and v == 0)}))
     text = loguru(f"2026-08-21 18:1{step}:02.125", "skyrl.train.utils.tracking", "log", 189, msg)
     out.append(ray + "Started a local Ray instance.\n" if step == 1 else "")
     out.extend(ray + l + "\n" for l in text.split("\n"))
