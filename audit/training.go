@@ -22,10 +22,6 @@ const (
 	CheckLearningRate   = "learning-rate"   // lr > 0 for a trained run, lr = 0 for the No-update control
 )
 
-// trainers are the trainers whose key tables the audits look through, in
-// order, for a canonical quantity.
-var trainers = []metrics.Trainer{metrics.TrainerVerl, metrics.TrainerSkyRL, metrics.TrainerTRL}
-
 // series is one metric of a run found under a trainer's key, with the
 // entry behind each point.
 type series struct {
@@ -37,7 +33,7 @@ type series struct {
 // canonSeries returns the first key of any trainer's table for c that the
 // run logged, or nil.
 func canonSeries(ctx context.Context, l *ledger.Ledger, run string, c metrics.Canon) (*series, error) {
-	for _, t := range trainers {
+	for _, t := range metrics.Trainers {
 		for _, k := range metrics.Keys(t, c) {
 			pts, seqs, err := l.Series(ctx, run, k)
 			if err != nil {

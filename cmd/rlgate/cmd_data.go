@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -38,9 +39,9 @@ func newDataCommand() *cli.Command {
 		Description: "Benchmarks are split into what a policy may see and what only grading reads.\n\n" + exitCodesHelp,
 		Commands: []*cli.Command{{
 			Name:        "import",
-			Usage:       "import Spider, BIRD or SkyRL parquet",
+			Usage:       "import Spider, BIRD, SkyRL parquet or a Spider variant (Spider-DK, Spider-Realistic, Spider-Syn)",
 			Description: importHelp,
-			Commands: []*cli.Command{
+			Commands: append([]*cli.Command{
 				{Name: "spider", Usage: "import Spider (dev.json, dev_gold.sql, tables.json, database/)", Description: importHelp,
 					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
 						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json`"},
@@ -55,9 +56,28 @@ func newDataCommand() *cli.Command {
 					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
 						&cli.StringFlag{Name: "parquet", Required: true, Usage: "`FILE`.parquet with prompt, db_id, data, reward_spec"}},
 					Action: action("skyrl")},
-			},
+			}, variantCommands(importHelp, action, out, force, name, dbRoot)...),
 		}},
 	}
+}
+
+// variantCommands builds one import command per Spider variant: the same
+// flags as spider, without --gold (each record carries its query).
+func variantCommands(help string, action func(kind string) cli.ActionFunc, flags ...cli.Flag) []*cli.Command {
+	usage := map[dataset.SpiderVariant]string{
+		dataset.SpiderDK:        "import Spider-DK (Spider-DK.json, its tables.json; --db-root: Spider's database/ merged with Spider-DK's)",
+		dataset.SpiderRealistic: "import Spider-Realistic (spider-realistic.json on Spider's database/)",
+		dataset.SpiderSyn:       "import Spider-Syn (dev.json on Spider's database/; the question is SpiderSynQuestion)",
+	}
+	var cmds []*cli.Command
+	for _, v := range dataset.SpiderVariants {
+		cmds = append(cmds, &cli.Command{Name: string(v), Usage: usage[v], Description: help,
+			Flags: slices.Concat([]cli.Flag{jsonFlag}, flags, []cli.Flag{
+				&cli.StringFlag{Name: "dev", Required: true, Usage: "the question `FILE` (gold SQL in each record's query)"},
+				&cli.StringFlag{Name: "tables", Usage: "`tables.json` (hashed as a source)"}}),
+			Action: action(string(v))})
+	}
+	return cmds
 }
 
 type dataImportOptions struct {
@@ -88,6 +108,8 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 		im, err = dataset.ImportBird(ctx, dataset.BirdOptions{Name: o.Name, Dev: o.Dev, DBRoot: o.DBRoot})
 	case "skyrl":
 		im, err = dataset.ImportSkyRL(ctx, dataset.SkyRLOptions{Name: o.Name, Parquet: o.Parquet, DBRoot: o.DBRoot})
+	default:
+		im, err = dataset.ImportSpiderVariant(ctx, dataset.VariantOptions{Variant: dataset.SpiderVariant(o.Kind), Name: o.Name, Dev: o.Dev, Tables: o.Tables, DBRoot: o.DBRoot})
 	}
 	if err != nil {
 		return nil, err

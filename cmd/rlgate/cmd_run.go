@@ -44,8 +44,11 @@ func newRunCommand() *cli.Command {
 			"of grading again). If it fails, CMD is not started: the run is recorded\n" +
 			"as failed with the reason and rlgate exits 1. --skip-preflight starts CMD\n" +
 			"without it, recorded in run.start.\n\n" +
-			"Metric formats: verl, verl-console, trl, tensorboard, jsonl (FILE:FORMAT;\n" +
-			"without :FORMAT it is detected).\n\n" + exitCodesHelp +
+			"Metric formats: verl, verl-console, trl, tensorboard, jsonl, llamafactory\n" +
+			"(trainer_log.jsonl), skyrl-console, openrlhf-console (FILE:FORMAT). With\n" +
+			"FILE:auto or no :FORMAT the format is detected from the file's first lines,\n" +
+			"printed, and recorded in run.end (metric_formats); a file that reads as two\n" +
+			"formats or none is a warning naming the lines, and is not ingested.\n\n" + exitCodesHelp +
 			"\nA stage that exits non-zero: its own exit code.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
@@ -54,7 +57,7 @@ func newRunCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "out", Usage: "output `NAME=PATH` (repeatable)"},
 			&cli.StringSliceFlag{Name: "param", Usage: "parameter `KEY=VALUE` (repeatable)"},
 			&cli.StringSliceFlag{Name: "config", Usage: "config `FILE` (YAML/JSON get a canonical form; repeatable)"},
-			&cli.StringSliceFlag{Name: "metrics", Usage: "metrics `FILE[:FORMAT]` to ingest while the stage runs (repeatable)"},
+			&cli.StringSliceFlag{Name: "metrics", Usage: "metrics `FILE[:FORMAT]` to ingest while the stage runs (FORMAT auto or none: detected; repeatable)"},
 			&cli.StringFlag{Name: "gpu", Value: "auto", Usage: "GPU telemetry: `auto` (sample nvidia-smi if present) or off"},
 			&cli.DurationFlag{Name: "flush", Value: runner.DefaultFlush, Usage: "send output and metrics to the ledger every `DURATION` (bounds what a crash can lose)"},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the stage after `DURATION` (SIGTERM, then SIGKILL after 10s)"},

@@ -1,4 +1,5 @@
-// Package dataset imports benchmarks (Spider, BIRD, SkyRL parquet) into
+// Package dataset imports benchmarks (Spider, BIRD, SkyRL parquet, and the
+// Spider variants Spider-DK, Spider-Realistic and Spider-Syn) into
 // two files kept apart: tasks.jsonl, the public side a policy may see (id,
 // position in the source file, db_id, question, evidence and a schema
 // rendered from the database), and gold.jsonl (id, db_id, SQL,

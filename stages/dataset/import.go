@@ -32,7 +32,7 @@ const (
 type Manifest struct {
 	Format    string                   `json:"format"`
 	Dataset   string                   `json:"dataset"`
-	Kind      string                   `json:"kind"`   // spider, bird, skyrl
+	Kind      string                   `json:"kind"`   // spider, bird, skyrl, or a Spider variant (spider-dk, ...)
 	Source    map[string]ledger.Digest `json:"source"` // input file -> digest
 	DBRoot    string                   `json:"db_root"`
 	Databases map[string]ledger.Digest `json:"databases"` // db_id -> digest of its .sqlite

@@ -5,10 +5,16 @@ type Trainer string
 
 // The trainers with a key table.
 const (
-	TrainerVerl  Trainer = "verl"
-	TrainerSkyRL Trainer = "skyrl"
-	TrainerTRL   Trainer = "trl"
+	TrainerVerl         Trainer = "verl"
+	TrainerSkyRL        Trainer = "skyrl"
+	TrainerTRL          Trainer = "trl"
+	TrainerLlamaFactory Trainer = "llamafactory"
+	TrainerOpenRLHF     Trainer = "openrlhf"
 )
+
+// Trainers lists the trainers with a key table, in the order audits look
+// through them for a canonical quantity.
+var Trainers = []Trainer{TrainerVerl, TrainerSkyRL, TrainerTRL, TrainerLlamaFactory, TrainerOpenRLHF}
 
 // Canon is a trainer-independent name for one of the few quantities the
 // audits read. Points keep the trainer's own keys; audits look them up
@@ -81,6 +87,25 @@ var canonTables = map[Trainer][]canonRow{
 		// where a trainer keeps its optimizer step.
 		{OptimizerStep, []string{"step"}},
 		{ZeroVarianceFraction, []string{"frac_reward_zero_std"}}, // GRPOTrainer, recent TRL
+	},
+	// LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log) copies a few
+	// members of the Trainer's log_history entry under its own names.
+	TrainerLlamaFactory: {
+		{RewardMean, []string{"reward"}},
+		// lr since 2024; releases of 2023 wrote learning_rate.
+		{LearningRate, []string{"lr", "learning_rate"}},
+		// current_steps is the Trainer's global_step and becomes every
+		// point's Step, as TRL's step does.
+		{OptimizerStep, []string{"current_steps"}},
+	},
+	// OpenRLHF's PPO trainer status dict ("Global step N: {...}").
+	TrainerOpenRLHF: {
+		// The raw reward over the step's whole rollout batch; reward is its
+		// mean over the PPO micro-batches, in every release.
+		{RewardMean, []string{"rollout/reward_mean", "reward"}},
+		{KL, []string{"kl"}}, // the KL to the reference policy
+		{LearningRate, []string{"actor_lr"}},
+		{GradNorm, []string{"actor_grad_norm"}},
 	},
 }
 

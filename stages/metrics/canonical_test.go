@@ -35,6 +35,17 @@ func TestCanonical(t *testing.T) {
 		{TrainerTRL, "step", OptimizerStep, true},
 		{TrainerTRL, "frac_reward_zero_std", ZeroVarianceFraction, true},
 		{TrainerTRL, "actor/lr", "", false},
+		{TrainerLlamaFactory, "reward", RewardMean, true},
+		{TrainerLlamaFactory, "lr", LearningRate, true},
+		{TrainerLlamaFactory, "learning_rate", LearningRate, true},
+		{TrainerLlamaFactory, "current_steps", OptimizerStep, true},
+		{TrainerLlamaFactory, "loss", "", false},
+		{TrainerOpenRLHF, "rollout/reward_mean", RewardMean, true},
+		{TrainerOpenRLHF, "reward", RewardMean, true},
+		{TrainerOpenRLHF, "kl", KL, true},
+		{TrainerOpenRLHF, "actor_lr", LearningRate, true},
+		{TrainerOpenRLHF, "actor_grad_norm", GradNorm, true},
+		{TrainerOpenRLHF, "critic_lr", "", false},
 		{"unknown", "reward", "", false},
 	}
 	for _, tt := range tests {

@@ -5,8 +5,10 @@
 // # Formats
 //
 // A format is named after a colon in the CLI (--metrics log.jsonl:verl) and
-// parsed by ParseFormat or ParseSpec; without one, Detect decides from the
-// file name or its first 64 KiB.
+// parsed by ParseFormat or ParseSpec; without one, or with "auto", Detect
+// decides from the file name or its first 64 KiB, and refuses a file that
+// reads as two formats (ErrAmbiguousFormat) or none (ErrUnknownFormat),
+// naming the lines behind its verdict.
 //
 //   - verl: veRL's file logger, JSONL lines {"step": N, "data": {...}}.
 //     Numeric leaves of data become points; nested objects are flattened
@@ -31,6 +33,25 @@
 //   - jsonl: one object per line with a step member (Options.StepKey,
 //     default "step"); every other numeric member, flattened as for verl,
 //     is a point.
+//   - llamafactory: LLaMA-Factory's trainer_log.jsonl, read as jsonl with
+//     the step under current_steps (loss, lr, epoch, percentage, ...;
+//     elapsed_time and remaining_time are strings and skipped).
+//   - skyrl-console: SkyRL's console logger, a loguru line ending
+//     "Step N: " and then the step's metrics as pprint.pformat wrote them,
+//     over as many lines as it took; the record is complete when the
+//     dict's braces balance. SkyRL writes every float as a string with
+//     four decimals: the values are what the console shows, no more
+//     precise, and a learning rate shown as '0.0000' (1e-6 is) is not
+//     recorded at all but counted as skipped, since it would claim lr = 0;
+//     SkyRL's TensorBoard files keep full precision.
+//   - openrlhf-console: OpenRLHF's PPO trainer line "Global step N: {...}",
+//     the metrics a Python dict repr on that line.
+//
+// Both console formats of Python dicts take values as Python printed them
+// (numbers, np.float64(…), tensor(…), nan, inf, and strings holding a
+// number); nested dicts are flattened with "/"; None, bools, lists and
+// other strings are skipped and counted, as are a console line's
+// decorations as for verl-console.
 //
 // # Duplicates
 //
@@ -70,5 +91,6 @@
 // Audits need a few quantities whatever the trainer: mean reward, KL,
 // learning rate, gradient norm, zero-variance group counts, optimizer step.
 // Canonical maps a trainer's key to such a Canon and Keys gives the keys
-// behind one, preferred first; the tables are in canonical.go.
+// behind one, preferred first; the tables are in canonical.go, one per
+// trainer in Trainers (veRL, SkyRL, TRL, LLaMA-Factory, OpenRLHF).
 package metrics

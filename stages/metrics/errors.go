@@ -9,6 +9,10 @@ import (
 // when Detect finds neither a telling file name nor telling content.
 var ErrUnknownFormat = errors.New("unknown metrics format")
 
+// ErrAmbiguousFormat is returned when Detect finds content that reads as
+// two formats, so that guessing could read the file wrongly.
+var ErrAmbiguousFormat = errors.New("ambiguous metrics format")
+
 // ErrBadCRC is returned when a TensorBoard record's checksum does not match
 // its bytes somewhere before the end of the file: the file is corrupt, not
 // merely still being written.

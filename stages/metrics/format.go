@@ -1,7 +1,6 @@
 package metrics
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/binary"
 	"fmt"
@@ -26,14 +25,31 @@ const (
 	FormatTensorBoard Format = "tensorboard"
 	// FormatJSONL is one JSON object per line with a step member.
 	FormatJSONL Format = "jsonl"
+	// FormatLlamaFactory is LLaMA-Factory's trainer_log.jsonl: one JSON
+	// object per log call, its step under current_steps.
+	FormatLlamaFactory Format = "llamafactory"
+	// FormatSkyRLConsole is SkyRL's console logger: a "Step N: " log line
+	// followed by the step's metrics as a pprint-formatted dict.
+	FormatSkyRLConsole Format = "skyrl-console"
+	// FormatOpenRLHFConsole is OpenRLHF's PPO trainer log line
+	// "Global step N: {...}", the step's metrics as a Python dict repr.
+	FormatOpenRLHFConsole Format = "openrlhf-console"
+	// FormatAuto asks for Detect explicitly (--metrics F:auto); a Tailer
+	// never reads "auto" but the format Detect chose.
+	FormatAuto Format = "auto"
 )
 
 // Formats lists every format, in the order help text shows them.
-var Formats = []Format{FormatVerl, FormatVerlConsole, FormatTRL, FormatTensorBoard, FormatJSONL}
+var Formats = []Format{FormatVerl, FormatVerlConsole, FormatTRL, FormatTensorBoard, FormatJSONL,
+	FormatLlamaFactory, FormatSkyRLConsole, FormatOpenRLHFConsole}
 
-// ParseFormat accepts a format name, with or without the leading colon.
+// ParseFormat accepts a format name, with or without the leading colon, or
+// "auto".
 func ParseFormat(s string) (Format, error) {
 	name := strings.TrimPrefix(s, ":")
+	if name == string(FormatAuto) {
+		return FormatAuto, nil
+	}
 	for _, f := range Formats {
 		if string(f) == name {
 			return f, nil
@@ -47,7 +63,7 @@ func formatList() string {
 	for i, f := range Formats {
 		names[i] = string(f)
 	}
-	return strings.Join(names, ", ")
+	return strings.Join(names, ", ") + " or auto"
 }
 
 // ParseSpec splits a --metrics argument such as "out/log.jsonl:verl" into a
@@ -74,11 +90,15 @@ func ParseSpec(spec string) (string, Format, error) {
 const sniffLen = 64 << 10
 
 // Detect names the format of the file at path from its name
-// (events.out.tfevents.*, trainer_state.json) or else from its first bytes:
-// a TFRecord header with a valid checksum, a JSON document with
-// "log_history", a JSON line with step and data (veRL) or just a step
-// (JSONL), or a veRL console step line. A file that is empty or still says
-// nothing telling yields ErrUnknownFormat: name the format in the spec.
+// (events.out.tfevents.*, trainer_state.json, trainer_log.jsonl) or else
+// from its first 64 KiB: a TFRecord header with a valid checksum; a JSON
+// first line with step and data (veRL), current_steps (LLaMA-Factory) or
+// just a step (JSONL); a JSON document with "log_history" (TRL); or text
+// whose step records read as exactly one of the console formats (veRL's
+// "step:N - ...", SkyRL's "Step N: " with its dict, OpenRLHF's "Global step
+// N: {...}"). A file that says nothing telling yet yields ErrUnknownFormat,
+// one that reads as two formats ErrAmbiguousFormat, each naming the file
+// and the lines behind the verdict: then name the format in the spec.
 func Detect(path string) (Format, error) {
 	base := filepath.Base(path)
 	switch {
@@ -86,6 +106,8 @@ func Detect(path string) (Format, error) {
 		return FormatTensorBoard, nil
 	case base == "trainer_state.json":
 		return FormatTRL, nil
+	case base == "trainer_log.jsonl":
+		return FormatLlamaFactory, nil
 	}
 	f, err := os.Open(path)
 	if err != nil {
@@ -96,63 +118,120 @@ func Detect(path string) (Format, error) {
 	if err != nil {
 		return "", fmt.Errorf("detect metrics format: %w", err)
 	}
-	if format, ok := sniff(head); ok {
-		return format, nil
+	format, err := sniff(head)
+	if err != nil {
+		return "", fmt.Errorf("detect metrics format of %s: %w; name the format, as in %s:%s", path, err, path, FormatVerl)
 	}
-	return "", fmt.Errorf("detect metrics format of %s: %w; name it, as in %s:verl", path, ErrUnknownFormat, path)
+	return format, nil
 }
 
 // sniff recognises a format from the first bytes of a file.
-func sniff(head []byte) (Format, bool) {
+func sniff(head []byte) (Format, error) {
 	if len(head) >= tfrecordHeaderLen &&
 		binary.LittleEndian.Uint32(head[8:12]) == maskedCRC32C(head[:8]) {
-		return FormatTensorBoard, true
+		return FormatTensorBoard, nil
 	}
 	trimmed := bytes.TrimLeft(head, " \t\r\n")
-	if len(trimmed) > 0 && trimmed[0] == '{' {
-		if format, ok := sniffJSONLine(trimmed); ok {
-			return format, true
+	switch {
+	case len(trimmed) == 0:
+		return "", fmt.Errorf("%w: the file is empty", ErrUnknownFormat)
+	case trimmed[0] == '{':
+		format, err := sniffJSONLine(trimmed)
+		if err != nil && bytes.Contains(head, []byte(`"log_history"`)) {
+			return FormatTRL, nil
 		}
-		if bytes.Contains(head, []byte(`"log_history"`)) {
-			return FormatTRL, true
+		if err != nil {
+			line := bytes.Count(head[:len(head)-len(trimmed)], []byte{'\n'}) + 1
+			return "", fmt.Errorf("line %d: %w", line, err)
 		}
-		return "", false
+		return format, nil
 	}
-	sc := bufio.NewScanner(bytes.NewReader(head))
-	sc.Buffer(nil, sniffLen)
-	var d consoleDecoder
-	var sk sink
-	for sc.Scan() {
-		if d.line(&sk, sc.Bytes(), Cursor{}); d.open {
-			return FormatVerlConsole, true
-		}
-	}
-	return "", false
+	return sniffConsole(head)
 }
 
-// sniffJSONLine tells veRL's file logger from generic JSONL by the members of
-// the first line.
-func sniffJSONLine(b []byte) (Format, bool) {
+// consoleFormats recognise a step record of each console format in one
+// line, once colours and Ray's decorations are gone.
+var consoleFormats = []struct {
+	format Format
+	match  func(text []byte) bool
+}{
+	{FormatVerlConsole, func(text []byte) bool { _, _, ok := cutStep(text); return ok }},
+	{FormatSkyRLConsole, func(text []byte) bool { _, ok := cutSkyRLHeader(text); return ok }},
+	{FormatOpenRLHFConsole, func(text []byte) bool { _, _, ok := cutOpenRLHFStep(text); return ok }},
+}
+
+// sniffConsole finds the console format whose step records the lines of
+// head hold: exactly one must match.
+func sniffConsole(head []byte) (Format, error) {
+	first := make([]int, len(consoleFormats)) // 1-based line of each format's first match
+	found := 0
+	var lines int
+	var clean []byte
+	for line := range bytes.SplitSeq(head, []byte{'\n'}) {
+		lines++
+		for part := range bytes.SplitSeq(line, []byte{'\r'}) {
+			clean = stripANSI(clean[:0], part)
+			text := trimRayDecoration(clean)
+			for i, cf := range consoleFormats {
+				if first[i] == 0 && cf.match(text) {
+					first[i] = lines
+					found++
+				}
+			}
+		}
+	}
+	var seen []string
+	var format Format
+	for i, cf := range consoleFormats {
+		if first[i] > 0 {
+			format = cf.format
+			seen = append(seen, fmt.Sprintf("line %d as %s", first[i], cf.format))
+		}
+	}
+	switch found {
+	case 0:
+		names := make([]string, len(consoleFormats))
+		for i, cf := range consoleFormats {
+			names[i] = string(cf.format)
+		}
+		return "", fmt.Errorf("%w: none of its first %d lines is a step record of %s, and it is not JSON", ErrUnknownFormat, lines, strings.Join(names, ", "))
+	case 1:
+		return format, nil
+	}
+	return "", fmt.Errorf("%w: it reads as %s", ErrAmbiguousFormat, strings.Join(seen, " and "))
+}
+
+// sniffJSONLine tells the JSON-lines formats apart by the members of the
+// first line.
+func sniffJSONLine(b []byte) (Format, error) {
 	line, _, _ := bytes.Cut(b, []byte{'\n'})
 	var s jsonScanner
 	s.reset(line)
-	hasStep, hasData := false, false
+	hasStep, hasData, hasCurrent := false, false, false
 	err := s.object(func(key []byte) error {
 		switch string(key) {
 		case "step":
 			hasStep = true
 		case "data":
 			hasData = s.peek() == '{'
+		case "current_steps":
+			hasCurrent = true
 		}
 		return s.skip(0)
 	})
 	switch {
-	case err != nil || !hasStep:
-		return "", false
-	case hasData:
-		return FormatVerl, true
+	case err != nil:
+		return "", fmt.Errorf("%w: the first line is not one JSON object (%v)", ErrUnknownFormat, err)
+	case hasCurrent && hasStep:
+		return "", fmt.Errorf("%w: the first line has both current_steps (%s) and step (%s, %s)", ErrAmbiguousFormat, FormatLlamaFactory, FormatVerl, FormatJSONL)
+	case hasCurrent:
+		return FormatLlamaFactory, nil
+	case hasStep && hasData:
+		return FormatVerl, nil
+	case hasStep:
+		return FormatJSONL, nil
 	}
-	return FormatJSONL, true
+	return "", fmt.Errorf("%w: the first line is a JSON object with neither step nor current_steps", ErrUnknownFormat)
 }
 
 // Trainer returns the trainer that writes a format, or "" when several do
@@ -164,6 +243,12 @@ func (f Format) Trainer() Trainer {
 		return TrainerVerl
 	case FormatTRL:
 		return TrainerTRL
+	case FormatLlamaFactory:
+		return TrainerLlamaFactory
+	case FormatSkyRLConsole:
+		return TrainerSkyRL
+	case FormatOpenRLHFConsole:
+		return TrainerOpenRLHF
 	}
 	return ""
 }

@@ -16,6 +16,10 @@ func TestParseFormat(t *testing.T) {
 		{":trl", FormatTRL, nil},
 		{"tensorboard", FormatTensorBoard, nil},
 		{":jsonl", FormatJSONL, nil},
+		{"llamafactory", FormatLlamaFactory, nil},
+		{":skyrl-console", FormatSkyRLConsole, nil},
+		{"openrlhf-console", FormatOpenRLHFConsole, nil},
+		{":auto", FormatAuto, nil},
 		{"csv", "", ErrUnknownFormat},
 		{"", "", ErrUnknownFormat},
 	}
@@ -38,6 +42,7 @@ func TestParseSpec(t *testing.T) {
 	}{
 		{"out/log.jsonl:verl", "out/log.jsonl", FormatVerl, false},
 		{"run.log:verl-console", "run.log", FormatVerlConsole, false},
+		{"run.log:auto", "run.log", FormatAuto, false},
 		{"out/log.jsonl", "out/log.jsonl", "", false},
 		{"logs:old/x.jsonl", "logs:old/x.jsonl", "", false},
 		{"out/log.jsonl:verll", "", "", true},
@@ -84,7 +89,8 @@ func TestDetect(t *testing.T) {
 
 func TestFormatTrainer(t *testing.T) {
 	for _, f := range Formats {
-		want := map[Format]Trainer{FormatVerl: TrainerVerl, FormatVerlConsole: TrainerVerl, FormatTRL: TrainerTRL}[f]
+		want := map[Format]Trainer{FormatVerl: TrainerVerl, FormatVerlConsole: TrainerVerl, FormatTRL: TrainerTRL,
+			FormatLlamaFactory: TrainerLlamaFactory, FormatSkyRLConsole: TrainerSkyRL, FormatOpenRLHFConsole: TrainerOpenRLHF}[f]
 		if got := f.Trainer(); got != want {
 			t.Errorf("%s.Trainer() = %q, want %q", f, got, want)
 		}

@@ -16,7 +16,7 @@ const readChunk = 1 << 20
 
 // Options select how a metrics file is parsed.
 type Options struct {
-	// Format of the file; empty means Detect.
+	// Format of the file; empty or FormatAuto means Detect.
 	Format Format
 	// StepKey names the step member of generic JSONL records; empty means
 	// "step". The other formats fix their own.
@@ -69,7 +69,7 @@ type Tailer struct {
 // detected from the file, which must then exist.
 func NewTailer(path string, opts Options, from Cursor) (*Tailer, error) {
 	f := opts.Format
-	if f == "" {
+	if f == "" || f == FormatAuto {
 		var err error
 		if f, err = Detect(path); err != nil {
 			return nil, err
@@ -90,6 +90,12 @@ func NewTailer(path string, opts Options, from Cursor) (*Tailer, error) {
 		t.lines = &jsonlDecoder{stepKey: key}
 	case FormatVerlConsole:
 		t.lines = &consoleDecoder{}
+	case FormatLlamaFactory:
+		t.lines = &jsonlDecoder{stepKey: "current_steps"}
+	case FormatSkyRLConsole:
+		t.lines = &skyrlDecoder{}
+	case FormatOpenRLHFConsole:
+		t.lines = &openrlhfDecoder{}
 	}
 	return t, nil
 }

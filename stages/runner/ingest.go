@@ -11,7 +11,7 @@ import (
 )
 
 // MetricFile is a trainer metrics file a stage writes, and its format
-// (empty: detected from the file).
+// (empty or auto: detected from the file once it says enough).
 type MetricFile struct {
 	Path   string         `json:"path"`
 	Format metrics.Format `json:"format,omitempty"`
@@ -67,6 +67,11 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 			return nil
 		}
 		g.tailer = t
+		if g.file.Format == "" || g.file.Format == metrics.FormatAuto {
+			if g.warn != nil {
+				fmt.Fprintf(g.warn, "rlgate: metrics %s: read as %s, detected from its first lines (recorded in run.end; if wrong, name the format: %s:FORMAT)\n", g.file.Path, t.Format(), g.file.Path)
+			}
+		}
 	}
 	next := g.tailer.Next
 	if final {

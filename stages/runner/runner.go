@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlgate/rlgate/gpu"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/metrics"
 )
 
 // Named is a declared input or output: a name the pipeline uses and a path.
@@ -118,6 +119,10 @@ type EndBody struct {
 	// error, a file never written, keys written twice): recorded for the
 	// training audit, never a change to the stage's status.
 	MetricFindings []string `json:"metric_findings,omitempty"`
+	// MetricFormats maps each metrics file that was read to the format it
+	// was read as: the one declared, or the one detected for a file
+	// declared without one or as auto.
+	MetricFormats map[string]metrics.Format `json:"metric_formats,omitempty"`
 
 	ownExit bool // failed because the stage itself exited non-zero
 }
@@ -397,6 +402,12 @@ loop:
 	for _, g := range ingesters {
 		end.MetricPoints += g.points
 		end.MetricFindings = append(end.MetricFindings, g.findings...)
+		if g.tailer != nil {
+			if end.MetricFormats == nil {
+				end.MetricFormats = map[string]metrics.Format{}
+			}
+			end.MetricFormats[g.file.Path] = g.tailer.Format()
+		}
 	}
 	if spec.GPU {
 		end.GPUState = gres.State
