@@ -23,7 +23,8 @@ type ClientOptions struct {
 	// RequestTimeout bounds one attempt, from sending to the last byte.
 	RequestTimeout time.Duration
 	// MaxAttempts is how many times a request is sent before the episode
-	// ends with StopHTTPError.
+	// ends with StopTransport; of a fleet, attempts that failed on an
+	// endpoint drained since do not count.
 	MaxAttempts int
 	// Backoff is the wait before the first retry; it doubles up to
 	// MaxBackoff.
@@ -239,6 +240,7 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 		e := c.pick(failedOn, attempt > 1)
 		t0 := time.Now()
 		status, resp, parsed, err := c.attempt(ctx, e, body)
+		lat := millis(time.Since(t0))
 		if ctx.Err() != nil {
 			c.abandon(e)
 			return nil, ctx.Err()
@@ -248,7 +250,7 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 		if x.transient && e.stop.Err() != nil {
 			err = errTransient{errors.New("abandoned: the endpoint was drained")}
 		}
-		c.settle(e, millis(time.Since(t0)), err, x.transient)
+		c.settle(e, lat, err, x.transient)
 		x.status, x.body = status, resp
 		if c.fleet() {
 			x.endpoint = e.name
@@ -266,7 +268,7 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 			x.duration = time.Since(start)
 			return x, nil
 		}
-		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: millis(time.Since(t0)), Endpoint: x.endpoint})
+		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: lat, Endpoint: x.endpoint})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -226,6 +226,14 @@ func TestFleetResumesWithOtherEndpoints(t *testing.T) {
 			resumes = append(resumes, b)
 		}
 	}
+	_, eps := allRefs(t, l, "moved")
+	lines, err := json.Marshal(eps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(lines), "hunter22") || strings.Contains(string(lines), "sk-fleet-secret") || !strings.Contains(string(lines), `"endpoint":"`+want[0]) {
+		t.Errorf("episode lines hold a secret or no redacted endpoint: %s", lines)
+	}
 	if len(resumes) != 1 || !cmp.Equal(resumes[0]["endpoints"], []any{want[0], want[1]}) || resumes[0]["endpoint"] != want[0] {
 		t.Errorf("run.resume bodies %v; want endpoints %q", resumes, want)
 	}
