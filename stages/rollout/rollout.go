@@ -121,7 +121,7 @@ type job struct {
 // interrupted or failed run with the same settings is resumed, playing
 // only the pairs without a finished episode; a run that ended ok is
 // reported complete and nothing is played. Before a run is started or
-// resumed, the endpoint is probed; an unusable one is an ErrEndpoint and
+// resumed, every endpoint is probed; an unusable one is an ErrEndpoint and
 // records nothing.
 //
 // Once started, the run is always closed: ok when every pair has a
