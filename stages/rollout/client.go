@@ -247,9 +247,6 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 		}
 		var tr errTransient
 		x.transient = errors.As(err, &tr)
-		if x.transient && e.stop.Err() != nil {
-			err = errTransient{errors.New("abandoned: the endpoint was drained")}
-		}
 		c.settle(e, lat, err, x.transient)
 		x.status, x.body = status, resp
 		if c.fleet() {
@@ -284,7 +281,15 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 func (c *client) attempt(ctx context.Context, e *endpoint, body []byte) (int, []byte, *ChatResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
-	defer context.AfterFunc(e.stop, cancel)() // a drained endpoint's attempts are abandoned, to be retried elsewhere
+	ctx, drop := context.WithCancelCause(ctx)
+	defer drop(nil)
+	defer context.AfterFunc(e.stop, func() { drop(errDrained) })() // abandoned, to be retried elsewhere
+	transient := func(err error) error {
+		if context.Cause(ctx) == errDrained {
+			return errTransient{errDrained}
+		}
+		return errTransient{err}
+	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, err
@@ -295,12 +300,12 @@ func (c *client) attempt(ctx context.Context, e *endpoint, body []byte) (int, []
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, nil, errTransient{fmt.Errorf("post %s: %w", e.url, err)}
+		return 0, nil, nil, transient(fmt.Errorf("post %s: %w", e.url, err))
 	}
 	defer res.Body.Close()
 	resp, err := io.ReadAll(res.Body)
 	if err != nil {
-		return res.StatusCode, resp, nil, errTransient{fmt.Errorf("read reply: %w", err)}
+		return res.StatusCode, resp, nil, transient(fmt.Errorf("read reply: %w", err))
 	}
 	switch {
 	case res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests:

@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -14,6 +15,10 @@ import (
 // do, so a fleet that has lost every server still ends failed rather than
 // hangs or passes.
 const DrainAfter = 5
+
+// errDrained is why an attempt in flight on an endpoint being drained
+// was cut short.
+var errDrained = errors.New("abandoned: the endpoint was drained")
 
 // EndpointStats is what one endpoint did for the command that ran the
 // rollout: recorded in run.end, printed, and in the summary.

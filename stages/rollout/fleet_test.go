@@ -274,3 +274,50 @@ func TestFleetProbe(t *testing.T) {
 		t.Errorf("%d requests played on a refused fleet", good.Requests.Load())
 	}
 }
+
+// TestFleetAbandonsInFlightOnDrain: the first endpoint hangs on its first
+// two requests and answers 500 to every later one. Once those failures
+// drain it, the two hanging requests are abandoned at once (not after
+// their timeout) and retried on the healthy endpoints: every episode
+// finishes, and their attempts on the drained endpoint are recorded as
+// abandoned.
+func TestFleetAbandonsInFlightOnDrain(t *testing.T) {
+	var served atomic.Int64
+	normal := rollouttest.ThreeTurns(nil)
+	hung := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		if served.Add(1) <= 2 {
+			return rollouttest.Reply{Delay: time.Minute} // the server stops waiting when the client gives up
+		}
+		return rollouttest.Reply{Status: 500}
+	})
+	busy := func(r *rollouttest.Request) rollouttest.Reply {
+		rep := normal(r)
+		rep.Delay = 20 * time.Millisecond
+		return rep
+	}
+	good1, good2 := rollouttest.New(t, busy), rollouttest.New(t, busy)
+	l := ledgertest.New(t)
+	o := fleetOptions(t, "abandon", 24, hung.URL, good1.URL, good2.URL)
+	o.Concurrency, o.Client.RequestTimeout = 8, time.Minute
+	s, err := rollout.Run(ctx, l, o)
+	if err != nil || s.Status != "ok" || s.Episodes != 24 {
+		t.Fatalf("%v, %+v", err, s)
+	}
+	if !s.Endpoints[0].Drained || s.Endpoints[1].Drained || s.Endpoints[2].Drained {
+		t.Errorf("endpoints %+v: want the first drained", s.Endpoints)
+	}
+	_, eps := allRefs(t, l, "abandon")
+	abandoned := 0
+	for _, ep := range eps {
+		for _, tr := range ep.Turns {
+			for _, a := range tr.Retried {
+				if a.Endpoint == hung.URL && strings.Contains(a.Error, "abandoned: the endpoint was drained") {
+					abandoned++
+				}
+			}
+		}
+	}
+	if abandoned != 2 {
+		t.Errorf("%d attempts recorded abandoned on the drained endpoint, want its 2 hanging ones", abandoned)
+	}
+}
