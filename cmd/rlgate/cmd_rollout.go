@@ -38,7 +38,17 @@ const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1
 	"episode as finished (http_error), as the model's own failures do.\n\n" +
 	"Run the same command again after a failure, a crash or Ctrl-C: the run resumes\n" +
 	"and plays only the episodes it has not finished. A run that ended ok is\n" +
-	"reported complete.\n\n"
+	"reported complete.\n\n" +
+	"A fleet: repeat --endpoint (servers of the same model, e.g. several vLLM\n" +
+	"instances). Each must pass the probe, or nothing is played. Each request goes\n" +
+	"to the endpoint with the fewest requests in flight (ties to the first given).\n" +
+	"An endpoint whose requests fail in transport 5 times in a row is drained: it\n" +
+	"gets no more requests, those in flight are retried on the others (without\n" +
+	"counting against --max-attempts), and it is reported at once and in the\n" +
+	"summary. The last endpoint left is never drained: its failures leave episodes\n" +
+	"unfinished as above. Requests, transport failures, retries and latency (p50,\n" +
+	"p95) of each endpoint are printed and recorded in the run's end entry. A run\n" +
+	"may resume on another list of endpoints; the new list is recorded.\n\n"
 
 func newRolloutCommand() *cli.Command {
 	return &cli.Command{
@@ -62,7 +72,7 @@ func rolloutFlags() []cli.Flag {
 	return []cli.Flag{
 		&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import (or a tasks.jsonl FILE, with --db-root)"},
 		&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
-		&cli.StringFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1"},
+		&cli.StringSliceFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1; repeat it (or separate URLs with commas) for a fleet of servers of one model"},
 		&cli.StringFlag{Name: "model", Required: true, Usage: "model `NAME` the server serves (recorded)"},
 		&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (rlgate ckpt digest prints it; recorded for the identity audit)"},
 		&cli.StringFlag{Name: "api-key-env", Usage: "environment `VAR` holding the API key, sent as a bearer token and never recorded"},
@@ -85,7 +95,7 @@ type rolloutOptions struct {
 	JSON           bool
 	Tasks          string
 	DBRoot         string
-	Endpoint       string
+	Endpoints      []string
 	Model          string
 	ModelIdentity  *ledger.Digest
 	APIKeyEnv      string
@@ -101,7 +111,7 @@ type rolloutOptions struct {
 
 func rolloutOptionsFrom(cmd *cli.Command) (rolloutOptions, error) {
 	o := rolloutOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"),
-		Endpoint: cmd.String("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
+		Endpoints: cmd.StringSlice("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
 		Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"), Limit: cmd.Int("limit"), RequestTimeout: cmd.Duration("request-timeout"),
 		MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter}
 	if s := cmd.String("model-identity"); s != "" {
@@ -191,7 +201,7 @@ func (o *rolloutOptions) resolve() (rollout.Options, *dataset.TaskSource, error)
 	dbRoot := ts.DBRoot
 	progress, terminal := o.Progress, isTerminal(o.Progress)
 	return rollout.Options{Run: o.Run, Tasks: ts.Tasks, TasksPath: ts.Path, TasksDigest: ts.Digest, DBRoot: dbRoot,
-		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoint: o.Endpoint, Model: o.Model, ModelIdentity: o.ModelIdentity, APIKey: key,
+		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoints: o.Endpoints, Model: o.Model, ModelIdentity: o.ModelIdentity, APIKey: key,
 		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
 		Progress: progress, Terminal: terminal}, ts, nil
 }
@@ -237,5 +247,18 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 	}
 	if lat := s.RequestLatencyMS; lat != nil {
 		fmt.Fprintf(w, "rlgate: request latency over the %d turns played now (retries included): mean %.1f ms, p50 %.1f ms, p95 %.1f ms\n", lat.N, lat.Mean, lat.P50, lat.P95)
+	}
+	if len(s.Endpoints) < 2 {
+		return // one endpoint: the lines above say it all
+	}
+	for _, e := range s.Endpoints {
+		fmt.Fprintf(w, "rlgate: endpoint %s: %d requests, %d transport failures, %d retries", e.Endpoint, e.Requests, e.Failures, e.Retries)
+		if lat := e.LatencyMS; lat != nil {
+			fmt.Fprintf(w, "; latency p50 %.1f ms, p95 %.1f ms", lat.P50, lat.P95)
+		}
+		if e.Drained {
+			fmt.Fprintf(w, "; DRAINED after %d failures in a row (last: %s)", rollout.DrainAfter, e.DrainError)
+		}
+		fmt.Fprintln(w)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -26,6 +27,7 @@ type Bar struct {
 	failed  atomic.Int64
 	stop    chan struct{}
 	stopped chan struct{}
+	mu      sync.Mutex // serialises writes to w
 }
 
 // Start begins reporting on w, or nowhere when w is nil: on a terminal
@@ -78,7 +80,23 @@ func (b *Bar) Finish() {
 	<-b.stopped
 }
 
+// Note prints a line of news (an endpoint drained) between reports: on a
+// terminal it takes the bar's line, and the bar is drawn again below it.
+func (b *Bar) Note(format string, args ...any) {
+	if b.w == nil {
+		return
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.tty {
+		fmt.Fprint(b.w, "\r\033[K")
+	}
+	fmt.Fprintf(b.w, "rlgate: "+format+"\n", args...)
+}
+
 func (b *Bar) print(last bool) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
 	done, errs := int(b.done.Load()), b.failed.Load()
 	elapsed := time.Since(b.start)
 	rate := float64(done) / max(elapsed.Seconds(), 1e-9)

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -22,7 +23,8 @@ type ClientOptions struct {
 	// RequestTimeout bounds one attempt, from sending to the last byte.
 	RequestTimeout time.Duration
 	// MaxAttempts is how many times a request is sent before the episode
-	// ends with StopHTTPError.
+	// ends with StopTransport; of a fleet, attempts that failed on an
+	// endpoint drained since do not count.
 	MaxAttempts int
 	// Backoff is the wait before the first retry; it doubles up to
 	// MaxBackoff.
@@ -73,6 +75,9 @@ type Attempt struct {
 	Response  Body    `json:"response,omitempty"`
 	Error     string  `json:"error"`
 	LatencyMS float64 `json:"latency_ms"`
+	// Endpoint is, in a run with several endpoints, the one the attempt
+	// went to, redacted.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
 // exchange is the outcome of one request with its retries: the last
@@ -85,14 +90,21 @@ type exchange struct {
 	err       error     // set when the last attempt gave no usable reply too, or a 4xx answered
 	transient bool      // with err: the last attempt failed in transport (see attempt), not on a final 4xx
 	duration  time.Duration
+	endpoint  string // of a fleet: the endpoint of the last attempt, redacted
 }
 
-// client speaks /v1/chat/completions with retries.
+// client speaks /v1/chat/completions with retries, to one endpoint or to
+// a fleet of them (fleet.go says how a request finds its endpoint).
 type client struct {
-	url    string
-	apiKey string
-	opts   ClientOptions
-	http   *http.Client
+	endpoints []*endpoint
+	apiKey    string
+	opts      ClientOptions
+	http      *http.Client
+	// drained, when not nil, hears of each endpoint drained and how many
+	// are left.
+	drained func(EndpointStats, int)
+
+	mu sync.Mutex // guards the endpoints' counters
 }
 
 // completionsURL accepts a server root ("http://h:8000"), its OpenAI base
@@ -116,7 +128,7 @@ func route(endpoint, name string) string {
 	return u.String()
 }
 
-func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
+func newClient(endpoints []string, apiKey string, opts ClientOptions, conns int) *client {
 	tr := &http.Transport{
 		Proxy:               http.ProxyFromEnvironment,
 		DialContext:         (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
@@ -125,18 +137,60 @@ func newClient(endpoint, apiKey string, opts ClientOptions, conns int) *client {
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // keep the bodies byte for byte as the server sent them
 	}
-	return &client{url: completionsURL(endpoint), apiKey: apiKey, opts: opts, http: &http.Client{Transport: tr}}
+	c := &client{apiKey: apiKey, opts: opts, http: &http.Client{Transport: tr}}
+	for _, e := range endpoints {
+		c.endpoints = append(c.endpoints, newEndpoint(e))
+	}
+	return c
 }
 
-func (c *client) close() { c.http.CloseIdleConnections() }
+func (c *client) close() {
+	c.http.CloseIdleConnections()
+	for _, e := range c.endpoints {
+		e.halt()
+	}
+}
 
-// probe checks once, before any episode, that the endpoint can be used:
-// GET <base>/models within RequestTimeout, with the API key. What it
-// checks is the transport: any HTTP answer passes, 404 included (some
-// servers have no models route), except 401 and 403 (the key is refused)
-// and a 5xx (the server is not serving). Otherwise every episode would end
-// on the same failure.
-func (c *client) probe(ctx context.Context, endpoint string) error {
+// fleet reports whether the client has several endpoints; records then
+// name the endpoint of each attempt.
+func (c *client) fleet() bool { return len(c.endpoints) > 1 }
+
+// probe checks every endpoint, all at once, before any episode. A fleet
+// is used only when each of its endpoints passes: a server that is down
+// before the run starts is a mistake in the list, not a failure to ride
+// out.
+func (c *client) probe(ctx context.Context) error {
+	errs := make([]error, len(c.endpoints))
+	var wg sync.WaitGroup
+	for i, e := range c.endpoints {
+		wg.Go(func() { errs[i] = c.probeOne(ctx, e.given) })
+	}
+	wg.Wait()
+	err := errors.Join(errs...)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case !c.fleet():
+		return errs[0]
+	}
+	bad := 0
+	for _, e := range errs {
+		if e != nil {
+			bad++
+		}
+	}
+	return fmt.Errorf("%d of %d endpoints failed the probe; each --endpoint must pass (drop one that cannot serve):\n%w", bad, len(errs), err)
+}
+
+// probeOne checks once that an endpoint can be used: GET <base>/models
+// within RequestTimeout, with the API key. What it checks is the
+// transport: any HTTP answer passes, 404 included (some servers have no
+// models route), except 401 and 403 (the key is refused) and a 5xx (the
+// server is not serving). Otherwise every episode would end on the same
+// failure.
+func (c *client) probeOne(ctx context.Context, endpoint string) error {
 	url := modelsURL(endpoint)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
@@ -173,32 +227,45 @@ func recordable(err error) string { return ledger.Redact("", err.Error()) }
 type errTransient struct{ error }
 
 // do sends body until a usable reply comes, a 4xx answers, or MaxAttempts
-// run out. It returns an error only when ctx ends: the episode is then
-// abandoned, not recorded.
+// attempts have failed on endpoints still in use: a failure on an
+// endpoint that was drained since is retried on another and not counted.
+// It returns an error only when ctx ends: the episode is then abandoned,
+// not recorded.
 func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 	x := &exchange{}
 	start := time.Now()
 	wait := c.opts.Backoff
+	var failedOn []*endpoint // the endpoint of each failed attempt
 	for attempt := 1; ; attempt++ {
+		e := c.pick(failedOn, attempt > 1)
 		t0 := time.Now()
-		status, resp, parsed, err := c.attempt(ctx, body)
+		status, resp, parsed, err := c.attempt(ctx, e, body)
+		lat := millis(time.Since(t0))
 		if ctx.Err() != nil {
+			c.abandon(e)
 			return nil, ctx.Err()
 		}
+		var tr errTransient
+		x.transient = errors.As(err, &tr)
+		c.settle(e, lat, err, x.transient)
 		x.status, x.body = status, resp
+		if c.fleet() {
+			x.endpoint = e.name
+		}
 		if err == nil {
 			x.resp = parsed
 			x.duration = time.Since(start)
 			return x, nil
 		}
-		var tr errTransient
-		x.transient = errors.As(err, &tr)
-		if !x.transient || attempt >= c.opts.MaxAttempts {
+		if x.transient {
+			failedOn = append(failedOn, e)
+		}
+		if !x.transient || c.charged(failedOn) >= c.opts.MaxAttempts {
 			x.err = fmt.Errorf("attempt %d: %s", attempt, recordable(err))
 			x.duration = time.Since(start)
 			return x, nil
 		}
-		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: millis(time.Since(t0))})
+		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: lat, Endpoint: x.endpoint})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()
@@ -208,13 +275,22 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 	}
 }
 
-// attempt sends the request once. Network errors, timeouts, 5xx, 429 and
+// attempt sends the request once to e. Network errors, timeouts, 5xx, 429 and
 // unreadable or malformed replies are transient; other non-2xx statuses
 // are final.
-func (c *client) attempt(ctx context.Context, body []byte) (int, []byte, *ChatResponse, error) {
+func (c *client) attempt(ctx context.Context, e *endpoint, body []byte) (int, []byte, *ChatResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	ctx, drop := context.WithCancelCause(ctx)
+	defer drop(nil)
+	defer context.AfterFunc(e.stop, func() { drop(errDrained) })() // abandoned, to be retried elsewhere
+	transient := func(err error) error {
+		if context.Cause(ctx) == errDrained {
+			return errTransient{errDrained}
+		}
+		return errTransient{err}
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, e.url, bytes.NewReader(body))
 	if err != nil {
 		return 0, nil, nil, err
 	}
@@ -224,12 +300,12 @@ func (c *client) attempt(ctx context.Context, body []byte) (int, []byte, *ChatRe
 	}
 	res, err := c.http.Do(req)
 	if err != nil {
-		return 0, nil, nil, errTransient{fmt.Errorf("post %s: %w", c.url, err)}
+		return 0, nil, nil, transient(fmt.Errorf("post %s: %w", e.url, err))
 	}
 	defer res.Body.Close()
 	resp, err := io.ReadAll(res.Body)
 	if err != nil {
-		return res.StatusCode, resp, nil, errTransient{fmt.Errorf("read reply: %w", err)}
+		return res.StatusCode, resp, nil, transient(fmt.Errorf("read reply: %w", err))
 	}
 	switch {
 	case res.StatusCode >= 500 || res.StatusCode == http.StatusTooManyRequests:

@@ -48,6 +48,22 @@
 // refuses the run with ErrEndpoint before anything is recorded; any other
 // answer, 404 included (some servers have no models route), passes.
 //
+// # Fleet
+//
+// Options.Endpoints plays one run across several servers of the same
+// model (a vLLM fleet). Every one is probed, at once, and the run is
+// refused unless each passes. Each request goes to the endpoint with the
+// fewest requests in flight, ties to the first given, and a retry to one
+// the request has not failed on when there is one; an episode's turns may
+// be answered by different servers. DrainAfter transport failures in a row
+// drain an endpoint: it gets no new request, its requests in flight are
+// abandoned and retried on the others, and attempts that failed on it no
+// longer count against MaxAttempts. The last endpoint in use is never
+// drained, so a single endpoint behaves as it always has and a fleet
+// whose servers all fail ends failed. Each endpoint's requests, failures,
+// retries and latency (EndpointStats) go to the summary and run.end; the
+// drain is printed when it happens. A run may be resumed on another list.
+//
 // Network errors, timeouts, 5xx, 429 and replies that are not a chat
 // completion are transport failures: retried with doubling waits up to
 // ClientOptions.MaxAttempts. When the last attempt fails too, the episode
@@ -65,9 +81,10 @@
 // and one entry of kind trajectories (Trajectories) listing each episode's
 // task, sample, stop reason, turns, tokens, final SQL and line. A crash
 // loses at most the unflushed episodes. The run.start entry (Start)
-// records the protocol and its digest, model, endpoint, tasks digest and
-// task set; run.end (End) the totals over finished episodes, the number of
-// (task, sample) pairs left unfinished and, for a failed run, the reason.
+// records the protocol and its digest, model, endpoint (a fleet's list
+// too), tasks digest and task set; run.end (End) the totals over finished
+// episodes, the number of (task, sample) pairs left unfinished, each
+// endpoint's counts and, for a failed run, the reason.
 // A run ends ok only when every pair has a finished episode; with
 // unfinished ones it ends failed and Run returns ErrIncomplete.
 //

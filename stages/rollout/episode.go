@@ -90,9 +90,12 @@ type Turn struct {
 	// OverBudget is set on a reply whose prompt plus completion exceeded
 	// context_tokens: it is recorded and not acted upon.
 	OverBudget bool `json:"over_budget,omitempty"`
+	// Endpoint is, in a run with several endpoints, the one the last
+	// attempt went to, redacted.
+	Endpoint string `json:"endpoint,omitempty"`
 }
 
-// env plays episodes: one protocol, one endpoint, one executor.
+// env plays episodes: one protocol, one client, one executor.
 type env struct {
 	proto  *Protocol
 	model  string
@@ -137,7 +140,7 @@ func (e *env) play(ctx context.Context, t *tasks.Task, sample int) (*Episode, er
 		if err != nil {
 			return nil, err
 		}
-		turn := Turn{Index: len(ep.Turns), Request: body, Status: x.status, Response: x.body, Retried: x.failed, LatencyMS: millis(x.duration)}
+		turn := Turn{Index: len(ep.Turns), Request: body, Status: x.status, Response: x.body, Retried: x.failed, LatencyMS: millis(x.duration), Endpoint: x.endpoint}
 		ep.Usage.Turns++
 		ep.Usage.LatencyMS += turn.LatencyMS
 		if x.err != nil {

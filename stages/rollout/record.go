@@ -55,9 +55,13 @@ type Start struct {
 	Protocol       Protocol      `json:"protocol"`
 	ProtocolDigest ledger.Digest `json:"protocol_digest"`
 	Model          string        `json:"model"`
-	Endpoint       string        `json:"endpoint"`
-	Tasks          string        `json:"tasks"`
-	TasksDigest    ledger.Digest `json:"tasks_digest"`
+	// Endpoint is the endpoint, redacted; of a fleet, the first given.
+	// Endpoints lists a fleet's endpoints, redacted, in the order given;
+	// it is absent for one endpoint.
+	Endpoint    string        `json:"endpoint"`
+	Endpoints   []string      `json:"endpoints,omitempty"`
+	Tasks       string        `json:"tasks"`
+	TasksDigest ledger.Digest `json:"tasks_digest"`
 	// TaskSet is tasks.SetDigest of the task ids run; Count is their
 	// number.
 	TaskSet  ledger.Digest `json:"task_set"`
@@ -75,10 +79,11 @@ type Start struct {
 // resumeBody is the body of the run.resume entry a continued rollout
 // writes.
 type resumeBody struct {
-	Endpoint string       `json:"endpoint"`
-	Client   clientRecord `json:"client"`
-	Parallel int          `json:"concurrency"`
-	Done     int          `json:"done"` // episodes already recorded, skipped
+	Endpoint  string       `json:"endpoint"`
+	Endpoints []string     `json:"endpoints,omitempty"` // as in Start: the list this command uses
+	Client    clientRecord `json:"client"`
+	Parallel  int          `json:"concurrency"`
+	Done      int          `json:"done"` // episodes already recorded, skipped
 }
 
 // End is the body of a rollout's run.end entry: totals over the finished
@@ -93,6 +98,9 @@ type End struct {
 	TokensIn    int                `json:"tokens_in"`
 	TokensOut   int                `json:"tokens_out"`
 	Reason      string             `json:"reason,omitempty"`
+	// Endpoints says what each endpoint did for the command that wrote
+	// this entry (not earlier attempts of a resumed run).
+	Endpoints []EndpointStats `json:"endpoints,omitempty"`
 }
 
 // ReadStart returns the run.start body of a rollout run, or

@@ -24,11 +24,15 @@ type Options struct {
 	TasksDigest ledger.Digest // digest of that file, recorded and compared on resume
 	DBRoot      string        // recorded
 	// DBPath maps a task's db_id to its SQLite file.
-	DBPath   func(dbID string) string
-	Endpoint string
-	Model    string
-	APIKey   string // sent as a bearer token; never recorded
-	Protocol Protocol
+	DBPath func(dbID string) string
+	// Endpoint is the OpenAI-compatible server played against; Endpoints,
+	// given instead, a fleet of servers of the same model, each request
+	// going to the one with the fewest requests in flight (see DrainAfter).
+	Endpoint  string
+	Endpoints []string
+	Model     string
+	APIKey    string // sent as a bearer token; never recorded
+	Protocol  Protocol
 	// Concurrency is the number of episodes played at once; default 8.
 	Concurrency int
 	Client      ClientOptions
@@ -80,6 +84,9 @@ type Summary struct {
 	TokensInPerEpisode  *Spread `json:"tokens_in_per_episode,omitempty"`
 	TokensOutPerEpisode *Spread `json:"tokens_out_per_episode,omitempty"`
 	RequestLatencyMS    *Spread `json:"request_latency_ms,omitempty"`
+	// Endpoints says what each endpoint did for this command, in the
+	// order given; nil when nothing was played.
+	Endpoints []EndpointStats `json:"endpoints,omitempty"`
 }
 
 // Spread describes N values: their mean, median and 95th percentile, the
@@ -114,7 +121,7 @@ type job struct {
 // interrupted or failed run with the same settings is resumed, playing
 // only the pairs without a finished episode; a run that ended ok is
 // reported complete and nothing is played. Before a run is started or
-// resumed, the endpoint is probed; an unusable one is an ErrEndpoint and
+// resumed, every endpoint is probed; an unusable one is an ErrEndpoint and
 // records nothing.
 //
 // Once started, the run is always closed: ok when every pair has a
@@ -157,14 +164,14 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := newClient(o.Endpoint, o.APIKey, o.Client, o.Concurrency)
+	cl := newClient(o.Endpoints, o.APIKey, o.Client, o.Concurrency)
 	defer cl.close()
-	if err := cl.probe(ctx, o.Endpoint); err != nil {
+	if err := cl.probe(ctx); err != nil {
 		return nil, fmt.Errorf("rollout %s: %w", o.Run, err)
 	}
 	var active *ledger.ActiveRun
 	if exists {
-		body := resumeBody{Endpoint: start.Endpoint, Client: start.Client, Parallel: start.Parallel, Done: len(done)}
+		body := resumeBody{Endpoint: start.Endpoint, Endpoints: start.Endpoints, Client: start.Client, Parallel: start.Parallel, Done: len(done)}
 		if active, err = l.ResumeRun(ctx, o.Run, body); err != nil {
 			return nil, err
 		}
@@ -189,6 +196,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	}
 
 	firstTransport, runErr := o.play(ctx, l, cl, jobs, s)
+	s.Endpoints = cl.stats()
 	// The run is closed even when ctx has ended: what finished is kept.
 	endCtx := context.WithoutCancel(ctx)
 	if err := s.tally(endCtx, l); err != nil {
@@ -198,7 +206,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 			o.Run, ErrIncomplete, s.Unfinished, s.Tasks*s.Samples, firstTransport)
 	}
 	end := End{RunEnd: ledger.RunEnd{Status: "ok"}, Episodes: s.Episodes, Unfinished: s.Unfinished, StopReasons: s.StopReasons,
-		TokensIn: s.TokensIn, TokensOut: s.TokensOut}
+		TokensIn: s.TokensIn, TokensOut: s.TokensOut, Endpoints: s.Endpoints}
 	switch {
 	case runErr != nil && ctx.Err() != nil:
 		end.Status = "interrupted"
@@ -240,6 +248,10 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 	}()
 
 	prog := progress.Start(o.Progress, o.Terminal, o.ProgressEvery, "rollout", o.Run, "episodes", len(jobs))
+	cl.drained = func(e EndpointStats, left int) {
+		prog.Note("rollout %s: endpoint %s drained after %d transport failures in a row (last: %s); its requests go to the %d left",
+			o.Run, e.Endpoint, DrainAfter, e.DrainError, left)
+	}
 	work := make(chan job)
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -293,8 +305,21 @@ func (o *Options) start() (Start, error) {
 	if err := o.Protocol.Validate(); err != nil {
 		return Start{}, err
 	}
-	if o.Run == "" || o.Endpoint == "" || o.Model == "" || o.DBPath == nil {
+	if o.Endpoint != "" {
+		if len(o.Endpoints) > 0 {
+			return Start{}, errors.New("rollout: give an endpoint or a list of them, not both")
+		}
+		o.Endpoints = []string{o.Endpoint}
+	}
+	if o.Run == "" || len(o.Endpoints) == 0 || o.Model == "" || o.DBPath == nil {
 		return Start{}, errors.New("rollout: a run id, an endpoint, a model and a database path are required")
+	}
+	routes := map[string]bool{}
+	for _, e := range o.Endpoints {
+		if routes[completionsURL(e)] {
+			return Start{}, fmt.Errorf("rollout %s: endpoint %s is given twice. Try: each server once", o.Run, ledger.Redact("", e))
+		}
+		routes[completionsURL(e)] = true
 	}
 	if len(o.Tasks) == 0 {
 		return Start{}, fmt.Errorf("rollout %s: no tasks", o.Run)
@@ -329,14 +354,21 @@ func (o *Options) start() (Start, error) {
 	if err != nil {
 		return Start{}, err
 	}
-	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model, Endpoint: ledger.Redact("", o.Endpoint),
+	var fleet []string
+	if len(o.Endpoints) > 1 {
+		for _, e := range o.Endpoints {
+			fleet = append(fleet, ledger.Redact("", e))
+		}
+	}
+	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model,
+		Endpoint: ledger.Redact("", o.Endpoints[0]), Endpoints: fleet,
 		Tasks: o.TasksPath, TasksDigest: o.TasksDigest, TaskSet: tasks.SetDigest(ids), Count: len(ids), DBRoot: o.DBRoot,
 		Client: o.Client.record(), Parallel: o.Concurrency, ModelIdentity: o.ModelIdentity}, nil
 }
 
 // sameEvaluation refuses to continue a run under other settings. The
-// endpoint, client options and concurrency may change: they do not change
-// what the policy sees.
+// endpoints (their number too), client options and concurrency may
+// change: they do not change what the policy sees.
 func sameEvaluation(prev *Start, cur Start) error {
 	switch {
 	case prev.ProtocolDigest != cur.ProtocolDigest:
