@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
 	"github.com/urfave/cli/v3"
 )
 
@@ -92,7 +93,19 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 			return nil, err
 		}
 	}
-	err = emit(w, o.JSON, v, func(w io.Writer) error { return printVerdict(w, v) })
+	outcomes, perr := publish.AfterGate(ctx, l, v)
+	err = emit(w, o.JSON, gateSummary{Verdict: v, Publishes: outcomes}, func(w io.Writer) error {
+		if err := printVerdict(w, v); err != nil {
+			return err
+		}
+		for _, oc := range outcomes {
+			fmt.Fprintln(w, "rlgate:", publishOutcome(oc))
+		}
+		return nil
+	})
+	if err == nil && perr != nil {
+		err = perr
+	}
 	if err == nil && !v.OK {
 		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
 		if o.DryRun {
@@ -100,6 +113,24 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 		}
 	}
 	return v, err
+}
+
+// gateSummary is what rlgate gate --json prints: the verdict, and what
+// became of the publish requests waiting for it.
+type gateSummary struct {
+	*audit.Verdict
+	Publishes []publish.Outcome `json:"publishes,omitempty"`
+}
+
+// publishOutcome says in a line what a gate did to a publish request.
+func publishOutcome(o publish.Outcome) string {
+	switch {
+	case o.Result != nil:
+		return fmt.Sprintf("published run %s to %s (publish entry %d, request entry %d)", o.Run, o.To, o.Result.Seq, o.Request)
+	case o.Withheld != "":
+		return fmt.Sprintf("publish of run %s to %s withheld: %s; the request (entry %d) waits for a passing gate", o.Run, o.To, o.Withheld, o.Request)
+	}
+	return fmt.Sprintf("publish of run %s to %s (request entry %d) failed: %s", o.Run, o.To, o.Request, o.Error)
 }
 
 func writeJUnit(path string, v *audit.Verdict) error {

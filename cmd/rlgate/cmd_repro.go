@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/urfave/cli/v3"
 )
@@ -66,7 +67,12 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		if err != nil {
 			return false, "", err
 		}
-		return v.OK, v.Summary(), nil
+		outcomes, err := publish.AfterGate(ctx, l, v)
+		summary := v.Summary()
+		for _, o := range outcomes {
+			summary += "; " + publishOutcome(o)
+		}
+		return v.OK, summary, err
 	}}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
