@@ -186,12 +186,24 @@ func TestPublishGated(t *testing.T) {
 	}
 
 	// By hand, now that the gate passed.
-	bundle := filepath.Join(t.TempDir(), "bundle")
-	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitOK {
+	bundle, report := filepath.Join(t.TempDir(), "bundle"), filepath.Join(t.TempDir(), "report")
+	if err := os.Mkdir(report, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	gateWrite(t, filepath.Join(report, "report.md"), "# rl > base\n")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key, "--report", report); code != exitOK {
 		t.Fatalf("publish: exit %d: %s", code, errOut)
 	}
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitError || !strings.Contains(errOut, "not empty") {
 		t.Errorf("publish into a bundle: exit %d: %s", code, errOut)
+	}
+	marker := filepath.Join(t.TempDir(), "ran")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "run", "--stage", "rl", "--run", "train-rl-into-bundle", "--gpu", "off",
+		"--publish-to", bundle, "--publish-key", key, "--", "touch", marker); code != exitError || !strings.Contains(errOut, "not empty") {
+		t.Errorf("run --publish-to a bundle: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the stage ran although its --publish-to was refused")
 	}
 	if code, failed := publishVerify(t, "--public-key", pub, "--ledger", x.ledger, bundle); code != exitOK {
 		t.Fatalf("verify-bundle: exit %d, failed %v", code, failed)
@@ -231,6 +243,8 @@ func TestPublishGated(t *testing.T) {
 			pub, []string{publish.CheckSignature}},
 		{"one byte of the provenance statement", func(t *testing.T, dir string) { publishEditProvenance(t, dir) },
 			pub, []string{publish.CheckProvenanceSignature}},
+		{"one byte of the report", func(t *testing.T, dir string) { publishFlip(t, filepath.Join(dir, publish.ReportDir, "report.md"), 2) },
+			pub, []string{publish.CheckFiles}},
 		{"another key", func(*testing.T, string) {}, other + ".pub", []string{publish.CheckKey, publish.CheckProvenanceSignature}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
