@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
@@ -120,8 +119,12 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	if err := json.Unmarshal(recorded, &want); err != nil {
 		return nil, fmt.Errorf("checkpoint manifest %s: %w", ck.Manifest, err)
 	}
+	own := []string{SignatureFile, ProvenanceFile, ManifestFile}
+	if o.Report != "" {
+		own = append(own, ReportDir)
+	}
 	for _, f := range want.Files {
-		if slices.Contains([]string{SignatureFile, ProvenanceFile, ManifestFile}, f.Path) || ignored(f.Path, append([]string{ReportDir}, gitPaths...)) {
+		if ignored(f.Path, own) {
 			return nil, fmt.Errorf("publish: the checkpoint holds %s, a name the bundle gives its own files", f.Path)
 		}
 	}

@@ -30,7 +30,10 @@ func newGateCommand() *cli.Command {
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
 			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
 			"case for CI systems. --dry-run decides the same way but records nothing and\n" +
-			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" + exitCodesHelp,
+			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" +
+			"A recorded verdict bound to a model acts on the publish requests waiting for\n" +
+			"that model (rlgate run --publish-to): it publishes them if it passed, and\n" +
+			"says they are withheld if it failed (docs/PUBLISH.md).\n\n" + exitCodesHelp,
 		Flags: append(append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` (default: the built-in paper-grade policy)"},
 			&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},

@@ -263,16 +263,7 @@ func TestPublishGated(t *testing.T) {
 func publishRepro(t *testing.T, x *gateExperiment, auto, pub string) {
 	t.Helper()
 	dir := t.TempDir()
-	var policy strings.Builder
-	policy.WriteString("claims: [\"rl > base\"]\naudits: [training]\n")
-	for _, pairs := range []struct{ key, list string }{{"runs", x.runs}, {"train", x.train}} {
-		fmt.Fprintf(&policy, "%s:\n", pairs.key)
-		for _, p := range strings.Split(pairs.list, ",") {
-			label, run, _ := strings.Cut(p, "=")
-			fmt.Fprintf(&policy, "  %s: %s\n", label, run)
-		}
-	}
-	gateWrite(t, filepath.Join(dir, "holds.yaml"), policy.String())
+	gateWrite(t, filepath.Join(dir, "holds.yaml"), "claims: [\"rl > base\"]\naudits: [training]\n"+x.policySubjects())
 	gateWrite(t, filepath.Join(dir, "rlgate.yaml"), `stages:
   gated:
     cmd: "mkdir -p out && echo gated > out/gated.txt"
