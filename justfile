@@ -28,3 +28,8 @@ bench:
 # or RLGATE_TORCH_PYTHON; fails without torch unless RLGATE_TORCH_SKIP=1); CI runs it
 torch:
     go test -tags torch ./examples/torch-trainer/ -v
+
+# what rlgate signs, checked by an independent OMS verifier in Python
+# (testdata/oms/verify_oms.py; needs: apt-get install python3-cryptography); CI runs it
+oms-python:
+    go test -tags omspython ./publish/ -v

@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
 	"github.com/urfave/cli/v3"
 )
 
@@ -29,7 +30,10 @@ func newGateCommand() *cli.Command {
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
 			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
 			"case for CI systems. --dry-run decides the same way but records nothing and\n" +
-			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" + exitCodesHelp,
+			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" +
+			"A recorded verdict bound to a model acts on the publish requests waiting for\n" +
+			"that model (rlgate run --publish-to): it publishes them if it passed, and\n" +
+			"says they are withheld if it failed (docs/PUBLISH.md).\n\n" + exitCodesHelp,
 		Flags: append(append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` (default: the built-in paper-grade policy)"},
 			&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},
@@ -92,7 +96,19 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 			return nil, err
 		}
 	}
-	err = emit(w, o.JSON, v, func(w io.Writer) error { return printVerdict(w, v) })
+	outcomes, perr := publish.AfterGate(ctx, l, v)
+	err = emit(w, o.JSON, gateSummary{Verdict: v, Publishes: outcomes}, func(w io.Writer) error {
+		if err := printVerdict(w, v); err != nil {
+			return err
+		}
+		for _, oc := range outcomes {
+			fmt.Fprintln(w, "rlgate:", publishOutcome(oc))
+		}
+		return nil
+	})
+	if err == nil && perr != nil {
+		err = perr
+	}
 	if err == nil && !v.OK {
 		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
 		if o.DryRun {
@@ -100,6 +116,24 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 		}
 	}
 	return v, err
+}
+
+// gateSummary is what rlgate gate --json prints: the verdict, and what
+// became of the publish requests waiting for it.
+type gateSummary struct {
+	*audit.Verdict
+	Publishes []publish.Outcome `json:"publishes,omitempty"`
+}
+
+// publishOutcome says in a line what a gate did to a publish request.
+func publishOutcome(o publish.Outcome) string {
+	switch {
+	case o.Result != nil:
+		return fmt.Sprintf("published run %s to %s (publish entry %d, request entry %d)", o.Run, o.To, o.Result.Seq, o.Request)
+	case o.Withheld != "":
+		return fmt.Sprintf("publish of run %s to %s withheld: %s; the request (entry %d) waits for a passing gate", o.Run, o.To, o.Withheld, o.Request)
+	}
+	return fmt.Sprintf("publish of run %s to %s (request entry %d) failed: %s", o.Run, o.To, o.Request, o.Error)
 }
 
 func writeJUnit(path string, v *audit.Verdict) error {

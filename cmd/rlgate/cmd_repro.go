@@ -8,6 +8,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/urfave/cli/v3"
 )
@@ -26,7 +27,9 @@ func newReproCommand() *cli.Command {
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
 			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +
 			"gate: POLICY (a policy file, or paper-grade) is gated once it is up to date\n" +
-			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n\n" + exitCodesHelp,
+			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n" +
+			"Like rlgate gate, a gate that passes publishes the requests (rlgate run\n" +
+			"--publish-to) waiting for its model.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
@@ -66,7 +69,12 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		if err != nil {
 			return false, "", err
 		}
-		return v.OK, v.Summary(), nil
+		outcomes, err := publish.AfterGate(ctx, l, v)
+		summary := v.Summary()
+		for _, o := range outcomes {
+			summary += "; " + publishOutcome(o)
+		}
+		return v.OK, summary, err
 	}}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/urfave/cli/v3"
@@ -48,7 +49,14 @@ func newRunCommand() *cli.Command {
 			"(trainer_log.jsonl), skyrl-console, openrlhf-console (FILE:FORMAT). With\n" +
 			"FILE:auto or no :FORMAT the format is detected from the file's first lines,\n" +
 			"printed, and recorded in run.end (metric_formats); a file that reads as two\n" +
-			"formats or none is a warning naming the lines, and is not ingested.\n\n" + exitCodesHelp +
+			"formats or none is a warning naming the lines, and is not ingested.\n\n" +
+			"--publish-to DIR on a training stage asks for its output checkpoint to be\n" +
+			"published (rlgate publish) once a gate passes for its model identity: DIR and\n" +
+			"--publish-key are checked before CMD starts, and when the stage succeeds a\n" +
+			"publish.request entry records them with the run. The next rlgate gate (or a\n" +
+			"repro gate: stage) whose verdict is for that model publishes it and records\n" +
+			"the publish if the verdict passed, and says the publish is withheld if it\n" +
+			"failed; the request waits for a later gate.\n\n" + exitCodesHelp +
 			"\nA stage that exits non-zero: its own exit code.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
@@ -62,13 +70,23 @@ func newRunCommand() *cli.Command {
 			&cli.DurationFlag{Name: "flush", Value: runner.DefaultFlush, Usage: "send output and metrics to the ledger every `DURATION` (bounds what a crash can lose)"},
 			&cli.DurationFlag{Name: "timeout", Usage: "stop the stage after `DURATION` (SIGTERM, then SIGKILL after 10s)"},
 			&cli.BoolFlag{Name: "skip-preflight", Usage: "start the stage without the pre-flight reward check of its imported dataset (recorded)"},
+			&cli.StringFlag{Name: "publish-to", Usage: "publish the output checkpoint to new or empty `DIR` once a gate passes for it"},
+			&cli.StringFlag{Name: "publish-key", Value: defaultKey, Usage: "signing key `FILE` for --publish-to (rlgate keygen)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			spec, err := runSpec(cmd)
 			if err != nil {
 				return err
 			}
-			_, err = runRun(ctx, runOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Spec: spec}, cmd.Root().Writer)
+			o := runOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Spec: spec}
+			if to := cmd.String("publish-to"); to != "" {
+				r, err := publish.CheckRequest(to, cmd.String("publish-key"))
+				if err != nil {
+					return fmt.Errorf("--publish-to: %w", err)
+				}
+				o.PublishTo = &r
+			}
+			_, err = runRun(ctx, o, cmd.Root().Writer)
 			return err
 		},
 	}
@@ -132,6 +150,22 @@ type runOptions struct {
 	Dir  string
 	JSON bool
 	Spec runner.Spec
+	// PublishTo, when set, is recorded as a publish request if the stage
+	// succeeds.
+	PublishTo *publish.Request
+}
+
+// runSummary is what rlgate run --json prints: the stage's result and
+// the publish request recorded with it.
+type runSummary struct {
+	*runner.Result
+	PublishRequest *publishRequested `json:"publish_request,omitempty"`
+}
+
+type publishRequested struct {
+	Seq           int64         `json:"seq"`
+	To            string        `json:"to"`
+	ModelIdentity ledger.Digest `json:"model_identity"`
 }
 
 func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, error) {
@@ -147,7 +181,15 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 	if err != nil {
 		return nil, err
 	}
-	err = emit(w, opts.JSON, res, func(w io.Writer) error {
+	sum := runSummary{Result: res}
+	if opts.PublishTo != nil && res.Status == "ok" {
+		e, id, err := publish.RecordRequest(ctx, l, res.Run, *opts.PublishTo)
+		if err != nil {
+			return res, fmt.Errorf("--publish-to: %w", err)
+		}
+		sum.PublishRequest = &publishRequested{Seq: e.Seq, To: opts.PublishTo.To, ModelIdentity: id}
+	}
+	err = emit(w, opts.JSON, sum, func(w io.Writer) error {
 		if p := res.Preflight; p != nil && p.Passed {
 			fmt.Fprintf(w, "rlgate: pre-flight (entry %d): %d databases present and as imported under %s; gold graded against itself scored 1 on %d of %d sampled tasks\n",
 				res.PreflightSeq, p.Needed, p.DBRoot, p.SelfGrade.Passed, p.SelfGrade.Sample)
@@ -162,6 +204,11 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 		}
 		for name, d := range res.Outputs {
 			fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
+		}
+		if p := sum.PublishRequest; p != nil {
+			fmt.Fprintf(w, "rlgate: publish to %s requested (entry %d); it happens when a gate passes for model %s\n", p.To, p.Seq, p.ModelIdentity)
+		} else if opts.PublishTo != nil {
+			fmt.Fprintf(w, "rlgate: the stage did not succeed; no publish to %s was requested\n", opts.PublishTo.To)
 		}
 		return nil
 	})

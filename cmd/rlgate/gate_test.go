@@ -571,8 +571,9 @@ func gateCIStep(t *testing.T, file string, last func(map[string]any) any) string
 // gateRepro runs a pipeline whose report stage declares a gate and whose
 // publish stage reads the report: publish runs when the gate passes and is
 // blocked when it fails.
-func gateRepro(t *testing.T, x *gateExperiment) {
-	dir := t.TempDir()
+// policySubjects is the experiment's runs and train as a policy file's
+// runs: and train: mappings.
+func (x *gateExperiment) policySubjects() string {
 	var runs strings.Builder
 	for _, pairs := range []struct{ key, list string }{{"runs", x.runs}, {"train", x.train}} {
 		fmt.Fprintf(&runs, "%s:\n", pairs.key)
@@ -581,8 +582,13 @@ func gateRepro(t *testing.T, x *gateExperiment) {
 			fmt.Fprintf(&runs, "  %s: %s\n", label, run)
 		}
 	}
-	gateWrite(t, filepath.Join(dir, "holds.yaml"), "claims: [\"rl > base\"]\naudits: [training]\n"+runs.String())
-	gateWrite(t, filepath.Join(dir, "fails.yaml"), "claims: [\"base > rl\"]\naudits: [training]\n"+runs.String())
+	return runs.String()
+}
+
+func gateRepro(t *testing.T, x *gateExperiment) {
+	dir := t.TempDir()
+	gateWrite(t, filepath.Join(dir, "holds.yaml"), "claims: [\"rl > base\"]\naudits: [training]\n"+x.policySubjects())
+	gateWrite(t, filepath.Join(dir, "fails.yaml"), "claims: [\"base > rl\"]\naudits: [training]\n"+x.policySubjects())
 	pipelineFile := func(policy string) string {
 		p := filepath.Join(dir, "rlgate.yaml")
 		gateWrite(t, p, `stages:

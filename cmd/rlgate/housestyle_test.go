@@ -23,6 +23,7 @@ var allowedImports = map[string][]string{
 	"stages":    {"stages", "ledger", "manifests", "gpu"},
 	"audit":     {"audit", "ledger", "manifests", "stats", "stages"},
 	"reports":   {"reports", "ledger", "audit", "stats"},
+	"publish":   {"publish", "ledger", "manifests", "stages", "audit", "stats", "reports"},
 	"cmd":       {""}, // everything
 	"bench":     {""},
 	"examples":  {""},

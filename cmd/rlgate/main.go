@@ -132,6 +132,9 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newCompareCommand(),
 			newGateCommand(),
 			newStatsCommand(),
+			newKeygenCommand(),
+			newPublishCommand(),
+			newVerifyBundleCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
 		Action: func(ctx context.Context, cmd *cli.Command) error {

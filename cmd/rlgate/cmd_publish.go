@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
+	"github.com/urfave/cli/v3"
+)
+
+// defaultKey is the signing key publish and run --publish-to use when none
+// is named: the file rlgate keygen --out rlgate.key writes.
+const defaultKey = "rlgate.key"
+
+func newPublishCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "publish",
+		Usage: "publish a gated training run's checkpoint as a signed bundle (OpenSSF Model Signing v1.0)",
+		Description: "Copies the checkpoint that training run RUN wrote (rlgate run --out) to DIR,\n" +
+			"checking it is still what the run recorded, with the manifest the run\n" +
+			"recorded (rlgate.manifest.json) and, with --report, a report directory\n" +
+			"(report/); then writes model.sig, an OpenSSF Model Signing v1.0 bundle over\n" +
+			"every file in DIR signed with --key, and rlgate.provenance.json, a signed\n" +
+			"in-toto statement about the bundle's root digest naming the stages, their\n" +
+			"inputs by digest, the gate verdict with its checks and the ledger head.\n" +
+			"Records a publish entry. See docs/PUBLISH.md.\n\n" +
+			"Refuses (exit 3) unless the latest gate verdict for the checkpoint's model\n" +
+			"identity passed (rlgate gate); refuses a DIR that exists and is not empty.\n" +
+			"The bundle is built beside DIR and renamed into place.\n\n" + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
+			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
+			&cli.StringFlag{Name: "key", Value: defaultKey, Usage: "ECDSA private key PEM `FILE` (rlgate keygen)"},
+			&cli.StringFlag{Name: "report", Usage: "report `DIR` to copy into the bundle as report/"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			_, err := runPublish(ctx, publishOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Options: publish.Options{
+				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key"), Report: cmd.String("report")}}, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type publishOptions struct {
+	Dir  string
+	JSON bool
+	publish.Options
+}
+
+func runPublish(ctx context.Context, o publishOptions, w io.Writer) (*publish.Result, error) {
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	res, err := publish.Publish(ctx, l, o.Options)
+	if err != nil {
+		return nil, publishError(err)
+	}
+	return res, emit(w, o.JSON, res, func(w io.Writer) error { return printPublished(w, res) })
+}
+
+// publishError makes a publish the gate or the checkpoint refuses exit 3.
+func publishError(err error) error {
+	if errors.Is(err, publish.ErrNotGated) || errors.Is(err, publish.ErrCheckpointChanged) {
+		return checkFailed{err.Error()}
+	}
+	return err
+}
+
+func printPublished(w io.Writer, r *publish.Result) error {
+	_, err := fmt.Fprintf(w, "rlgate: published run %s (model %s) to %s: %d files signed, root sha256:%s, key %s; gate verdict entry %d, ledger head %s, publish entry %d\n",
+		r.Run, r.ModelIdentity, r.To, r.Files, r.RootDigest, r.KeyHint, r.Verdict, r.Head, r.Seq)
+	return err
+}
