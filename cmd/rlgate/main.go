@@ -131,6 +131,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newReproCommand(),
 			newCompareCommand(),
 			newGateCommand(),
+			newReportCommand(),
 			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
