@@ -31,13 +31,15 @@ func reportUpdate() bool {
 // evaluations with an rl training run that logged lr = 0.
 type reportExperiment struct {
 	*gateExperiment
-	cleanTrain string // --train of the passing verdict
+	cleanTrain string          // --train of the passing verdict
+	ungated    *gateExperiment // a fork taken before any gate ran
 }
 
 func buildReportExperiment(t *testing.T) *reportExperiment {
 	t.Helper()
 	x := &reportExperiment{gateExperiment: buildGateExperiment(t)}
 	x.cleanTrain = x.train
+	x.ungated = x.fork(t)
 	if code, v := x.gate(t); code != exitOK || !v.OK {
 		t.Fatalf("clean gate: exit %d, failed %v", code, failedChecks(v))
 	}
@@ -82,10 +84,18 @@ func reportNormalise(t *testing.T, dir string, b []byte) []byte {
 		t.Fatal(err)
 	}
 	s = strings.ReplaceAll(s, repo, "REPO")
-	return []byte(reportTempPath.ReplaceAllString(s, "TMP"))
+	s = reportTempPath.ReplaceAllString(s, "TMP")
+	// Table columns are padded to their widest cell, which a temporary
+	// path widens or narrows.
+	s = reportSpaces.ReplaceAllString(s, " |")
+	return []byte(reportDashes.ReplaceAllString(s, "---|"))
 }
 
-var reportTempPath = regexp.MustCompile(`/tmp/[^\s"|,)]*`)
+var (
+	reportTempPath = regexp.MustCompile(`/tmp/[^\s"|,)]*`)
+	reportSpaces   = regexp.MustCompile(` {2,}\|`)
+	reportDashes   = regexp.MustCompile(`-{3,}\|`)
+)
 
 // reportGolden compares a written report's Markdown and JSON with the
 // golden files under testdata/report/NAME, rewriting them with -update.
@@ -144,4 +154,7 @@ func TestReport(t *testing.T) {
 			t.Errorf("check %s: exit %d:\n%s%s", dir, code, out, errOut)
 		}
 	}
+	t.Run("a failed gate states no gain", func(t *testing.T) { reportNoGain(t, failed) })
+	t.Run("without a verdict nothing is supported", func(t *testing.T) { reportUngated(t, x) })
+	t.Run("check finds every edit", func(t *testing.T) { reportCheckEdits(t, x, failed) })
 }
