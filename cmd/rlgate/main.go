@@ -131,6 +131,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newReproCommand(),
 			newCompareCommand(),
 			newGateCommand(),
+			newReportCommand(),
 			newStatsCommand(),
 			newKeygenCommand(),
 			newPublishCommand(),
