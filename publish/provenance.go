@@ -25,7 +25,7 @@ const (
 	// ManifestFile is the checkpoint manifest the training run recorded,
 	// byte for byte as the ledger blob holds it.
 	ManifestFile = "rlgate.manifest.json"
-	// ReportDir is where a report copied into the bundle goes.
+	// ReportDir is where the bundle's report, written from the ledger, goes.
 	ReportDir = "report"
 )
 

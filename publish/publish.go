@@ -14,6 +14,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/reports"
 )
 
 // KindPublish is the entry kind of a published bundle; its body is a
@@ -22,10 +23,9 @@ const KindPublish = "publish"
 
 // Options say what to publish, where, and with which key.
 type Options struct {
-	Run    string // a stage run whose output is a checkpoint
-	To     string // a directory that does not exist or is empty
-	Key    string // ECDSA private key PEM (rlgate keygen)
-	Report string // a directory copied into the bundle as report/; empty: none
+	Run string // a stage run whose output is a checkpoint
+	To  string // a directory that does not exist or is empty
+	Key string // ECDSA private key PEM (rlgate keygen)
 	// Request is the publish.request entry this fulfils; 0: asked for
 	// directly (rlgate publish).
 	Request int64
@@ -48,7 +48,9 @@ type Result struct {
 
 // Publish writes o.Run's output checkpoint to o.To as a signed bundle and
 // records it: the checkpoint's files (checked against the manifest the run
-// recorded), that manifest, the report if any, model.sig (OMS v1.0 over
+// recorded), that manifest, the report of the passing verdict's runs
+// written from the ledger (report/, which rlgate report --check
+// re-derives), model.sig (OMS v1.0 over
 // all of them) and rlgate.provenance.json. It refuses, with ErrNotGated,
 // unless the latest gate verdict for the checkpoint's model identity
 // passed. The bundle is built beside o.To and renamed into place, so o.To
@@ -119,10 +121,7 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	if err := json.Unmarshal(recorded, &want); err != nil {
 		return nil, fmt.Errorf("checkpoint manifest %s: %w", ck.Manifest, err)
 	}
-	own := []string{SignatureFile, ProvenanceFile, ManifestFile}
-	if o.Report != "" {
-		own = append(own, ReportDir)
-	}
+	own := []string{SignatureFile, ProvenanceFile, ManifestFile, ReportDir}
 	for _, f := range want.Files {
 		if ignored(f.Path, own) {
 			return nil, fmt.Errorf("publish: the checkpoint holds %s, a name the bundle gives its own files", f.Path)
@@ -141,18 +140,18 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), recorded, 0o644); err != nil {
 		return nil, err
 	}
-	p := &ProvenancePredicate{Run: o.Run, ModelIdentity: ck.Digest, Manifest: ManifestFile, ManifestDigest: *ck.Manifest, Gate: *gate}
-	if o.Report != "" {
-		if err := os.CopyFS(filepath.Join(tmp, ReportDir), os.DirFS(o.Report)); err != nil {
-			return nil, fmt.Errorf("copy report %s: %w", o.Report, err)
-		}
-		p.Report = ReportDir
-	}
+	p := &ProvenancePredicate{Run: o.Run, ModelIdentity: ck.Digest, Manifest: ManifestFile, ManifestDigest: *ck.Manifest, Gate: *gate, Report: ReportDir}
 	if p.Stages, err = lineage(ctx, l, o.Run); err != nil {
 		return nil, err
 	}
 	if p.LedgerHead, err = l.Head(ctx); err != nil {
 		return nil, err
+	}
+	// The report states the verdict's runs as of the head the provenance
+	// names, so a reviewer's report --check re-derives it from that head.
+	ro := reports.Options{Subjects: gate.Verdict.Policy.Subjects, Head: &p.LedgerHead}
+	if _, err := reports.Write(ctx, l, ro, filepath.Join(tmp, ReportDir)); err != nil {
+		return nil, fmt.Errorf("write the bundle's report: %w", err)
 	}
 	name := filepath.Base(to)
 	sig, rs, root, err := SignModel(ctx, tmp, name, []string{ProvenanceFile}, s)

@@ -21,8 +21,9 @@ func newPublishCommand() *cli.Command {
 		Usage: "publish a gated training run's checkpoint as a signed bundle (OpenSSF Model Signing v1.0)",
 		Description: "Copies the checkpoint that training run RUN wrote (rlgate run --out) to DIR,\n" +
 			"checking it is still what the run recorded, with the manifest the run\n" +
-			"recorded (rlgate.manifest.json) and, with --report, a report directory\n" +
-			"(report/); then writes model.sig, an OpenSSF Model Signing v1.0 bundle over\n" +
+			"recorded (rlgate.manifest.json) and the report of the passing verdict's runs\n" +
+			"written from the ledger (report/: Markdown, HTML, JSON; rlgate report --check\n" +
+			"re-derives it); then writes model.sig, an OpenSSF Model Signing v1.0 bundle over\n" +
 			"every file in DIR signed with --key, and rlgate.provenance.json, a signed\n" +
 			"in-toto statement about the bundle's root digest naming the stages, their\n" +
 			"inputs by digest, the gate verdict with its checks and the ledger head.\n" +
@@ -34,11 +35,10 @@ func newPublishCommand() *cli.Command {
 			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
 			&cli.StringFlag{Name: "key", Value: defaultKey, Usage: "ECDSA private key PEM `FILE` (rlgate keygen)"},
-			&cli.StringFlag{Name: "report", Usage: "report `DIR` to copy into the bundle as report/"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runPublish(ctx, publishOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Options: publish.Options{
-				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key"), Report: cmd.String("report")}}, cmd.Root().Writer)
+				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key")}}, cmd.Root().Writer)
 			return err
 		},
 	}

@@ -186,13 +186,17 @@ func TestPublishGated(t *testing.T) {
 	}
 
 	// By hand, now that the gate passed.
-	bundle, report := filepath.Join(t.TempDir(), "bundle"), filepath.Join(t.TempDir(), "report")
-	if err := os.Mkdir(report, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	gateWrite(t, filepath.Join(report, "report.md"), "# rl > base\n")
-	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key, "--report", report); code != exitOK {
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitOK {
 		t.Fatalf("publish: exit %d: %s", code, errOut)
+	}
+	// The bundle's report was written from the ledger: a reviewer
+	// re-derives every number of it, and it states the gain as supported.
+	if code, out, errOut := rlgate(t, "--ledger", x.ledger, "report", "--check", filepath.Join(bundle, publish.ReportDir)); code != exitOK {
+		t.Errorf("report --check of the bundle's report: exit %d:\n%s%s", code, out, errOut)
+	}
+	if md, err := os.ReadFile(filepath.Join(bundle, publish.ReportDir, "report.md")); err != nil || strings.HasPrefix(string(md), "UNSUPPORTED") {
+		t.Errorf("the bundle's report.md (err %v) starts %.80q", err, md)
 	}
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitError || !strings.Contains(errOut, "not empty") {
 		t.Errorf("publish into a bundle: exit %d: %s", code, errOut)
