@@ -82,6 +82,17 @@ func dsn(path, mode string) string {
 // ledger or a whole one; a leftover temporary directory holds nothing and
 // may be deleted.
 func Init(ctx context.Context, dir string) (*Ledger, error) {
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	}
+	return create(ctx, dir, hex.EncodeToString(idb[:]), nil)
+}
+
+// create is Init for a ledger with the given id. genesis, when not nil, is
+// another ledger's first entry, which the new one copies (see Copy) instead
+// of writing its own.
+func create(ctx context.Context, dir, id string, genesis *Entry) (*Ledger, error) {
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -100,12 +111,7 @@ func Init(ctx context.Context, dir string) (*Ledger, error) {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp) // nothing left to remove once renamed
-	var idb [16]byte
-	if _, err := rand.Read(idb[:]); err != nil {
-		return fail(err)
-	}
-	id := hex.EncodeToString(idb[:])
-	if err := build(ctx, tmp, id); err != nil {
+	if err := build(ctx, tmp, id, genesis); err != nil {
 		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
 	}
 	// An empty target goes first (os.Remove refuses one that gained files
@@ -184,8 +190,9 @@ func interruptedInit(op, dir string) error {
 }
 
 // build creates a complete ledger in the empty directory dir and closes it,
-// with everything synced to disk.
-func build(ctx context.Context, dir, id string) error {
+// with everything synced to disk. Its first entry is genesis when given
+// (copied, see create), else a new ledger.init entry.
+func build(ctx context.Context, dir, id string, genesis *Entry) error {
 	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
 		return err
 	}
@@ -213,8 +220,11 @@ func build(ctx context.Context, dir, id string) error {
 				return err
 			}
 		}
-		genesis := Record{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}
-		if _, err := l.appendTx(ctx, tx, []Record{genesis}); err != nil {
+		if genesis != nil {
+			if err := l.copyTx(ctx, tx, 0, Digest{}, []Entry{*genesis}); err != nil {
+				return err
+			}
+		} else if _, err := l.appendTx(ctx, tx, []Record{{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}}, nil); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))

@@ -383,11 +383,17 @@ func (l *Ledger) verifyChain(ctx context.Context, rep *VerifyReport, refs map[Di
 }
 
 func (l *Ledger) checkGenesis(rep *VerifyReport, e *Entry) {
-	var b InitBody
-	if e.Kind != KindInit || decodeBody(e, &b) != nil || b.LedgerID != l.id || !e.Prev.IsZero() {
+	if !isGenesisOf(e, l.id) {
 		rep.add(Finding{Severity: SeverityError, Check: "chain", Seq: 1,
 			Message: fmt.Sprintf("the first entry is not this ledger's %s entry for ledger id %s", KindInit, l.id)})
 	}
+}
+
+// isGenesisOf reports whether e is the first entry of ledger id: a
+// ledger.init entry naming id, linked to nothing.
+func isGenesisOf(e *Entry, id string) bool {
+	var b InitBody
+	return e.Kind == KindInit && decodeBody(e, &b) == nil && b.LedgerID == id && e.Prev.IsZero()
 }
 
 // verifyBlobs re-hashes every referenced blob, one file at a time per core,

@@ -120,6 +120,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newHeadCommand(),
 			newRunsCommand(),
 			newVerifyCommand(),
+			newLedgerCommand(),
 			newCkptCommand(),
 			newAuditCommand(),
 			newDataCommand(),
