@@ -40,6 +40,10 @@
 // OpenReadOnly opens a ledger without writing it, for commands that only
 // read and for users who may not write it.
 //
+// Copy copies a ledger into another directory, or into an earlier copy,
+// entries byte for byte through the append path with their blobs first,
+// and refuses a copy whose chain diverged, naming the first differing seq.
+//
 // Tests get a ledger that verifies itself at cleanup from package
 // ledgertest.
 //
