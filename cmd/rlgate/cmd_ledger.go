@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -56,6 +57,10 @@ type ledgerCopyOptions struct {
 
 func runLedgerCopy(ctx context.Context, opts ledgerCopyOptions, w io.Writer) (*ledger.CopyResult, error) {
 	src, err := ledger.OpenReadOnly(ctx, opts.From)
+	if errors.Is(err, ledger.ErrNoLedger) {
+		return nil, &ledger.Error{Op: "ledger copy --from", Path: opts.From, Err: ledger.ErrNoLedger,
+			Hint: "give --from a ledger directory (made by rlgate init or rlgate ledger copy)"}
+	}
 	if err != nil {
 		return nil, err
 	}

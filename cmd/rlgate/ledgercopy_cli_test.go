@@ -104,6 +104,11 @@ func TestLedgerCopyCLIRefuses(t *testing.T) {
 			t.Fatal(errOut)
 		}
 	}
+	noLedger := filepath.Join(t.TempDir(), "none")
+	if code, _, errOut := rlgate(t, "ledger", "copy", "--from", noLedger, "--to", dst); code != exitError ||
+		!strings.Contains(errOut, "ledger copy --from "+noLedger+": no ledger here. Try: give --from a ledger directory") {
+		t.Errorf("copy from no ledger: exit %d, %q", code, errOut)
+	}
 	code, _, errOut := rlgate(t, "ledger", "copy", "--from", src, "--to", dst)
 	if want := "diverged at seq " + strconv.FormatInt(res.Head.Seq+1, 10); code != exitError || !strings.Contains(errOut, want) {
 		t.Errorf("diverged copy: exit %d, %q; want exit 1 and %q", code, errOut, want)
