@@ -60,7 +60,7 @@ func Copy(ctx context.Context, src *Ledger, dir string, opts CopyOptions) (*Copy
 	}
 	srcHead, err := src.Head(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("copy ledger %s: %w", src.dir, err)
+		return nil, fmt.Errorf("copy ledger %s: %w", src.location(), err)
 	}
 	dst, created, err := openCopyTarget(ctx, src, dir)
 	if err != nil {
@@ -69,12 +69,12 @@ func Copy(ctx context.Context, src *Ledger, dir string, opts CopyOptions) (*Copy
 	defer dst.Close()
 	have, err := dst.Head(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("copy ledger to %s: %w", dst.dir, err)
+		return nil, fmt.Errorf("copy ledger to %s: %w", dst.location(), err)
 	}
 	if err := checkPrefix(ctx, src, srcHead, dst, have); err != nil {
 		return nil, err
 	}
-	res := &CopyResult{From: src.dir, To: dst.dir, Created: created, Head: have}
+	res := &CopyResult{From: src.location(), To: dst.location(), Created: created, Head: have}
 	if created {
 		res.Entries = 1 // the first, copied by create
 	}
@@ -116,30 +116,49 @@ func Copy(ctx context.Context, src *Ledger, dir string, opts CopyOptions) (*Copy
 // copyError says what to do about a copy that stopped at err: run it again
 // when the destination moved meanwhile, else look at the source.
 func copyError(src *Ledger, err error) error {
-	hint := "rlgate verify --ledger " + src.dir + " (the source holds what cannot be copied)"
+	hint := "rlgate verify --ledger " + src.location() + " (the source holds what cannot be copied)"
 	if errors.Is(err, ErrDiverged) {
 		hint = "run the same copy again"
 	}
-	return &Error{Op: "copy ledger", Path: src.dir, Err: err, Hint: hint}
+	return &Error{Op: "copy ledger", Path: src.location(), Err: err, Hint: hint}
 }
 
 // openCopyTarget opens the ledger in dir to copy src into, or creates it,
 // with src's id and first entry, when dir is missing or empty.
 func openCopyTarget(ctx context.Context, src *Ledger, dir string) (*Ledger, bool, error) {
-	dir, err := filepath.Abs(dir)
-	if err != nil {
+	var err error
+	shown := dir
+	if IsPostgres(dir) {
+		if _, _, shown, err = pgLocation(dir, false); err != nil {
+			return nil, false, err
+		}
+	} else if dir, err = filepath.Abs(dir); err != nil {
 		return nil, false, err
+	} else {
+		shown = dir
 	}
 	refuse := func(err error, hint string) (*Ledger, bool, error) {
-		return nil, false, &Error{Op: "copy ledger to", Path: dir, Err: err, Hint: hint}
+		return nil, false, &Error{Op: "copy ledger to", Path: shown, Err: err, Hint: hint}
 	}
-	if a, err := os.Stat(src.dir); err == nil {
+	if shown == src.location() {
+		return refuse(errors.New("it is the source ledger itself"), "give --to another ledger")
+	}
+	if a, err := os.Stat(src.dir); err == nil && !src.pg && !IsPostgres(dir) {
 		if b, err := os.Stat(dir); err == nil && os.SameFile(a, b) {
 			return refuse(errors.New("it is the source ledger itself"), "give --to another directory")
 		}
 	}
-	des, err := os.ReadDir(dir)
-	if errors.Is(err, os.ErrNotExist) || (err == nil && len(des) == 0) {
+	var l *Ledger
+	fresh := false
+	if IsPostgres(dir) {
+		l, err = Open(ctx, dir)
+		fresh = errors.Is(err, ErrNoLedger)
+	} else if des, rerr := os.ReadDir(dir); errors.Is(rerr, os.ErrNotExist) || rerr == nil && len(des) == 0 {
+		fresh = true
+	} else {
+		l, err = Open(ctx, dir)
+	}
+	if fresh {
 		genesis, err := src.EntryBySeq(ctx, 1)
 		if err == nil && !isGenesisOf(&genesis, src.id) {
 			err = fmt.Errorf("entry 1 is not the %s entry of ledger %s", KindInit, src.id)
@@ -150,17 +169,16 @@ func openCopyTarget(ctx context.Context, src *Ledger, dir string) (*Ledger, bool
 		l, err := create(ctx, dir, src.id, &genesis)
 		return l, true, err
 	}
-	l, err := Open(ctx, dir)
 	if errors.Is(err, ErrNoLedger) {
-		return refuse(ErrNotEmpty, "give --to a new or empty directory, or an earlier copy of "+src.dir)
+		return refuse(ErrNotEmpty, "give --to a new or empty directory, or an earlier copy of "+src.location())
 	}
 	if err != nil {
 		return nil, false, err
 	}
 	if l.id != src.id {
 		l.Close()
-		return refuse(fmt.Errorf("%w: it holds ledger %s, and %s holds ledger %s", ErrDiverged, l.id, src.dir, src.id),
-			"give --to a new or empty directory, or an earlier copy of "+src.dir)
+		return refuse(fmt.Errorf("%w: it holds ledger %s, and %s holds ledger %s", ErrDiverged, l.id, src.location(), src.id),
+			"give --to a new or empty directory, or an earlier copy of "+src.location())
 	}
 	return l, false, nil
 }
@@ -171,9 +189,9 @@ func openCopyTarget(ctx context.Context, src *Ledger, dir string) (*Ledger, bool
 func checkPrefix(ctx context.Context, src *Ledger, srcHead Head, dst *Ledger, have Head) error {
 	if have.Seq > srcHead.Seq {
 		if e, err := dst.EntryBySeq(ctx, srcHead.Seq); err == nil && e.Hash == srcHead.Hash {
-			return &Error{Op: "copy ledger to", Path: dst.dir,
-				Err:  fmt.Errorf("%w: it extends %s (its head is entry %d, the source's %d)", ErrDestinationAhead, src.dir, have.Seq, srcHead.Seq),
-				Hint: "copy the other way: rlgate ledger copy --from " + dst.dir + " --to " + src.dir}
+			return &Error{Op: "copy ledger to", Path: dst.location(),
+				Err:  fmt.Errorf("%w: it extends %s (its head is entry %d, the source's %d)", ErrDestinationAhead, src.location(), have.Seq, srcHead.Seq),
+				Hint: "copy the other way: rlgate ledger copy --from " + dst.location() + " --to " + src.location()}
 		}
 	} else if e, err := src.EntryBySeq(ctx, have.Seq); err != nil {
 		return copyError(src, err)
@@ -182,10 +200,10 @@ func checkPrefix(ctx context.Context, src *Ledger, srcHead Head, dst *Ledger, ha
 	}
 	seq, err := firstDifference(ctx, src, dst, min(have.Seq, srcHead.Seq))
 	if err != nil {
-		return fmt.Errorf("copy ledger %s to %s: compare chains: %w", src.dir, dst.dir, err)
+		return fmt.Errorf("copy ledger %s to %s: compare chains: %w", src.location(), dst.location(), err)
 	}
-	return &Error{Op: "copy ledger to", Path: dst.dir,
-		Err:  fmt.Errorf("%w at seq %d: entry %d differs between %s and %s", ErrDiverged, seq, seq, src.dir, dst.dir),
+	return &Error{Op: "copy ledger to", Path: dst.location(),
+		Err:  fmt.Errorf("%w at seq %d: entry %d differs between %s and %s", ErrDiverged, seq, seq, src.location(), dst.location()),
 		Hint: "copy into a new or empty directory; entries are never removed from a ledger, so the two chains cannot be made one"}
 }
 
@@ -310,7 +328,7 @@ func (l *Ledger) copyTx(ctx context.Context, tx *sql.Tx, afterSeq int64, afterHa
 		return err
 	}
 	if seq != afterSeq || hash != afterHash {
-		return fmt.Errorf("%w: %s changed during the copy (its head is now entry %d, not %d)", ErrDiverged, l.dir, seq, afterSeq)
+		return fmt.Errorf("%w: %s changed during the copy (its head is now entry %d, not %d)", ErrDiverged, l.location(), seq, afterSeq)
 	}
 	recs := make([]Record, len(es))
 	at := make([]string, len(es))

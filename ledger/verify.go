@@ -195,6 +195,9 @@ const maxIntegrityLines = 100
 // verifyIntegrity runs SQLite's own integrity check: pages it cannot read
 // or that contradict each other (a corrupted byte, say) become findings.
 func (l *Ledger) verifyIntegrity(ctx context.Context, rep *VerifyReport) error {
+	if l.pg {
+		return nil // PostgreSQL checksums its own pages, when the cluster has them on
+	}
 	rows, err := l.db.QueryContext(ctx, "PRAGMA integrity_check("+strconv.Itoa(maxIntegrityLines)+")")
 	if err != nil {
 		return rep.damaged(ctx, "integrity check", err)
@@ -218,6 +221,9 @@ func (l *Ledger) verifyIntegrity(ctx context.Context, rep *VerifyReport) error {
 // what is appended), or a definition that differs, is a finding. It
 // returns the names of rlgate's objects that are missing.
 func (l *Ledger) verifySchema(ctx context.Context, rep *VerifyReport) (map[string]bool, error) {
+	if l.pg {
+		return l.pgVerifySchema(ctx, rep)
+	}
 	want, err := rlgateSchema(ctx)
 	if err != nil {
 		return nil, err
