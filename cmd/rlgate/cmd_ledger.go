@@ -22,19 +22,23 @@ func newLedgerCommand() *cli.Command {
 				"blobs it names (each blob stored and re-hashed before the entry naming it).\n" +
 				"--to may be missing or empty (the copy is created as 'rlgate init' creates a\n" +
 				"ledger, with the same ledger id) or an earlier copy, which gets only the\n" +
-				"entries it lacks. Afterwards both ledgers have the same head, and the copy\n" +
-				"verifies as the source does. --from is only read, so it may be a ledger you\n" +
+				"entries it lacks. Either may be a PostgreSQL ledger's URL, whose local\n" +
+				"directory --blobs gives (or the URL's blobs= parameter, when both are URLs).\n" +
+				"Afterwards both ledgers have the same head, and the copy verifies as the\n" +
+				"source does. --from is only read, so it may be a ledger you\n" +
 				"cannot write. A copy whose chain differs from the source's is refused, naming\n" +
 				"the first seq where they differ; so is one that has entries the source lacks,\n" +
 				"and an entry or blob of the source that does not match its hash.\n" +
 				"Ctrl-C stops it between batches of entries: the copy then holds whole\n" +
 				"entries with their blobs, and running the command again goes on.\n\n" + exitCodesHelp,
 			Flags: []cli.Flag{jsonFlag,
-				&cli.StringFlag{Name: "from", Usage: "the ledger `DIR` to copy"},
-				&cli.StringFlag{Name: "to", Usage: "the `DIR` to copy it into: missing, empty, or an earlier copy"},
+				&cli.StringFlag{Name: "from", Usage: "the ledger `DIR` (or postgres:// URL) to copy"},
+				&cli.StringFlag{Name: "to", Usage: "the `DIR` (or postgres:// URL) to copy it into: missing, empty, or an earlier copy"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
-				opts := ledgerCopyOptions{From: cmd.String("from"), To: cmd.String("to"), JSON: cmd.Bool("json"), Progress: cmd.Root().ErrWriter}
+				blobs := cmd.String("blobs")
+				opts := ledgerCopyOptions{From: ledger.WithBlobs(cmd.String("from"), blobs), To: ledger.WithBlobs(cmd.String("to"), blobs),
+					JSON: cmd.Bool("json"), Progress: cmd.Root().ErrWriter}
 				switch {
 				case opts.From == "":
 					return usagef("ledger copy: --from DIR is required")
