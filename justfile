@@ -23,6 +23,7 @@ bench:
     bench/grade.sh
     bench/compare.sh
     bench/ckpt.sh
+    bench/copy.sh
 
 # integration test with a real PyTorch trainer (needs: apt-get install python3-torch,
 # or RLGATE_TORCH_PYTHON; fails without torch unless RLGATE_TORCH_SKIP=1); CI runs it

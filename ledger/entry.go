@@ -97,7 +97,7 @@ func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
 	var out []Entry
 	err := l.withTx(ctx, func(tx *sql.Tx) error {
 		var err error
-		out, err = l.appendTx(ctx, tx, recs)
+		out, err = l.appendTx(ctx, tx, recs, nil)
 		return err
 	})
 	if err != nil {
@@ -106,31 +106,30 @@ func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
 	return out, nil
 }
 
-func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Entry, error) {
+// appendTx appends recs in tx: it links each onto the head read inside tx
+// (the chain rule: seq one more, prev the head's hash, hash computed) and
+// derives its rows. at gives each record's time; nil stamps them all now.
+// Copy passes the copied entries' own times, so that it reproduces their
+// hashes through this one implementation of the chain rule.
+func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record, at []string) ([]Entry, error) {
 	prepared, err := l.prepareAll(ctx, recs)
 	if err != nil {
 		return nil, err
 	}
-	var seq int64
-	var prevHex string
-	err = tx.QueryRowContext(ctx, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").Scan(&seq, &prevHex)
-	var prev Digest
-	switch {
-	case err == sql.ErrNoRows:
-	case err != nil:
+	seq, prev, err := headTx(ctx, tx)
+	if err != nil {
 		return nil, err
-	default:
-		if prev, err = ParseDigest(prevHex); err != nil {
-			return nil, fmt.Errorf("head entry %d: %w", seq, err)
-		}
 	}
 	d := newDeriver(ctx, tx)
 	defer d.close()
-	at := time.Now().UTC().Format(timeFormat)
+	now := time.Now().UTC().Format(timeFormat)
 	for i := range prepared {
 		e := &prepared[i]
 		seq++
-		e.Seq, e.Prev, e.At = seq, prev, at
+		e.Seq, e.Prev, e.At = seq, prev, now
+		if at != nil {
+			e.At = at[i]
+		}
 		e.Hash = computeHash(e)
 		prev = e.Hash
 	}
@@ -156,6 +155,25 @@ func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record) ([]Ent
 		return nil, err
 	}
 	return prepared, nil
+}
+
+// headTx reads the seq and hash of the last entry in tx: (0, zero digest)
+// in a ledger without entries.
+func headTx(ctx context.Context, tx *sql.Tx) (int64, Digest, error) {
+	var seq int64
+	var hash string
+	err := tx.QueryRowContext(ctx, "SELECT seq, hash FROM entries ORDER BY seq DESC LIMIT 1").Scan(&seq, &hash)
+	switch {
+	case err == sql.ErrNoRows:
+		return 0, Digest{}, nil
+	case err != nil:
+		return 0, Digest{}, err
+	}
+	d, err := ParseDigest(hash)
+	if err != nil {
+		return 0, Digest{}, fmt.Errorf("head entry %d: %w", seq, err)
+	}
+	return seq, d, nil
 }
 
 // insertChunk is how many entries one INSERT statement writes.

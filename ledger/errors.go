@@ -40,6 +40,13 @@ var (
 	ErrRunExists = errors.New("run id already in the ledger")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
+	// ErrDiverged is returned by Copy when the destination is not an
+	// earlier copy of the source: another ledger, a chain that differs
+	// from the source's at some seq, or one that changed during the copy.
+	ErrDiverged = errors.New("the ledgers have diverged")
+	// ErrDestinationAhead is returned by Copy when the destination already
+	// holds every entry of the source and more.
+	ErrDestinationAhead = errors.New("the destination has entries the source lacks")
 )
 
 // Error is an error a user must act on: what was being done, to which path,

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -46,6 +47,10 @@ type Ledger struct {
 	// scratch, when set, is a temporary directory holding the database l
 	// reads instead of the ledger's own (see OpenReadOnly); Close removes it.
 	scratch string
+	// pg is set for a PostgreSQL ledger (see pg.go), whose dir is its local
+	// directory and shown its URL without the password.
+	pg    bool
+	shown string
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
@@ -80,8 +85,23 @@ func dsn(path, mode string) string {
 // ledger. The ledger is built in a temporary directory beside dir
 // (".<name>.init-*") and renamed into place, so a crash leaves either no
 // ledger or a whole one; a leftover temporary directory holds nothing and
-// may be deleted.
+// may be deleted. dir may instead be a PostgreSQL ledger's URL (see
+// IsPostgres): the ledger is then created in that database.
 func Init(ctx context.Context, dir string) (*Ledger, error) {
+	var idb [16]byte
+	if _, err := rand.Read(idb[:]); err != nil {
+		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
+	}
+	return create(ctx, dir, hex.EncodeToString(idb[:]), nil)
+}
+
+// create is Init for a ledger with the given id. genesis, when not nil, is
+// another ledger's first entry, which the new one copies (see Copy) instead
+// of writing its own.
+func create(ctx context.Context, dir, id string, genesis *Entry) (*Ledger, error) {
+	if IsPostgres(dir) {
+		return createPG(ctx, dir, id, genesis)
+	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -100,12 +120,7 @@ func Init(ctx context.Context, dir string) (*Ledger, error) {
 		return fail(err)
 	}
 	defer os.RemoveAll(tmp) // nothing left to remove once renamed
-	var idb [16]byte
-	if _, err := rand.Read(idb[:]); err != nil {
-		return fail(err)
-	}
-	id := hex.EncodeToString(idb[:])
-	if err := build(ctx, tmp, id); err != nil {
+	if err := build(ctx, tmp, id, genesis); err != nil {
 		return nil, &Error{Op: "init ledger", Path: dir, Err: err}
 	}
 	// An empty target goes first (os.Remove refuses one that gained files
@@ -184,8 +199,9 @@ func interruptedInit(op, dir string) error {
 }
 
 // build creates a complete ledger in the empty directory dir and closes it,
-// with everything synced to disk.
-func build(ctx context.Context, dir, id string) error {
+// with everything synced to disk. Its first entry is genesis when given
+// (copied, see create), else a new ledger.init entry.
+func build(ctx context.Context, dir, id string, genesis *Entry) error {
 	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
 		return err
 	}
@@ -198,23 +214,8 @@ func build(ctx context.Context, dir, id string) error {
 	}
 	l := &Ledger{dir: dir, db: db, id: id}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
-		stmts := []string{
-			fmt.Sprintf("PRAGMA application_id = %d", applicationID),
-			coreDDL, derivedDDL,
-		}
-		for _, s := range stmts {
-			if _, err := tx.ExecContext(ctx, s); err != nil {
-				return err
-			}
-		}
-		meta := map[string]string{"ledger_id": l.id, "derived_version": strconv.Itoa(derivedVersion)}
-		for k, v := range meta {
-			if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES (?, ?)", k, v); err != nil {
-				return err
-			}
-		}
-		genesis := Record{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}
-		if _, err := l.appendTx(ctx, tx, []Record{genesis}); err != nil {
+		ddl := []string{fmt.Sprintf("PRAGMA application_id = %d", applicationID), coreDDL, derivedDDL}
+		if err := l.initTx(ctx, tx, ddl, nil, genesis); err != nil {
 			return err
 		}
 		_, err := tx.ExecContext(ctx, fmt.Sprintf("PRAGMA user_version = %d", SchemaVersion))
@@ -234,11 +235,34 @@ func build(ctx context.Context, dir, id string) error {
 	return nil
 }
 
+// initTx fills a new ledger's empty database in tx: it runs ddl, writes
+// meta (the ledger id, the derived version and extra) and the first entry,
+// genesis when given (copied, see create), else a new ledger.init entry.
+func (l *Ledger) initTx(ctx context.Context, tx *sql.Tx, ddl []string, extra map[string]string, genesis *Entry) error {
+	for _, s := range ddl {
+		if _, err := tx.ExecContext(ctx, s); err != nil {
+			return err
+		}
+	}
+	meta := map[string]string{"ledger_id": l.id, "derived_version": strconv.Itoa(derivedVersion)}
+	maps.Copy(meta, extra)
+	for k, v := range meta {
+		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES (?, ?)", k, v); err != nil {
+			return err
+		}
+	}
+	if genesis != nil {
+		return l.copyTx(ctx, tx, 0, Digest{}, []Entry{*genesis})
+	}
+	_, err := l.appendTx(ctx, tx, []Record{{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}}, nil)
+	return err
+}
+
 // Open opens an existing ledger for reading and writing. It refuses a file
 // that is not a ledger and a schema version outside the supported range,
 // saying what to do instead. Commands that append use it: it rebuilds
 // derived tables older than this build's and closes, as interrupted, every
-// run whose recorder died.
+// run whose recorder died. dir may instead be a PostgreSQL ledger's URL.
 func Open(ctx context.Context, dir string) (*Ledger, error) { return open(ctx, dir, false) }
 
 // OpenReadOnly opens an existing ledger for reading only. It appends no
@@ -252,6 +276,9 @@ func Open(ctx context.Context, dir string) (*Ledger, error) { return open(ctx, d
 func OpenReadOnly(ctx context.Context, dir string) (*Ledger, error) { return open(ctx, dir, true) }
 
 func open(ctx context.Context, dir string, readOnly bool) (*Ledger, error) {
+	if IsPostgres(dir) {
+		return openPG(ctx, dir, readOnly)
+	}
 	dir, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, err
@@ -489,11 +516,19 @@ func (l *Ledger) meta(ctx context.Context, q queryer, key string) (string, error
 	return v, err
 }
 
-// withTx runs fn in an immediate (write-locking) transaction.
+// withTx runs fn in an immediate (write-locking) transaction; in
+// PostgreSQL, one that first takes the ledger's advisory lock, held until
+// it ends.
 func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
+	}
+	if l.pg {
+		if _, err := tx.ExecContext(ctx, "SELECT pg_advisory_xact_lock(?)", int64(pgLockKey)); err != nil {
+			tx.Rollback()
+			return err
+		}
 	}
 	if err := fn(tx); err != nil {
 		tx.Rollback()
@@ -512,8 +547,18 @@ func (l *Ledger) Close() error {
 	return err
 }
 
+// location names the ledger in messages: its directory, or its URL
+// without the password.
+func (l *Ledger) location() string {
+	if l.pg {
+		return l.shown
+	}
+	return l.dir
+}
+
 // ID returns the ledger's random identifier, fixed at init.
 func (l *Ledger) ID() string { return l.id }
 
-// Dir returns the ledger directory as an absolute path.
+// Dir returns the ledger directory as an absolute path; for a PostgreSQL
+// ledger, its local directory (blobs and run locks).
 func (l *Ledger) Dir() string { return l.dir }

@@ -195,6 +195,9 @@ const maxIntegrityLines = 100
 // verifyIntegrity runs SQLite's own integrity check: pages it cannot read
 // or that contradict each other (a corrupted byte, say) become findings.
 func (l *Ledger) verifyIntegrity(ctx context.Context, rep *VerifyReport) error {
+	if l.pg {
+		return nil // PostgreSQL checksums its own pages, when the cluster has them on
+	}
 	rows, err := l.db.QueryContext(ctx, "PRAGMA integrity_check("+strconv.Itoa(maxIntegrityLines)+")")
 	if err != nil {
 		return rep.damaged(ctx, "integrity check", err)
@@ -218,6 +221,9 @@ func (l *Ledger) verifyIntegrity(ctx context.Context, rep *VerifyReport) error {
 // what is appended), or a definition that differs, is a finding. It
 // returns the names of rlgate's objects that are missing.
 func (l *Ledger) verifySchema(ctx context.Context, rep *VerifyReport) (map[string]bool, error) {
+	if l.pg {
+		return l.pgVerifySchema(ctx, rep)
+	}
 	want, err := rlgateSchema(ctx)
 	if err != nil {
 		return nil, err
@@ -383,11 +389,17 @@ func (l *Ledger) verifyChain(ctx context.Context, rep *VerifyReport, refs map[Di
 }
 
 func (l *Ledger) checkGenesis(rep *VerifyReport, e *Entry) {
-	var b InitBody
-	if e.Kind != KindInit || decodeBody(e, &b) != nil || b.LedgerID != l.id || !e.Prev.IsZero() {
+	if !isGenesisOf(e, l.id) {
 		rep.add(Finding{Severity: SeverityError, Check: "chain", Seq: 1,
 			Message: fmt.Sprintf("the first entry is not this ledger's %s entry for ledger id %s", KindInit, l.id)})
 	}
+}
+
+// isGenesisOf reports whether e is the first entry of ledger id: a
+// ledger.init entry naming id, linked to nothing.
+func isGenesisOf(e *Entry, id string) bool {
+	var b InitBody
+	return e.Kind == KindInit && decodeBody(e, &b) == nil && b.LedgerID == id && e.Prev.IsZero()
 }
 
 // verifyBlobs re-hashes every referenced blob, one file at a time per core,

@@ -107,9 +107,14 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{
 				Name:    "ledger",
-				Usage:   "ledger directory",
+				Usage:   "ledger directory, or a PostgreSQL ledger's postgres://USER@HOST/DB URL",
 				Value:   ledger.DefaultDir,
 				Sources: cli.EnvVars(ledger.EnvLedger),
+			},
+			&cli.StringFlag{
+				Name:    "blobs",
+				Usage:   "a PostgreSQL ledger's local `DIR` for blobs and run locks",
+				Sources: cli.EnvVars(ledger.EnvBlobs),
 			},
 		},
 		Commands: []*cli.Command{
@@ -120,6 +125,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newHeadCommand(),
 			newRunsCommand(),
 			newVerifyCommand(),
+			newLedgerCommand(),
 			newCkptCommand(),
 			newAuditCommand(),
 			newDataCommand(),
@@ -169,5 +175,8 @@ func setUsageErrors(c *cli.Command) {
 }
 
 // ledgerDir is the ledger directory from --ledger, RLGATE_LEDGER or the
-// default, whichever comes first.
-func ledgerDir(cmd *cli.Command) string { return cmd.String("ledger") }
+// default, whichever comes first; a PostgreSQL ledger's URL carries the
+// local directory from --blobs or RLGATE_BLOBS.
+func ledgerDir(cmd *cli.Command) string {
+	return ledger.WithBlobs(cmd.String("ledger"), cmd.String("blobs"))
+}

@@ -1,0 +1,84 @@
+//go:build postgres
+
+package ledgertest
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+)
+
+// Postgres starts a throwaway PostgreSQL cluster (Debian's postgresql
+// package: initdb and pg_ctl) in a temporary directory, as a non-root user
+// (nobody, when the test runs as root), listening on a free loopback port,
+// and stops and removes it when the test ends. It returns a PostgreSQL
+// ledger URL for the cluster's empty postgres database, with a fresh local
+// directory for blobs.
+func Postgres(t testing.TB) string {
+	t.Helper()
+	bin := pgBinDir(t)
+	root, err := os.MkdirTemp("", "rlgate-pg-") // under /tmp, so that nobody can reach it
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(root) })
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		cred = &syscall.Credential{Uid: 65534, Gid: 65534}
+		if err := os.Chown(root, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+	}
+	pg := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(bin, name), args...)
+		cmd.Dir = root
+		cmd.Env = append(os.Environ(), "HOME="+root, "LC_ALL=C")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+		}
+	}
+	data := filepath.Join(root, "data")
+	pg("initdb", "-D", data, "-U", "rlgate", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	port := pgFreePort(t)
+	pg("pg_ctl", "-D", data, "-l", filepath.Join(root, "log"), "-w", "-o",
+		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, root), "start")
+	t.Cleanup(func() {
+		cmd := exec.Command(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+		cmd.Run()
+	})
+	u := url.URL{Scheme: "postgres", User: url.User("rlgate"), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/postgres",
+		RawQuery: url.Values{"sslmode": {"disable"}, "blobs": {filepath.Join(t.TempDir(), "local")}}.Encode()}
+	return u.String()
+}
+
+// pgBinDir finds initdb: on PATH, else in Debian's versioned directory.
+func pgBinDir(t testing.TB) string {
+	if p, err := exec.LookPath("initdb"); err == nil {
+		if real, err := filepath.EvalSymlinks(p); err == nil {
+			return filepath.Dir(real)
+		}
+	}
+	if ms, _ := filepath.Glob("/usr/lib/postgresql/*/bin/initdb"); len(ms) > 0 {
+		return filepath.Dir(ms[len(ms)-1])
+	}
+	t.Fatal("no initdb: the postgres tests need PostgreSQL (apt-get install postgresql)")
+	return ""
+}
+
+func pgFreePort(t testing.TB) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
