@@ -126,6 +126,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newRolloutCommand(),
 			newEvalCommand(),
+			newSynthCommand(),
 			newServeReplayCommand(),
 			newRunCommand(),
 			newReproCommand(),
