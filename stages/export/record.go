@@ -24,14 +24,19 @@ var ErrFormat = errors.New("unknown export format")
 // records its exclusion.
 type Start struct {
 	ledger.RunStart
-	Kind      string                   `json:"kind"` // sft or rl
-	Format    string                   `json:"format"`
-	From      string                   `json:"from"` // the trajectories or tasks read
-	Inputs    map[string]ledger.Digest `json:"inputs"`
-	Protocol  *ledger.Digest           `json:"protocol_digest,omitempty"` // rl: the protocol the prompts were rendered with
-	Exclusion *Exclusion               `json:"exclusion,omitempty"`
-	Rows      int                      `json:"rows"`
-	TaskIDs   ledger.Digest            `json:"task_ids"`
+	Kind   string `json:"kind"` // sft or rl
+	Format string `json:"format"`
+	From   string `json:"from"` // the trajectories or tasks read
+	// Tasks and TasksDigest name the tasks file the rows come from: the
+	// dataset's for rl, the synthesis's for sft (when the ledger holds the
+	// synthesis that wrote the trajectories).
+	Tasks       string                   `json:"tasks,omitempty"`
+	TasksDigest ledger.Digest            `json:"tasks_digest,omitzero"`
+	Inputs      map[string]ledger.Digest `json:"inputs"`
+	Protocol    *ledger.Digest           `json:"protocol_digest,omitempty"` // rl: the protocol the prompts were rendered with
+	Exclusion   *Exclusion               `json:"exclusion,omitempty"`
+	Rows        int                      `json:"rows"`
+	TaskIDs     ledger.Digest            `json:"task_ids"`
 }
 
 // Exclusion is the list of example ids an RL export kept out (an

@@ -104,7 +104,9 @@ func ExportRL(ctx context.Context, l *ledger.Ledger, o RLOptions) (*Summary, err
 	if err != nil {
 		return nil, err
 	}
-	ts, err := tasks.Read(filepath.Join(o.Tasks, dataset.TasksFile))
+	start := Start{Kind: "rl", Format: o.Format, From: o.Tasks, Tasks: filepath.Join(o.Tasks, dataset.TasksFile), TasksDigest: man.Tasks.Digest,
+		Inputs: map[string]ledger.Digest{"tasks": man.Tasks.Digest, "gold": man.Gold.Digest}}
+	ts, err := tasks.Read(start.Tasks)
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +118,6 @@ func ExportRL(ctx context.Context, l *ledger.Ledger, o RLOptions) (*Summary, err
 	for i := range golds {
 		goldByID[golds[i].ID] = &golds[i]
 	}
-	start := Start{Kind: "rl", Format: o.Format, From: o.Tasks, Inputs: map[string]ledger.Digest{"tasks": man.Tasks.Digest, "gold": man.Gold.Digest}}
 	pd, err := o.Protocol.Digest()
 	if err != nil {
 		return nil, err

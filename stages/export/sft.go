@@ -161,8 +161,11 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 	if err != nil {
 		return nil, err
 	}
-	return record(ctx, l, o.Run, Start{Kind: "sft", Format: o.Format, Inputs: map[string]ledger.Digest{"trajectories": in},
-		From: from, Rows: len(records)}, ids, []output{{"data", o.Out}, {"dataset_info", info}})
+	start := Start{Kind: "sft", Format: o.Format, Inputs: map[string]ledger.Digest{"trajectories": in}, From: from, Rows: len(records)}
+	if start.Tasks, start.TasksDigest, err = synthesisTasks(ctx, l, in); err != nil {
+		return nil, err
+	}
+	return record(ctx, l, o.Run, start, ids, []output{{"data", o.Out}, {"dataset_info", info}})
 }
 
 // writeArray writes records as a JSON array, one record a line, without
@@ -230,4 +233,35 @@ func writeDatasetInfo(path, file, format string) error {
 		enc.SetEscapeHTML(false)
 		return enc.Encode(entries) // maps encode with sorted keys: the same entries give the same bytes
 	})
+}
+
+// synthesisTasks names the tasks file of the synthesis that recorded
+// trajectories with digest d as its output; nothing when the ledger holds
+// none (trajectories made elsewhere).
+func synthesisTasks(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (string, ledger.Digest, error) {
+	rows, err := l.ArtifactsByDigest(ctx, d)
+	if err != nil {
+		return "", ledger.Digest{}, err
+	}
+	for i := len(rows) - 1; i >= 0; i-- {
+		if rows[i].Role != "output" {
+			continue
+		}
+		r, err := l.RunStatus(ctx, rows[i].Run)
+		if err != nil {
+			return "", ledger.Digest{}, err
+		}
+		e, err := l.EntryBySeq(ctx, r.StartedSeq)
+		if err != nil {
+			return "", ledger.Digest{}, err
+		}
+		var s synth.Start
+		if err := json.Unmarshal(e.Body, &s); err != nil {
+			return "", ledger.Digest{}, fmt.Errorf("export sft: start of %s: %w", r.Run, err)
+		}
+		if s.Stage == synth.Stage {
+			return s.Tasks, s.TasksDigest, nil
+		}
+	}
+	return "", ledger.Digest{}, nil
 }
