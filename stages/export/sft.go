@@ -169,29 +169,40 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 }
 
 // writeArray writes records as a JSON array, one record a line, without
-// HTML escaping.
+// HTML escaping. Batches of records are encoded on every core and written
+// in order.
 func writeArray[T any](w io.Writer, records []T) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	const batch = 512
+	bufs := make([]bytes.Buffer, (len(records)+batch-1)/batch)
+	err := ledger.ForEach(context.Background(), len(bufs), func(_ context.Context, k int) error {
+		buf := &bufs[k]
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		for i := k * batch; i < min((k+1)*batch, len(records)); i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteByte('\n')
+			if err := enc.Encode(records[i]); err != nil {
+				return err
+			}
+			buf.Truncate(buf.Len() - 1) // Encode's newline
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	if _, err := io.WriteString(w, "["); err != nil {
 		return err
 	}
-	for i, r := range records {
-		buf.Reset()
-		if i > 0 {
-			buf.WriteString(",")
-		}
-		buf.WriteString("\n")
-		if err := enc.Encode(r); err != nil {
+	for k := range bufs {
+		if _, err := w.Write(bufs[k].Bytes()); err != nil {
 			return err
 		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
+		bufs[k] = bytes.Buffer{}
 	}
-	_, err := io.WriteString(w, "\n]\n")
+	_, err = io.WriteString(w, "\n]\n")
 	return err
 }
 
