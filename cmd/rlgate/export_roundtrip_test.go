@@ -238,8 +238,10 @@ func TestExportRL(t *testing.T) {
 		t.Errorf("verl-parquet ground truth (-want +got):\n%s", diff)
 	}
 
-	js := filepath.Join(dir, "rl.jsonl")
-	exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", exclude, "--format", "jsonl", "--out", js)
+	js := filepath.Join(dir, "rl.jsonl") // --exclude naming the synthesis directory
+	if s := exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", synthDir, "--format", "jsonl", "--out", js); s.Exclusion.Path != exclude {
+		t.Errorf("exclusion recorded as %s, want %s", s.Exclusion.Path, exclude)
+	}
 	lines, err := jsonl.Read[export.SkyRLRow](js, nil)
 	if err != nil {
 		t.Fatal(err)
