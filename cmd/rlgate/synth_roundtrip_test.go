@@ -163,8 +163,20 @@ func TestSynthRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(raw), "gold") {
-		t.Error("trajectories.jsonl names gold")
+	// The policy-side record holds the seeds' fields and nothing else.
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range rec {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if diff := cmp.Diff([]string{"base_prompt", "db_id", "example_id", "sample_id", "system", "turns"}, keys); diff != "" {
+			t.Fatalf("trajectories.jsonl line %d fields (-want +got):\n%s", i+1, diff)
+		}
 	}
 
 	// The same command again: nothing is played, the grading is reused,
