@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 	"sync/atomic"
-	"time"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/stages/dataset"
