@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -73,9 +74,8 @@ func Conversation(t *synth.Trajectory) []Message {
 	return msgs
 }
 
-// ToAlpaca is a trajectory as an alpaca record.
-func ToAlpaca(t *synth.Trajectory) Alpaca {
-	msgs := Conversation(t)
+// ToAlpaca is a conversation (Conversation) as an alpaca record.
+func ToAlpaca(msgs []Message) Alpaca {
 	a := Alpaca{System: msgs[0].Value, History: [][2]string{}}
 	pairs := msgs[1:]
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -124,6 +124,9 @@ type SFTOptions struct {
 // export run with both files as outputs. The same export again writes the
 // same bytes and finds its run recorded.
 func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, error) {
+	if !slices.Contains(SFTFormats, o.Format) {
+		return nil, fmt.Errorf("export sft: %w: %q; want %s", ErrFormat, o.Format, strings.Join(SFTFormats, " or "))
+	}
 	from := o.From
 	if fi, err := os.Stat(from); err == nil && fi.IsDir() {
 		from = filepath.Join(from, synth.TrajectoriesFile)
@@ -138,15 +141,12 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 		t := &trajs[i]
 		msgs := Conversation(t)
 		if err := CheckShareGPT(msgs); err != nil {
-			return nil, fmt.Errorf("export sft: %s line %d (%s#%d): %w", from, i+1, t.ExampleID, t.SampleID, err)
+			return nil, fmt.Errorf("export sft: %s trajectory %d (%s#%d): %w", from, i+1, t.ExampleID, t.SampleID, err)
 		}
-		switch o.Format {
-		case FormatShareGPT:
+		if o.Format == FormatAlpaca {
+			records = append(records, ToAlpaca(msgs))
+		} else {
 			records = append(records, ShareGPT{Conversations: msgs})
-		case FormatAlpaca:
-			records = append(records, ToAlpaca(t))
-		default:
-			return nil, fmt.Errorf("export sft: %w: %q; want %s", ErrFormat, o.Format, strings.Join(SFTFormats, " or "))
 		}
 		ids = append(ids, t.ExampleID)
 	}
