@@ -244,7 +244,7 @@ func TestExportRL(t *testing.T) {
 		t.Errorf("imported back %d gold, want %d", len(backGold), len(want))
 	}
 
-	verl := filepath.Join(dir, "verl.parquet")
+	verl := filepath.Join(dir, "verl", "train.parquet") // a directory export creates
 	exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", exclude, "--format", "verl-parquet", "--out", verl)
 	got = got[:0]
 	for _, r := range exportReadParquet(t, verl) {

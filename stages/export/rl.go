@@ -173,7 +173,7 @@ func ExportRL(ctx context.Context, l *ledger.Ledger, o RLOptions) (*Summary, err
 	case FormatJSONL:
 		write = func(w io.Writer) error { return jsonl.Write(w, skyrl) }
 	}
-	if err := jsonl.WriteFile(o.Out, write); err != nil {
+	if err := writeOut(o.Out, write); err != nil {
 		return nil, err
 	}
 	return record(ctx, l, o.Run, start, ids, []output{{"data", o.Out}})

@@ -150,7 +150,7 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 		}
 		ids = append(ids, t.ExampleID)
 	}
-	if err := jsonl.WriteFile(o.Out, func(w io.Writer) error { return writeArray(w, records) }); err != nil {
+	if err := writeOut(o.Out, func(w io.Writer) error { return writeArray(w, records) }); err != nil {
 		return nil, err
 	}
 	info := filepath.Join(filepath.Dir(o.Out), DatasetInfoFile)
