@@ -24,6 +24,7 @@ bench:
     bench/compare.sh
     bench/ckpt.sh
     bench/copy.sh
+    go test ./stages/export -run x -bench ExportSFT100k -benchtime 1x
 
 # integration test with a real PyTorch trainer (needs: apt-get install python3-torch,
 # or RLGATE_TORCH_PYTHON; fails without torch unless RLGATE_TORCH_SKIP=1); CI runs it
@@ -34,3 +35,7 @@ torch:
 # (testdata/oms/verify_oms.py; needs: apt-get install python3-cryptography); CI runs it
 oms-python:
     go test -tags omspython ./publish/ -v
+# export rl's parquet read back by an independent reader, the npm package
+# hyparquet (needs node and npm); CI runs it
+hyparquet:
+    go test -tags hyparquet -run TestParquetReadByHyparquet ./stages/export/ -v

@@ -132,6 +132,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newRolloutCommand(),
 			newEvalCommand(),
+			newSynthCommand(),
+			newExportCommand(),
 			newServeReplayCommand(),
 			newRunCommand(),
 			newReproCommand(),

@@ -5,13 +5,18 @@
 // sft) read.
 package synth
 
+import "github.com/rlgate/rlgate/stages/sqlenv"
+
 // Trajectory is one kept episode in the seeds' record shape, one JSON line
 // of trajectories.jsonl. It is the policy side only: it never carries the
 // gold SQL (GoldRecord, in a separate file keyed by example id, does).
 type Trajectory struct {
-	DBID       string `json:"db_id"`
-	ExampleID  string `json:"example_id"`
-	SampleID   int    `json:"sample_id"`
+	DBID      string `json:"db_id"`
+	ExampleID string `json:"example_id"`
+	SampleID  int    `json:"sample_id"`
+	// System is the system message the policy was given and BasePrompt
+	// the first user message, as the protocol rendered them for the task.
+	System     string `json:"system"`
 	BasePrompt string `json:"base_prompt"`
 	Turns      []Turn `json:"turns"`
 }
@@ -45,4 +50,15 @@ func (t Trajectory) FinalSQL() string {
 		}
 	}
 	return ""
+}
+
+// Reply is the turn as a policy writes it under the protocol, in the
+// canonical form sqlenv.ParseTurn reads back: its reasoning in <think>,
+// then its <sql>, or its <solution> when final. SFT exports train on it.
+func (t Turn) Reply() string {
+	st := sqlenv.Turn{Think: t.Think, Action: sqlenv.ActionSQL, Body: t.SQL}
+	if t.IsFinal {
+		st.Action, st.Body = sqlenv.ActionSolution, t.Solution
+	}
+	return st.String()
 }
