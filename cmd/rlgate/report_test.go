@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/reports"
 )
 
@@ -63,7 +64,12 @@ func reportWrite(t *testing.T, ldir string, extra ...string) string {
 // reportNormalise replaces what differs between two builds of the same
 // experiment (the ledger id, entry hashes, which cover the time of each
 // entry, and temporary paths) by placeholders.
-func reportNormalise(t *testing.T, dir string, b []byte) []byte {
+//
+// The imported training datasets record the absolute database root they
+// were imported from, so their digests depend on where the repository is
+// checked out; each is replaced by the name of its directory, after
+// checking that it is the digest of that directory as it is now.
+func reportNormalise(t *testing.T, x *reportExperiment, dir string, b []byte) []byte {
 	t.Helper()
 	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
 	if err != nil {
@@ -84,6 +90,13 @@ func reportNormalise(t *testing.T, dir string, b []byte) []byte {
 		t.Fatal(err)
 	}
 	s = strings.ReplaceAll(s, repo, "REPO")
+	for _, data := range x.trainData {
+		m, err := manifests.HashTree(t.Context(), data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = strings.ReplaceAll(s, m.Digest.String(), "DIGEST-OF-"+filepath.Base(data))
+	}
 	s = reportTempPath.ReplaceAllString(s, "TMP")
 	// Table columns are padded to their widest cell, which a temporary
 	// path widens or narrows.
@@ -99,14 +112,14 @@ var (
 
 // reportGolden compares a written report's Markdown and JSON with the
 // golden files under testdata/report/NAME, rewriting them with -update.
-func reportGolden(t *testing.T, dir, name string) {
+func reportGolden(t *testing.T, x *reportExperiment, dir, name string) {
 	t.Helper()
 	for _, f := range []string{"report.md", "report.json"} {
 		got, err := os.ReadFile(filepath.Join(dir, f))
 		if err != nil {
 			t.Fatal(err)
 		}
-		got = reportNormalise(t, dir, got)
+		got = reportNormalise(t, x, dir, got)
 		golden := filepath.Join("testdata", "report", name, f)
 		if reportUpdate() {
 			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
@@ -147,8 +160,8 @@ func TestReport(t *testing.T) {
 	x := buildReportExperiment(t)
 	passed := reportWrite(t, x.ledger, "--runs", x.runs, "--train", x.cleanTrain)
 	failed := reportWrite(t, x.ledger) // the latest verdict: failed
-	reportGolden(t, passed, "passed")
-	reportGolden(t, failed, "failed")
+	reportGolden(t, x, passed, "passed")
+	reportGolden(t, x, failed, "failed")
 	for _, dir := range []string{passed, failed} {
 		if code, out, errOut := rlgate(t, "--ledger", x.ledger, "report", "--check", dir); code != exitOK {
 			t.Errorf("check %s: exit %d:\n%s%s", dir, code, out, errOut)
