@@ -127,6 +127,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRolloutCommand(),
 			newEvalCommand(),
 			newServeReplayCommand(),
+			newServePolicyCommand(),
+			newTrainCommand(),
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),

@@ -113,6 +113,27 @@ func SFT(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, trs []s
 	return sum, nil
 }
 
+// Unsolved returns the tasks that w answers wrongly when played greedily:
+// a curriculum stage's harder share.
+func Unsolved(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task) ([]Task, error) {
+	pol := &refpolicy.Policy{W: w}
+	var out []Task
+	for i := range ts {
+		d, _ := env.Play(ctx, pol, &ts[i], refpolicy.Sampler{})
+		r, err := env.Reward(ctx, &ts[i], d.Turn.Body)
+		if err != nil {
+			return nil, err
+		}
+		if r == 0 {
+			out = append(out, ts[i])
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("unsolved: the checkpoint answers all %d tasks; nothing is left to train on", len(ts))
+	}
+	return out, nil
+}
+
 // Accuracy plays every task greedily (temperature 0) in process and
 // returns the share whose final SQL the grader calls correct.
 func Accuracy(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task) (float64, error) {
