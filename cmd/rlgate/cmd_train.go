@@ -30,6 +30,11 @@ func newTrainInitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "write the Base checkpoint: name-match priors, weak but not zero",
+		Description: "Writes --out/model.safetensors with the Base weights: priors on exact and\n" +
+			"partial matches of table, column and probed value names and on leaving\n" +
+			"clauses out, plus seeded noise of standard deviation 0.01 that breaks ties.\n" +
+			"Greedily it answers \"what are the names of all singers\"-like questions;\n" +
+			"every trigger word (how many, oldest, each, more than) is left to training.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint `DIR` to write"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "`SEED` of the tie-breaking noise"},

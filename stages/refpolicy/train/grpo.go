@@ -132,11 +132,12 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 		for _, s := range kept {
 			s.oldLP = pol.LogProb(s.sit, s.choice, nil, 0)
 		}
+		old := &refpolicy.Policy{W: w.Clone()}
 		lr := cosineLR(o.LR, step, o.Steps)
 		var pgLoss, clipFrac, ppoKL, klLoss, gradNorm, entropy float64
 		for epoch := 0; epoch < o.PPOEpochs; epoch++ {
 			grad := refpolicy.NewWeights()
-			pgLoss, clipFrac, ppoKL, klLoss, entropy = 0, 0, 0, 0, 0
+			pgLoss, clipFrac, klLoss, entropy = 0, 0, 0, 0
 			n := float64(max(len(kept), 1))
 			for _, s := range kept {
 				lp := pol.LogProb(s.sit, s.choice, nil, 0)
@@ -148,7 +149,6 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 					clipped = max(ratio, 1-o.ClipLow)
 				}
 				pgLoss += -min(ratio*s.adv, clipped*s.adv) / n
-				ppoKL += (s.oldLP - lp) / n
 				entropy += pol.Entropy(s.sit, s.choice) / n
 				if clipped != ratio {
 					clipFrac += 1 / n
@@ -162,6 +162,11 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 			if len(kept) > 0 {
 				gradNorm = opt.step(w, grad, lr)
 			}
+		}
+		// actor/ppo_kl: KL(π_old‖π_new) over the kept samples' slots,
+		// exact rather than veRL's sampled estimate, so never negative.
+		for _, s := range kept {
+			ppoKL += old.KL(pol, s.sit, s.choice, nil, 0) / float64(len(kept))
 		}
 		data := map[string]float64{
 			"training/global_step":       float64(step),
