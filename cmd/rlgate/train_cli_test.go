@@ -239,7 +239,7 @@ func TestTrainImprovesHeldOut(t *testing.T) {
 	rl1 := trainRun(t, "grpo", "--init", sft.Out, "--tasks", trainData, "--out", filepath.Join(dir, "rl1"), "--metrics-out", filepath.Join(dir, "rl1.jsonl"),
 		"--steps", "15", "--batch", "16", "--group-size", "8", "--lr", "0.02")
 	rl2 := trainRun(t, "grpo", "--init", rl1.Out, "--tasks", trainData, "--out", filepath.Join(dir, "rl2"), "--metrics-out", filepath.Join(dir, "rl2.jsonl"),
-		"--steps", "8", "--batch", "16", "--group-size", "8", "--lr", "0.01", "--kl-ref", rl1.Out, "--kl-coef", "0.001", "--unsolved-only")
+		"--steps", "8", "--batch", "16", "--group-size", "4", "--lr", "0.01", "--kl-ref", rl1.Out, "--kl-coef", "0.001", "--unsolved-only")
 	ts, err := train.LoadTasks(evalData, "")
 	if err != nil {
 		t.Fatal(err)
