@@ -91,6 +91,15 @@ func TestTrainNoUpdateKeepsEveryTensor(t *testing.T) {
 	if rl.ModelIdentity == baseID {
 		t.Errorf("lr 0.05 left the identity at Base's %s", baseID)
 	}
+	// a wrong --db-root is refused before anything is trained or written
+	wrong := filepath.Join(dir, "wrong")
+	code, _, errOut := rlgate(t, append(append([]string{"train"}, trainGRPOArgs(base, data, wrong, filepath.Join(dir, "wrong.jsonl"), "0.05", "1")...), "--db-root", t.TempDir())...)
+	if code != exitError || !strings.Contains(errOut, "Try: --db-root") {
+		t.Errorf("wrong --db-root: exit %d, %q", code, errOut)
+	}
+	if _, err := os.Stat(wrong); !os.IsNotExist(err) {
+		t.Errorf("wrong --db-root left %s behind (%v)", wrong, err)
+	}
 }
 
 // TestTrainSameSeedSameBytes: init, SFT and GRPO give identical bytes
