@@ -135,6 +135,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newSynthCommand(),
 			newExportCommand(),
 			newServeReplayCommand(),
+			newServePolicyCommand(),
+			newTrainCommand(),
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),
