@@ -2,7 +2,6 @@ package audit
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -186,15 +185,3 @@ func run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Optio
 	return nil, fmt.Errorf("audit %q: want one of %s", name, strings.Join(Audits, ", "))
 }
 
-// decodeEntry reads the body of entry seq into v, keeping fields it does
-// not know: audits read what other commands record tolerantly, by name.
-func decodeEntry(ctx context.Context, l *ledger.Ledger, seq int64, v any) error {
-	e, err := l.EntryBySeq(ctx, seq)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(e.Body, v); err != nil {
-		return fmt.Errorf("entry %d: %w", seq, err)
-	}
-	return nil
-}

@@ -32,7 +32,7 @@ func loadEvals(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*eva
 		if e.gradeRun, err = l.RunStatus(ctx, lr.Run); err != nil {
 			return nil, fmt.Errorf("evaluation %s=%s: %w. Try: rlgate log --kind run.start to list runs", lr.Label, lr.Run, err)
 		}
-		if err := decodeEntry(ctx, l, e.gradeRun.StartedSeq, &e.grade); err != nil {
+		if err := l.DecodeBody(ctx, e.gradeRun.StartedSeq, &e.grade); err != nil {
 			return nil, fmt.Errorf("evaluation %s=%s: %w", lr.Label, lr.Run, err)
 		}
 		if e.grade.Rollout == "" {
@@ -91,7 +91,7 @@ func loadTrains(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*tr
 		if t.run, err = l.RunStatus(ctx, lr.Run); err != nil {
 			return nil, fmt.Errorf("training %s=%s: %w. Try: rlgate log --kind run.start to list runs", lr.Label, lr.Run, err)
 		}
-		if err := decodeEntry(ctx, l, t.run.StartedSeq, &t.start); err != nil {
+		if err := l.DecodeBody(ctx, t.run.StartedSeq, &t.start); err != nil {
 			return nil, fmt.Errorf("training %s=%s: %w", lr.Label, lr.Run, err)
 		}
 		for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {

@@ -180,7 +180,7 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFil
 			continue
 		}
 		var p producer
-		if err := decodeEntry(ctx, l, pr.StartedSeq, &p); err != nil {
+		if err := l.DecodeBody(ctx, pr.StartedSeq, &p); err != nil {
 			return nil, false, fmt.Errorf("input %s: %w", a.Name, err)
 		}
 		raw, err := l.ReadBlob(p.TaskIDs)

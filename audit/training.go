@@ -118,7 +118,7 @@ func Training(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 func runEnded(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, end []int64) error {
 	var body runner.EndBody
 	if t.run.EndedSeq != nil {
-		if err := decodeEntry(ctx, l, *t.run.EndedSeq, &body); err != nil {
+		if err := l.DecodeBody(ctx, *t.run.EndedSeq, &body); err != nil {
 			return fmt.Errorf("training %s=%s: %w", t.Label, t.Run, err)
 		}
 	}

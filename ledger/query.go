@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"database/sql"
+	"encoding/json"
 	"fmt"
 	"iter"
 	"strconv"
@@ -116,6 +117,20 @@ func (l *Ledger) EntryBySeq(ctx context.Context, seq int64) (Entry, error) {
 		return Entry{}, fmt.Errorf("entry %d: %w", seq, ErrNotFound)
 	}
 	return es[0], nil
+}
+
+// DecodeBody reads the body of entry seq into v. Fields v lacks are
+// ignored: readers (audits, reports) decode by name what other commands
+// recorded, so a body that gained fields still reads.
+func (l *Ledger) DecodeBody(ctx context.Context, seq int64, v any) error {
+	e, err := l.EntryBySeq(ctx, seq)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(e.Body, v); err != nil {
+		return fmt.Errorf("entry %d: %w", seq, err)
+	}
+	return nil
 }
 
 // EntryByHash returns the entry whose hash starts with prefix (hex digits,

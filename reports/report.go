@@ -453,7 +453,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		if err != nil {
 			return fmt.Errorf("evaluation %s=%s: %w", lr.Label, lr.Run, err)
 		}
-		if err := decode(ctx, l, gr.StartedSeq, &gs); err != nil {
+		if err := l.DecodeBody(ctx, gr.StartedSeq, &gs); err != nil {
 			return err
 		}
 		if gs.Rollout == "" {
@@ -473,7 +473,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 			Status: "running", Seqs: []int64{rr.StartedSeq}}
 		if rr.EndedSeq != nil && *rr.EndedSeq <= r.Head.Seq {
 			var end rollout.End
-			if err := decode(ctx, l, *rr.EndedSeq, &end); err != nil {
+			if err := l.DecodeBody(ctx, *rr.EndedSeq, &end); err != nil {
 				return err
 			}
 			b.Status, b.Episodes, b.Unfinished, b.TokensIn, b.TokensOut = end.Status, end.Episodes, end.Unfinished, end.TokensIn, end.TokensOut
@@ -491,7 +491,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 			Stage string        `json:"stage"`
 			Gold  ledger.Digest `json:"gold_digest"`
 		}
-		if err := decode(ctx, l, gr.StartedSeq, &gold); err != nil {
+		if err := l.DecodeBody(ctx, gr.StartedSeq, &gold); err != nil {
 			return err
 		}
 		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gold.Stage, Role: "input", Name: "gold", Digest: gold.Gold, Seq: gr.StartedSeq})
@@ -507,7 +507,7 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 			return fmt.Errorf("training %s=%s: %w", lr.Label, lr.Run, err)
 		}
 		var start runner.StartBody
-		if err := decode(ctx, l, tr.StartedSeq, &start); err != nil {
+		if err := l.DecodeBody(ctx, tr.StartedSeq, &start); err != nil {
 			return err
 		}
 		for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {
@@ -565,14 +565,3 @@ func (r *Report) curve(lr audit.LabeledRun, name string, s *audit.Series) *Curve
 	return c
 }
 
-// decode reads the body of entry seq into v.
-func decode(ctx context.Context, l *ledger.Ledger, seq int64, v any) error {
-	e, err := l.EntryBySeq(ctx, seq)
-	if err != nil {
-		return err
-	}
-	if err := json.Unmarshal(e.Body, v); err != nil {
-		return fmt.Errorf("entry %d: %w", seq, err)
-	}
-	return nil
-}

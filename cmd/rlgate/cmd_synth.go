@@ -8,7 +8,6 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/stats"
 	"github.com/urfave/cli/v3"
@@ -43,45 +42,26 @@ func newSynthCommand() *cli.Command {
 		Name:        "synth",
 		Usage:       "sample a teacher model, keep the trajectories that pass execution match (cold-start SFT data)",
 		Description: synthHelp + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: append(append([]cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import (the gold beside the tasks is read after the rollout)"},
-			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
-			&cli.StringSliceFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1; repeat it for a fleet of servers of one model"},
-			&cli.StringFlag{Name: "model", Required: true, Usage: "model `NAME` the server serves (recorded)"},
-			&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (recorded)"},
-			&cli.StringFlag{Name: "api-key-env", Usage: "environment `VAR` holding the API key, sent as a bearer token and never recorded"},
-			&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one; unknown fields are refused"},
+		}, policyServerFlags()...),
 			&cli.IntFlag{Name: "samples-per-question", Value: 20, Usage: "`N` samples of each question, each an independent episode"},
 			&cli.FloatFlag{Name: "temperature", Value: 1, Usage: "sampling temperature `T`"},
 			&cli.FloatFlag{Name: "top-p", HideDefault: true, Usage: "nucleus sampling `P` (default: the protocol's, 1 when built in)"},
 			&cli.IntFlag{Name: "num-examples", HideDefault: true, Usage: "sample `N` questions under --seed (default: all)"},
 			&cli.Int64Flag{Name: "seed", Value: 42, Usage: "`SEED` of the question sample; sample s of a question is requested with SEED+s"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC` a kept trajectory passes: bird, spider or strict (default: the dataset's)"},
-			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "`C` episodes played at once"},
 			&cli.StringFlag{Name: "run", Usage: "rollout run `ID` (default: synth-<digest of what fixes the synthesis>)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write the files into (created when missing; the three files are replaced)"},
-			&cli.DurationFlag{Name: "request-timeout", Value: rollout.DefaultClientOptions().RequestTimeout, Usage: "`DURATION` one request may take before it is retried"},
-			&cli.IntFlag{Name: "max-attempts", Value: rollout.DefaultClientOptions().MaxAttempts, Usage: "`N` attempts of a request before its episode is left unfinished"},
-		},
+		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			o := synthOptions{rolloutOptions: rolloutOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Tasks: cmd.String("tasks"),
-				DBRoot: cmd.String("db-root"), Endpoints: cmd.StringSlice("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"),
-				Protocol: cmd.String("protocol"), Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"),
-				RequestTimeout: cmd.Duration("request-timeout"), MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter},
-				NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
-			if s := cmd.String("model-identity"); s != "" {
-				d, err := ledger.ParseDigest(s)
-				if err != nil {
-					return usagef("--model-identity: %v", err)
-				}
-				o.ModelIdentity = &d
+			ro, err := rolloutOptionsFrom(cmd)
+			if err != nil {
+				return err
 			}
+			o := synthOptions{rolloutOptions: ro, NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
 			n, temp, seed := cmd.Int("samples-per-question"), cmd.Float("temperature"), cmd.Int64("seed")
-			o.Sampling = rollout.SamplingOverride{N: &n, Temperature: &temp, Seed: &seed}
-			if cmd.IsSet("top-p") {
-				v := cmd.Float("top-p")
-				o.Sampling.TopP = &v
-			}
+			o.Sampling.N, o.Sampling.Temperature, o.Sampling.Seed = &n, &temp, &seed
 			if m := cmd.String("metric"); m != "" {
 				metric, err := grade.ParseMetric(m)
 				if err != nil {
@@ -94,14 +74,8 @@ func newSynthCommand() *cli.Command {
 				return usagef("--samples-per-question %d: want at least 1", n)
 			case o.NumExamples < 0:
 				return usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
-			case o.Concurrency < 1:
-				return usagef("--concurrency %d: want at least 1", o.Concurrency)
-			case o.RequestTimeout <= 0:
-				return usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
-			case o.MaxAttempts < 1:
-				return usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
 			}
-			_, err := runSynth(ctx, o, cmd.Root().Writer)
+			_, err = runSynth(ctx, o, cmd.Root().Writer)
 			return err
 		},
 	}
