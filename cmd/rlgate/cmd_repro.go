@@ -57,17 +57,7 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		return nil, err
 	}
 	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun, Gate: func(ctx context.Context, policy, dir string) (bool, string, error) {
-		p, err := audit.PolicyRef(policy, dir)
-		if err != nil {
-			return false, "", err
-		}
-		v, err := audit.Gate(ctx, l, p, audit.GateOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		return v.OK, v.Summary(), nil
-	}}
+	po := pipeline.Options{DryRun: opts.DryRun, Gate: reproGate(l, nil)}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
 		po.Progress = func(d pipeline.Decision) {
@@ -89,4 +79,24 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		}
 	}
 	return ds, nil
+}
+
+// reproGate checks a stage's gate policy for pipeline.Repro, with training
+// runs named by their stages resolved to the stages' runs; the verdict is
+// also kept in *last when last is not nil.
+func reproGate(l *ledger.Ledger, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+	return func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return false, "", err
+		}
+		v, err := audit.Gate(ctx, l, p.InPipeline(runs), audit.GateOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if last != nil {
+			*last = v
+		}
+		return v.OK, v.Summary(), nil
+	}
 }
