@@ -59,6 +59,8 @@ type trainArtifact struct {
 	Seq int64 `json:"-"`
 	ledger.Artifact
 	Path string `json:"path"`
+	// ProducedBy is the stage run that wrote an input as its output.
+	ProducedBy *runner.Lineage `json:"produced_by,omitempty"`
 }
 
 // trainRun is a labelled stage run (rlgate run) with its artifacts.
