@@ -83,6 +83,24 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 	if len(opts.Runs) < 2 {
 		return nil, fmt.Errorf("compare: need at least two runs, got %d", len(opts.Runs))
 	}
+	rows := make([][]ledger.OutcomeRow, len(opts.Runs))
+	for i, r := range opts.Runs {
+		var err error
+		if rows[i], err = l.Outcomes(ctx, r.Run); err != nil {
+			return nil, err
+		}
+	}
+	return CompareOutcomes(opts, rows)
+}
+
+// CompareOutcomes is Compare on outcomes already read: rows[i] are the
+// outcome rows of opts.Runs[i]. A report uses it to compare the same runs
+// on a subset of the tasks (one difficulty, one database) without reading
+// the outcomes again.
+func CompareOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*Comparison, error) {
+	if len(opts.Runs) < 2 || len(rows) != len(opts.Runs) {
+		return nil, fmt.Errorf("compare: need at least two runs with their outcomes, got %d runs and %d outcome lists", len(opts.Runs), len(rows))
+	}
 	if opts.Alpha == 0 {
 		opts.Alpha = stats.DefaultAlpha
 	}
@@ -102,12 +120,8 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 		if r.Label == opts.Baseline {
 			base = i
 		}
-		rows, err := l.Outcomes(ctx, r.Run)
-		if err != nil {
-			return nil, err
-		}
 		results[i] = map[string]bool{}
-		for _, o := range rows {
+		for _, o := range rows[i] {
 			if o.Sample == 0 {
 				results[i][o.TaskID] = o.Correct
 				seqSet[o.Seq] = true

@@ -206,7 +206,7 @@ func recordedSelfGrade(ctx context.Context, l *ledger.Ledger, src goldSource, c 
 
 // trainingSignal adds the findings read from the trained run's metrics.
 func trainingSignal(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, o Options) error {
-	reward, err := canonSeries(ctx, l, t.Run, metrics.RewardMean)
+	reward, err := CanonSeries(ctx, l, t.Run, metrics.RewardMean)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func trainingSignal(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRu
 		r.pass(CheckRewardAlive, nil, []int64{reward.Seqs[0]}, "%s: %s ranges up to %g over %d steps", t.Label, reward.Key, maxValue(reward.Points), len(reward.Points))
 	}
 
-	kl, err := canonSeries(ctx, l, t.Run, metrics.KL)
+	kl, err := CanonSeries(ctx, l, t.Run, metrics.KL)
 	if err != nil {
 		return err
 	}
@@ -240,21 +240,21 @@ func trainingSignal(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRu
 		}
 	}
 
-	if f, err := canonSeries(ctx, l, t.Run, metrics.ZeroVarianceFraction); err != nil {
+	if f, err := CanonSeries(ctx, l, t.Run, metrics.ZeroVarianceFraction); err != nil {
 		return err
 	} else if f != nil {
 		r.pass(CheckZeroVariance, nil, []int64{f.Seqs[0]}, "%s: mean %s %.3f over %d steps", t.Label, f.Key, meanValue(f.Points), len(f.Points))
 		return nil
 	}
-	zero, err := canonSeries(ctx, l, t.Run, metrics.ZeroVarianceGroups)
+	zero, err := CanonSeries(ctx, l, t.Run, metrics.ZeroVarianceGroups)
 	if err != nil {
 		return err
 	}
-	groups, err := canonSeries(ctx, l, t.Run, metrics.Groups)
+	groups, err := CanonSeries(ctx, l, t.Run, metrics.Groups)
 	if err != nil {
 		return err
 	}
-	gen, err := canonSeries(ctx, l, t.Run, metrics.GenBatches)
+	gen, err := CanonSeries(ctx, l, t.Run, metrics.GenBatches)
 	if err != nil {
 		return err
 	}

@@ -26,17 +26,17 @@ const (
 // order, for a canonical quantity.
 var trainers = []metrics.Trainer{metrics.TrainerVerl, metrics.TrainerSkyRL, metrics.TrainerTRL}
 
-// series is one metric of a run found under a trainer's key, with the
+// Series is one metric of a run found under a trainer's key, with the
 // entry behind each point.
-type series struct {
+type Series struct {
 	Key    string
 	Points []ledger.MetricPoint
 	Seqs   []int64
 }
 
-// canonSeries returns the first key of any trainer's table for c that the
+// CanonSeries returns the first key of any trainer's table for c that the
 // run logged, or nil.
-func canonSeries(ctx context.Context, l *ledger.Ledger, run string, c metrics.Canon) (*series, error) {
+func CanonSeries(ctx context.Context, l *ledger.Ledger, run string, c metrics.Canon) (*Series, error) {
 	for _, t := range trainers {
 		for _, k := range metrics.Keys(t, c) {
 			pts, seqs, err := l.Series(ctx, run, k)
@@ -44,7 +44,7 @@ func canonSeries(ctx context.Context, l *ledger.Ledger, run string, c metrics.Ca
 				return nil, err
 			}
 			if len(pts) > 0 {
-				return &series{Key: k, Points: pts, Seqs: seqs}, nil
+				return &Series{Key: k, Points: pts, Seqs: seqs}, nil
 			}
 		}
 	}
@@ -90,11 +90,11 @@ func Training(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 			return nil, err
 		}
 
-		steps, err := canonSeries(ctx, l, t.Run, metrics.OptimizerStep)
+		steps, err := CanonSeries(ctx, l, t.Run, metrics.OptimizerStep)
 		if err != nil {
 			return nil, err
 		}
-		lr, err := canonSeries(ctx, l, t.Run, metrics.LearningRate)
+		lr, err := CanonSeries(ctx, l, t.Run, metrics.LearningRate)
 		if err != nil {
 			return nil, err
 		}
@@ -153,7 +153,7 @@ func runEnded(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, end
 }
 
 // learningRate adds the learning-rate finding of one run.
-func learningRate(r *Report, t *trainRun, lr *series) {
+func learningRate(r *Report, t *trainRun, lr *Series) {
 	noUpdate := t.Label == LabelNoUpdate
 	if lr == nil {
 		k, v, ok := lrParam(t.start.Params)

@@ -22,7 +22,7 @@ var allowedImports = map[string][]string{
 	"gpu":       {"gpu", "ledger", "manifests"},
 	"stages":    {"stages", "ledger", "manifests", "gpu"},
 	"audit":     {"audit", "ledger", "manifests", "stats", "stages"},
-	"reports":   {"reports", "ledger", "audit", "stats"},
+	"reports":   {"reports", "ledger", "audit", "stats", "stages"},
 	"cmd":       {""}, // everything
 	"bench":     {""},
 	"examples":  {""},

@@ -126,11 +126,13 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newGradeCommand(),
 			newRolloutCommand(),
 			newEvalCommand(),
+			newSynthCommand(),
 			newServeReplayCommand(),
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),
 			newGateCommand(),
+			newReportCommand(),
 			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -183,10 +184,10 @@ func (im *Imported) WriteDir(dir string, force bool) error {
 		return fmt.Errorf("write dataset: %w", err)
 	}
 	var err error
-	if im.Manifest.Tasks, err = writeAtomic(dir, TasksFile, len(im.Tasks), func(f *os.File) error { return tasks.Write(f, im.Tasks) }); err != nil {
+	if im.Manifest.Tasks, err = writeAtomic(dir, TasksFile, len(im.Tasks), func(w io.Writer) error { return tasks.Write(w, im.Tasks) }); err != nil {
 		return err
 	}
-	if im.Manifest.Gold, err = writeAtomic(dir, GoldFile, len(im.Gold), func(f *os.File) error { return gold.Write(f, im.Gold) }); err != nil {
+	if im.Manifest.Gold, err = writeAtomic(dir, GoldFile, len(im.Gold), func(w io.Writer) error { return gold.Write(w, im.Gold) }); err != nil {
 		return err
 	}
 	sort.Slice(im.Manifest.Skipped, func(i, j int) bool { return im.Manifest.Skipped[i].Index < im.Manifest.Skipped[j].Index })
@@ -194,29 +195,14 @@ func (im *Imported) WriteDir(dir string, force bool) error {
 	if err != nil {
 		return err
 	}
-	_, err = writeAtomic(dir, ManifestFile, 0, func(f *os.File) error { _, err := f.Write(body); return err })
+	_, err = writeAtomic(dir, ManifestFile, 0, func(w io.Writer) error { _, err := w.Write(body); return err })
 	return err
 }
 
-func writeAtomic(dir, name string, count int, write func(*os.File) error) (FileRef, error) {
-	f, err := os.CreateTemp(dir, "."+name+"-*")
-	if err != nil {
-		return FileRef{}, fmt.Errorf("write %s: %w", name, err)
-	}
-	defer os.Remove(f.Name())
-	err = write(f)
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
+func writeAtomic(dir, name string, count int, write func(io.Writer) error) (FileRef, error) {
 	final := filepath.Join(dir, name)
-	if err == nil {
-		err = os.Rename(f.Name(), final)
-	}
-	if err != nil {
-		return FileRef{}, fmt.Errorf("write %s: %w", final, err)
+	if err := jsonl.WriteFile(final, write); err != nil {
+		return FileRef{}, err
 	}
 	d, _, err := manifests.HashFile(context.Background(), final) // the file just written, small; WriteDir is not cancelable
 	return FileRef{Path: name, Digest: d, Count: count}, err

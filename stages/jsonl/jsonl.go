@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 )
 
 // maxLine is the longest line read; a rendered schema of a large database
@@ -60,6 +61,35 @@ func Write[T any](w io.Writer, vs []T) error {
 		if err := enc.Encode(v); err != nil {
 			return err
 		}
+	}
+	return nil
+}
+
+// WriteFile writes path whole or not at all: write fills a temporary file
+// beside it, which is synced and renamed into place, so a reader never
+// sees half a file and a failed write leaves any earlier file as it was.
+func WriteFile(path string, write func(w io.Writer) error) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	defer os.Remove(f.Name())
+	bw := bufio.NewWriterSize(f, 1<<20)
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
 }

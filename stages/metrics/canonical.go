@@ -38,6 +38,9 @@ const (
 	GenBatches Canon = "gen_batches"
 	// OptimizerStep is the trainer's count of optimizer updates.
 	OptimizerStep Canon = "optimizer_step"
+	// ResponseLength is the mean length, in tokens, of the batch's
+	// generated responses; reports draw it beside reward and KL.
+	ResponseLength Canon = "response_length"
 )
 
 // canonRow lists the keys a trainer logs for one quantity, preferred first.
@@ -62,6 +65,7 @@ var canonTables = map[Trainer][]canonRow{
 		{ZeroVarianceGroups, []string{"training/n_zero_adv_groups"}}, // Agent Lightning on veRL
 		{Groups, []string{"training/n_groups"}},                      // Agent Lightning on veRL
 		{GenBatches, []string{"train/num_gen_batches"}},              // DAPO recipe
+		{ResponseLength, []string{"response_length/mean"}},
 	},
 	TrainerSkyRL: {
 		{RewardMean, []string{"reward/avg_raw_reward"}},
@@ -81,6 +85,7 @@ var canonTables = map[Trainer][]canonRow{
 		// where a trainer keeps its optimizer step.
 		{OptimizerStep, []string{"step"}},
 		{ZeroVarianceFraction, []string{"frac_reward_zero_std"}}, // GRPOTrainer, recent TRL
+		{ResponseLength, []string{"completions/mean_length"}},
 	},
 }
 

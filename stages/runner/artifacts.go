@@ -90,6 +90,19 @@ func hashArtifact(ctx context.Context, l *ledger.Ledger, role, name, path string
 	return a, blob, nil
 }
 
+// OutputRecord digests path as a run records its outputs (DigestPath,
+// the manifest stored as a blob) and returns the artifact record to append
+// under run, with the digest. A command that writes files itself (synth,
+// export) records them with it, so that a later rlgate run --in of the same
+// path finds the run that produced it.
+func OutputRecord(ctx context.Context, l *ledger.Ledger, run, name, path string) (ledger.Record, ledger.Digest, error) {
+	a, blob, err := hashArtifact(ctx, l, "output", name, path)
+	if err != nil {
+		return ledger.Record{}, ledger.Digest{}, err
+	}
+	return ledger.Record{Kind: ledger.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blob}}, a.Digest, nil
+}
+
 // lineage finds the latest run that recorded d as an output.
 func lineage(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (*Lineage, error) {
 	rows, err := l.ArtifactsByDigest(ctx, d)

@@ -456,12 +456,12 @@ func recordOutputs(rec context.Context, l *ledger.Ledger, spec Spec, end *EndBod
 			missing = append(missing, out.Name+"="+out.Path)
 			continue
 		}
-		a, blob, err := hashArtifact(rec, l, "output", out.Name, out.Path)
+		r, d, err := OutputRecord(rec, l, spec.Run, out.Name, out.Path)
 		if err != nil {
 			return err
 		}
-		end.Outputs[out.Name] = a.Digest
-		recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: spec.Run, Body: a, Blobs: []ledger.Digest{blob}})
+		end.Outputs[out.Name] = d
+		recs = append(recs, r)
 	}
 	if len(recs) > 0 {
 		if _, err := l.Append(rec, recs...); err != nil {

@@ -9,9 +9,12 @@ package synth
 // of trajectories.jsonl. It is the policy side only: it never carries the
 // gold SQL (GoldRecord, in a separate file keyed by example id, does).
 type Trajectory struct {
-	DBID       string `json:"db_id"`
-	ExampleID  string `json:"example_id"`
-	SampleID   int    `json:"sample_id"`
+	DBID      string `json:"db_id"`
+	ExampleID string `json:"example_id"`
+	SampleID  int    `json:"sample_id"`
+	// System is the system message the policy was given and BasePrompt
+	// the first user message, as the protocol rendered them for the task.
+	System     string `json:"system"`
 	BasePrompt string `json:"base_prompt"`
 	Turns      []Turn `json:"turns"`
 }

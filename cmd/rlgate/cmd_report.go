@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/reports"
+	"github.com/urfave/cli/v3"
+)
+
+func newReportCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "report",
+		Usage: "write a report from the ledger alone, or check one against it",
+		Description: "Writes into --out DIR a report of an experiment built from the ledger alone:\n" +
+			"the model table (Base / SFT / RL / No-update: accuracy with Wilson intervals,\n" +
+			"the paired difference to the baseline with its bootstrap interval, b/c,\n" +
+			"exact McNemar p, Holm p and the minimum detectable effect; over all tasks,\n" +
+			"per difficulty and per database), the gate's claims and audit checks, each\n" +
+			"evaluation's budget, training curves (reward, KL, lr, response length), the\n" +
+			"lineage of every stage by digest and the ledger head, each number with the\n" +
+			"ledger entries behind it. Formats: report.md, report.html (one\n" +
+			"self-contained page, inline SVG charts, no script) and report.json (always\n" +
+			"written: the evidence bundle --check reads).\n\n" +
+			"The runs are those of the latest gate.verdict, or --runs/--train/--policy as\n" +
+			"rlgate gate takes them (then the latest verdict of exactly those runs).\n" +
+			"Unless a passing verdict covers them, the first line of every format names\n" +
+			"the unsupported claims and no gain is stated anywhere.\n\n" +
+			"--check DIR re-derives every number of a written report from the ledger as\n" +
+			"it was at the head the report records, lists each difference (file:line,\n" +
+			"report value, ledger value) and every missing or extra file, and exits 3 on\n" +
+			"any difference, 0 when all match.\n\n" + exitCodesHelp,
+		Flags: append([]cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "out", Usage: "write the report into `DIR`"},
+			&cli.StringFlag{Name: "format", Value: "md,html,json", Usage: "`FORMATS` to write, of md, html, json (json is always written)"},
+			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` naming the runs and claims (as rlgate gate takes it)"},
+			&cli.StringFlag{Name: "check", Usage: "check the report in `DIR` against the ledger"},
+		}, subjectsFlags(false)...),
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			o := reportOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"), Check: cmd.String("check")}
+			if (o.Out == "") == (o.Check == "") {
+				return usagef("report: give --out DIR to write a report or --check DIR to check one")
+			}
+			if o.Check != "" && (cmd.IsSet("format") || cmd.IsSet("policy") || cmd.IsSet("runs") || cmd.IsSet("train")) {
+				return usagef("report --check: the report's report.json says what it covers; give no --format, --policy, --runs or --train")
+			}
+			for _, f := range strings.Split(cmd.String("format"), ",") {
+				if f = strings.TrimSpace(f); f != "" {
+					o.Report.Formats = append(o.Report.Formats, f)
+				}
+			}
+			if f := cmd.String("policy"); f != "" {
+				p, err := audit.LoadPolicy(f)
+				if err != nil {
+					return usagef("--policy: %v", err)
+				}
+				o.Report.Policy = &p
+			}
+			s, err := subjectsFrom(cmd)
+			if err != nil {
+				return err
+			}
+			o.Report.Subjects = s
+			_, err = runReport(ctx, o, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+type reportOptions struct {
+	Dir    string // ledger
+	JSON   bool
+	Out    string // write the report here
+	Check  string // or check the report here
+	Report reports.Options
+}
+
+// reportSummary is what rlgate report prints: the report written, or
+// what the check found.
+type reportSummary struct {
+	Out      string               `json:"out,omitempty"`
+	Files    []string             `json:"files,omitempty"`
+	Headline string               `json:"headline,omitempty"`
+	Head     *ledger.Head         `json:"head,omitempty"`
+	Check    *reports.CheckResult `json:"check,omitempty"`
+}
+
+func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummary, error) {
+	l, err := ledger.OpenReadOnly(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if o.Check != "" {
+		res, err := reports.Check(ctx, l, o.Check)
+		if err != nil {
+			return nil, err
+		}
+		s := &reportSummary{Check: res}
+		err = emit(w, o.JSON, s, func(w io.Writer) error {
+			for _, d := range res.Differences {
+				if _, err := fmt.Fprintln(w, d); err != nil {
+					return err
+				}
+			}
+			_, err := fmt.Fprintf(w, "report %s: %d differences from the ledger at head %s\n", o.Check, len(res.Differences), res.Head)
+			return err
+		})
+		if err == nil && !res.OK {
+			err = checkFailed{fmt.Sprintf("report --check: %d differences between %s and the ledger", len(res.Differences), o.Check)}
+		}
+		return s, err
+	}
+	r, err := reports.Write(ctx, l, o.Report, o.Out)
+	if err != nil {
+		return nil, err
+	}
+	s := &reportSummary{Out: o.Out, Headline: r.Headline, Head: &r.Head}
+	for _, f := range r.Request.Formats {
+		s.Files = append(s.Files, reports.Files[f])
+	}
+	return s, emit(w, o.JSON, s, func(w io.Writer) error {
+		_, err := fmt.Fprintf(w, "%s\nwrote %s into %s (ledger head %s)\n", r.Headline, strings.Join(s.Files, ", "), o.Out, r.Head)
+		return err
+	})
+}

@@ -1,0 +1,172 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/synth"
+	"github.com/rlgate/rlgate/stats"
+	"github.com/urfave/cli/v3"
+)
+
+const synthHelp = "Cold-start synthesis, as the seeds' Stage 0: samples a teacher model\n" +
+	"--samples-per-question times on each question (all of --tasks, or --num-examples\n" +
+	"of them chosen under --seed: the lowest BLAKE3 ranks of seed and task id, kept\n" +
+	"in file order), keeps the trajectories whose final SQL passes execution match,\n" +
+	"and writes into --out:\n\n" +
+	"  trajectories.jsonl  one kept trajectory a line: db_id, example_id, sample_id,\n" +
+	"                      system, base_prompt, turns[] (turn, think, sql,\n" +
+	"                      observation, solution, is_final); no gold\n" +
+	"  gold.jsonl          example_id, db_id, gold_sql of each example with a kept\n" +
+	"                      trajectory, for those who need it\n" +
+	"  example_ids.json    the sampled example ids, which rlgate export rl --exclude\n" +
+	"                      keeps out of the RL data\n\n" +
+	"The sampling is a rollout run (the protocol, ledger records and endpoint checks\n" +
+	"of rlgate rollout; sample s is requested with seed --seed+s at --temperature),\n" +
+	"the grading a grading run <run>.<metric>-passk1 of the frozen trajectories\n" +
+	"(--metric: default spider for a Spider import, bird otherwise), and the files\n" +
+	"a synthesis run <run>.synth with each file as an output artifact and its\n" +
+	"digest, so that rlgate run --in of the files finds where they came from.\n" +
+	"--run defaults to synth-<digest of tasks, sampled set, model and protocol>.\n\n" +
+	"Run the same command again after a failure, a crash or Ctrl-C: the rollout\n" +
+	"resumes and plays only the episodes it has not finished; a recorded grading\n" +
+	"is reused; a synthesis recorded before is written again and must come out\n" +
+	"byte-identical.\n\n"
+
+func newSynthCommand() *cli.Command {
+	return &cli.Command{
+		Name:        "synth",
+		Usage:       "sample a teacher model, keep the trajectories that pass execution match (cold-start SFT data)",
+		Description: synthHelp + exitCodesHelp,
+		Flags: []cli.Flag{jsonFlag,
+			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import (the gold beside the tasks is read after the rollout)"},
+			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
+			&cli.StringFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1"},
+			&cli.StringFlag{Name: "model", Required: true, Usage: "model `NAME` the server serves (recorded)"},
+			&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (recorded)"},
+			&cli.StringFlag{Name: "api-key-env", Usage: "environment `VAR` holding the API key, sent as a bearer token and never recorded"},
+			&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one; unknown fields are refused"},
+			&cli.IntFlag{Name: "samples-per-question", Value: 20, Usage: "`N` samples of each question, each an independent episode"},
+			&cli.FloatFlag{Name: "temperature", Value: 1, Usage: "sampling temperature `T`"},
+			&cli.FloatFlag{Name: "top-p", HideDefault: true, Usage: "nucleus sampling `P` (default: the protocol's, 1 when built in)"},
+			&cli.IntFlag{Name: "num-examples", HideDefault: true, Usage: "sample `N` questions under --seed (default: all)"},
+			&cli.Int64Flag{Name: "seed", Value: 42, Usage: "`SEED` of the question sample; sample s of a question is requested with SEED+s"},
+			&cli.StringFlag{Name: "metric", Usage: "`METRIC` a kept trajectory passes: bird, spider or strict (default: the dataset's)"},
+			&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "`C` episodes played at once"},
+			&cli.StringFlag{Name: "run", Usage: "rollout run `ID` (default: synth-<digest of what fixes the synthesis>)"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write the files into (created when missing; the three files are replaced)"},
+			&cli.DurationFlag{Name: "request-timeout", Value: rollout.DefaultClientOptions().RequestTimeout, Usage: "`DURATION` one request may take before it is retried"},
+			&cli.IntFlag{Name: "max-attempts", Value: rollout.DefaultClientOptions().MaxAttempts, Usage: "`N` attempts of a request before its episode is left unfinished"},
+		},
+		Action: func(ctx context.Context, cmd *cli.Command) error {
+			o := synthOptions{rolloutOptions: rolloutOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Tasks: cmd.String("tasks"),
+				DBRoot: cmd.String("db-root"), Endpoint: cmd.String("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"),
+				Protocol: cmd.String("protocol"), Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"),
+				RequestTimeout: cmd.Duration("request-timeout"), MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter},
+				NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
+			if s := cmd.String("model-identity"); s != "" {
+				d, err := ledger.ParseDigest(s)
+				if err != nil {
+					return usagef("--model-identity: %v", err)
+				}
+				o.ModelIdentity = &d
+			}
+			n, temp, seed := cmd.Int("samples-per-question"), cmd.Float("temperature"), cmd.Int64("seed")
+			o.Sampling = rollout.SamplingOverride{N: &n, Temperature: &temp, Seed: &seed}
+			if cmd.IsSet("top-p") {
+				v := cmd.Float("top-p")
+				o.Sampling.TopP = &v
+			}
+			if m := cmd.String("metric"); m != "" {
+				metric, err := grade.ParseMetric(m)
+				if err != nil {
+					return usagef("--metric %q: want bird, spider or strict", m)
+				}
+				o.Metric = metric
+			}
+			switch {
+			case n < 1:
+				return usagef("--samples-per-question %d: want at least 1", n)
+			case o.NumExamples < 0:
+				return usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
+			case o.Concurrency < 1:
+				return usagef("--concurrency %d: want at least 1", o.Concurrency)
+			case o.RequestTimeout <= 0:
+				return usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
+			case o.MaxAttempts < 1:
+				return usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
+			}
+			_, err := runSynth(ctx, o, cmd.Root().Writer)
+			return err
+		},
+	}
+}
+
+// synthOptions is the synth command line, parsed: a rollout's, with the
+// question sample, the metric and the output directory.
+type synthOptions struct {
+	rolloutOptions
+	NumExamples int
+	Metric      grade.Metric // empty: the dataset's
+	Out         string
+}
+
+func runSynth(ctx context.Context, o synthOptions, w io.Writer) (*synth.Summary, error) {
+	ro, src, err := o.resolve()
+	if err != nil {
+		return nil, err
+	}
+	if src.Dir == "" {
+		return nil, usagef("synth: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
+	}
+	man, err := dataset.ReadManifest(src.Dir)
+	if err != nil {
+		return nil, err
+	}
+	if o.Metric == "" {
+		o.Metric = synth.DefaultMetric(man.Kind)
+	}
+	ro.Tasks = synth.Sample(ro.Tasks, o.NumExamples, ro.Protocol.Sampling.Seed)
+	if ro.Run == "" {
+		if ro.Run, err = synth.DefaultRun(&ro); err != nil {
+			return nil, err
+		}
+	}
+	dbs, err := checkTaskDatabases(ctx, src, false, o.Progress)
+	if err != nil {
+		return nil, err
+	}
+	l, err := ledger.Open(ctx, o.Dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	g := grade.NewGrader(grade.Options{}, nil)
+	defer g.Close()
+	s, err := synth.Run(ctx, l, g, synth.Options{Rollout: ro, Dataset: src.Dir, DBRoot: o.DBRoot, Metric: o.Metric, NumExamples: o.NumExamples,
+		Seed: ro.Protocol.Sampling.Seed, Out: o.Out, Databases: dbs, Progress: o.Progress, PassAtK: stats.PassAtK})
+	if err != nil {
+		if s != nil && s.Rollout != nil && !o.JSON {
+			printRolloutSummary(w, s.Rollout)
+		}
+		return s, err
+	}
+	return s, emit(w, o.JSON, s, func(w io.Writer) error {
+		printRolloutSummary(w, s.Rollout)
+		verb := "recorded"
+		if s.Status == "complete" {
+			verb = "was recorded before; files written again, identical"
+		}
+		fmt.Fprintf(w, "rlgate: synth %s %s: kept %d of %d trajectories (%d of %d questions have one), graded by %s; entries %d..%d\n",
+			s.Run, verb, s.Kept, s.Episodes, s.ExamplesKept, s.Examples, s.Grading, s.StartSeq, s.EndSeq)
+		for _, name := range []string{synth.TrajectoriesFile, synth.GoldFile, synth.ExampleIDsFile} {
+			fmt.Fprintf(w, "rlgate: wrote %s/%s %s\n", s.Out, name, s.Outputs[name])
+		}
+		return nil
+	})
+}

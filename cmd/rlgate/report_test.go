@@ -1,0 +1,160 @@
+package main
+
+import (
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/reports"
+)
+
+func init() {
+	// Other golden tests of this package may define -update too.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite golden files")
+	}
+}
+
+// reportUpdate tells whether the golden files are to be rewritten.
+func reportUpdate() bool {
+	f := flag.Lookup("update")
+	return f != nil && f.Value.String() == "true"
+}
+
+// reportExperiment is TestGate's experiment with two verdicts: one that
+// passed for the clean runs, then one that failed, for the same
+// evaluations with an rl training run that logged lr = 0.
+type reportExperiment struct {
+	*gateExperiment
+	cleanTrain string          // --train of the passing verdict
+	ungated    *gateExperiment // a fork taken before any gate ran
+}
+
+func buildReportExperiment(t *testing.T) *reportExperiment {
+	t.Helper()
+	x := &reportExperiment{gateExperiment: buildGateExperiment(t)}
+	x.cleanTrain = x.train
+	x.ungated = x.fork(t)
+	if code, v := x.gate(t); code != exitOK || !v.OK {
+		t.Fatalf("clean gate: exit %d, failed %v", code, failedChecks(v))
+	}
+	x.trainRun(t, "rl", "train-rl-lr0", x.written["rl"], "0", 0.25, "--param", "lr=1e-6")
+	if code, v := x.gate(t); code != exitCheckFailed || v.OK {
+		t.Fatalf("lr=0 gate: exit %d, failed %v", code, failedChecks(v))
+	}
+	return x
+}
+
+// reportWrite runs rlgate report --out into a new directory.
+func reportWrite(t *testing.T, ldir string, extra ...string) string {
+	t.Helper()
+	out := filepath.Join(t.TempDir(), "report")
+	if code, stdout, errOut := rlgate(t, append([]string{"--ledger", ldir, "report", "--out", out}, extra...)...); code != exitOK {
+		t.Fatalf("report: exit %d:\n%s%s", code, stdout, errOut)
+	}
+	return out
+}
+
+// reportNormalise replaces what differs between two builds of the same
+// experiment (the ledger id, entry hashes, which cover the time of each
+// entry, and temporary paths) by placeholders.
+func reportNormalise(t *testing.T, dir string, b []byte) []byte {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	s := strings.ReplaceAll(string(b), r.Head.LedgerID, "LEDGER-ID")
+	s = strings.ReplaceAll(s, r.Head.Hash.String(), "HEAD-HASH")
+	s = strings.ReplaceAll(s, r.Head.Hash.Hex(), "HEAD-HASH")
+	if r.Verdict != nil {
+		s = strings.ReplaceAll(s, r.Verdict.DecidedOn.Hash.String(), "VERDICT-HEAD-HASH")
+	}
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s = strings.ReplaceAll(s, repo, "REPO")
+	s = reportTempPath.ReplaceAllString(s, "TMP")
+	// Table columns are padded to their widest cell, which a temporary
+	// path widens or narrows.
+	s = reportSpaces.ReplaceAllString(s, " |")
+	return []byte(reportDashes.ReplaceAllString(s, "---|"))
+}
+
+var (
+	reportTempPath = regexp.MustCompile(`/tmp/[^\s"|,)]*`)
+	reportSpaces   = regexp.MustCompile(` {2,}\|`)
+	reportDashes   = regexp.MustCompile(`-{3,}\|`)
+)
+
+// reportGolden compares a written report's Markdown and JSON with the
+// golden files under testdata/report/NAME, rewriting them with -update.
+func reportGolden(t *testing.T, dir, name string) {
+	t.Helper()
+	for _, f := range []string{"report.md", "report.json"} {
+		got, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = reportNormalise(t, dir, got)
+		golden := filepath.Join("testdata", "report", name, f)
+		if reportUpdate() {
+			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -run TestReport -update to write it)", err)
+		}
+		if f == "report.json" {
+			var w, g any
+			if err := json.Unmarshal(want, &w); err != nil {
+				t.Fatal(err)
+			}
+			if err := json.Unmarshal(got, &g); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(w, g); diff != "" {
+				t.Errorf("%s %s (-golden +got):\n%s", name, f, diff)
+			}
+			continue
+		}
+		if diff := cmp.Diff(strings.Split(string(want), "\n"), strings.Split(string(got), "\n")); diff != "" {
+			t.Errorf("%s %s (-golden +got):\n%s", name, f, diff)
+		}
+	}
+}
+
+// TestReport writes the reports of a passed and of a failed gate over one
+// experiment built through the real commands, compares them with golden
+// files, and checks each against the ledger.
+func TestReport(t *testing.T) {
+	x := buildReportExperiment(t)
+	passed := reportWrite(t, x.ledger, "--runs", x.runs, "--train", x.cleanTrain)
+	failed := reportWrite(t, x.ledger) // the latest verdict: failed
+	reportGolden(t, passed, "passed")
+	reportGolden(t, failed, "failed")
+	for _, dir := range []string{passed, failed} {
+		if code, out, errOut := rlgate(t, "--ledger", x.ledger, "report", "--check", dir); code != exitOK {
+			t.Errorf("check %s: exit %d:\n%s%s", dir, code, out, errOut)
+		}
+	}
+	t.Run("a failed gate states no gain", func(t *testing.T) { reportNoGain(t, failed) })
+	t.Run("without a verdict nothing is supported", func(t *testing.T) { reportUngated(t, x) })
+	t.Run("check finds every edit", func(t *testing.T) { reportCheckEdits(t, x, failed) })
+}

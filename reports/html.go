@@ -1,0 +1,255 @@
+package reports
+
+import (
+	"bytes"
+	"fmt"
+	"html/template"
+	"math"
+	"strings"
+)
+
+// HTML renders the report as one self-contained page: inline CSS and
+// inline SVG charts (accuracy with Wilson intervals, paired differences
+// with bootstrap intervals, training curves), no script and nothing
+// fetched from the network. The tables are the Markdown's, cell for cell.
+func (r *Report) HTML() ([]byte, error) {
+	var b bytes.Buffer
+	data := struct {
+		R        *Report
+		Sections []section
+		Charts   []template.HTML
+	}{r, r.sections(), r.charts()}
+	if err := page.Execute(&b, data); err != nil {
+		return nil, fmt.Errorf("render html: %w", err)
+	}
+	return b.Bytes(), nil
+}
+
+var page = template.Must(template.New("report").Funcs(template.FuncMap{
+	"isDigest": func(s string) bool { return strings.HasPrefix(s, "blake3:") },
+}).Parse(`<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>rlgate report</title>
+<style>
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d2330; margin: 0 auto; padding: 1.5em 2em 4em; max-width: 1200px; }
+h1 { font-size: 1.6em; margin: .6em 0 .2em; }
+h2 { font-size: 1.25em; margin: 1.6em 0 .4em; border-bottom: 1px solid #d5d9e0; padding-bottom: .2em; }
+.headline { font-weight: 600; padding: .8em 1em; border-radius: 6px; margin: 0; }
+.unsupported { background: #fdecea; border: 1px solid #e0a39c; color: #7a1f12; }
+.supported { background: #e8f5ea; border: 1px solid #97c9a0; color: #1c5a2a; }
+.scroll { overflow-x: auto; }
+table { border-collapse: collapse; margin: .4em 0; font-size: 13px; }
+th, td { border: 1px solid #d5d9e0; padding: 3px 7px; text-align: left; vertical-align: top; }
+th { background: #f1f3f6; font-weight: 600; }
+tbody tr:nth-child(even) { background: #fafbfc; }
+td { font-variant-numeric: tabular-nums; }
+td.digest { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
+.note { color: #535b6b; font-size: 13px; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.2em; }
+figure { margin: 0; }
+figcaption { font-size: 13px; color: #535b6b; max-width: 640px; }
+svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
+</style>
+</head>
+<body>
+<p class="headline {{if .R.Supported}}supported{{else}}unsupported{{end}}">{{.R.Headline}}</p>
+<h1>rlgate report</h1>
+<p class="note">Every number below is read from the ledger at head <code>{{.R.Head}}</code>; <code>rlgate report --check DIR</code> re-derives them.</p>
+<h2 id="charts">Charts</h2>
+<div class="charts">
+{{range .Charts}}{{.}}
+{{end}}</div>
+{{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
+{{if .Intro}}<p>{{.Intro}}</p>
+{{end}}{{if .Header}}<div class="scroll"><table>
+<thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
+<tbody>
+{{range .Rows}}<tr>{{range .}}<td{{if isDigest .}} class="digest"{{end}}>{{.}}</td>{{end}}</tr>
+{{end}}</tbody>
+</table></div>
+{{end}}{{range .Notes}}<p class="note">{{.}}</p>
+{{end}}{{end}}</body>
+</html>
+`))
+
+// labelColor gives each model label its colour in every chart.
+func labelColor(label string) string {
+	switch label {
+	case "base":
+		return "#6b7280"
+	case "sft":
+		return "#2563eb"
+	case "rl":
+		return "#15803d"
+	case "noupdate":
+		return "#c2410c"
+	}
+	return "#7c3aed"
+}
+
+// charts draws the report's SVG charts.
+func (r *Report) charts() []template.HTML {
+	var out []template.HTML
+	if len(r.Tables) > 0 {
+		out = append(out, r.accuracyChart(), r.differenceChart())
+	}
+	for _, m := range curveMetrics {
+		if c := r.curveChart(m.name); c != "" {
+			out = append(out, c)
+		}
+	}
+	return out
+}
+
+const (
+	chartW     = 620
+	labelW     = 110
+	valueW     = 190
+	rowH       = 30
+	axisH      = 34
+	curveW     = 380
+	curveH     = 220
+	curveLeft  = 64
+	curveRight = 14
+)
+
+// accuracyChart draws each model's accuracy over all tasks with its
+// Wilson interval, on a 0–1 axis.
+func (r *Report) accuracyChart() template.HTML {
+	t := r.Tables[0]
+	h := len(t.Rows)*rowH + axisH + 10
+	plotW := chartW - labelW - valueW
+	x := func(v float64) float64 { return labelW + v*float64(plotW) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="accuracy with Wilson intervals">`, chartW, h, chartW, h)
+	axis(&b, x, 0, 1, []float64{0, 0.25, 0.5, 0.75, 1}, len(t.Rows)*rowH+6, "%.2f")
+	for i, m := range t.Rows {
+		y := float64(i*rowH + rowH/2 + 4)
+		c := labelColor(m.Label)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle" text-anchor="end">%s</text>`, labelW-10, y, template.HTMLEscapeString(m.Label))
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, x(m.Wilson.Lo), x(m.Wilson.Hi), y, y, c)
+		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="%s"/>`, x(m.Accuracy), y, c)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, num(m.Accuracy), interval(m.Wilson))
+	}
+	b.WriteString(`</svg><figcaption>Accuracy over all tasks with ` + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + ` Wilson intervals.</figcaption></figure>`)
+	return template.HTML(b.String())
+}
+
+// differenceChart draws each model's paired difference to the baseline
+// with its bootstrap interval around a zero line; unless the gate passed
+// it is titled a measured difference, not a gain.
+func (r *Report) differenceChart() template.HTML {
+	t := r.Tables[0]
+	var rows []ModelRow
+	span := 0.05
+	for _, m := range t.Rows {
+		if m.Pair != nil {
+			rows = append(rows, m)
+			span = max(span, math.Abs(m.Pair.Bootstrap.Percentile.Lo), math.Abs(m.Pair.Bootstrap.Percentile.Hi), math.Abs(m.Pair.Delta))
+		}
+	}
+	span = math.Ceil(span*10) / 10
+	h := len(rows)*rowH + axisH + 10
+	plotW := chartW - labelW - valueW
+	x := func(v float64) float64 { return labelW + (v+span)/(2*span)*float64(plotW) }
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="paired differences">`, chartW, h, chartW, h)
+	axis(&b, x, -span, span, []float64{-span, -span / 2, 0, span / 2, span}, len(rows)*rowH+6, "%+.2f")
+	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="0" y2="%d" stroke="#1d2330" stroke-dasharray="3 3"/>`, x(0), x(0), len(rows)*rowH+6)
+	for i, m := range rows {
+		y := float64(i*rowH + rowH/2 + 4)
+		c := labelColor(m.Label)
+		p := m.Pair
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle" text-anchor="end">%s − %s</text>`, labelW-10, y, template.HTMLEscapeString(m.Label), template.HTMLEscapeString(p.Baseline))
+		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, x(p.Bootstrap.Percentile.Lo), x(p.Bootstrap.Percentile.Hi), y, y, c)
+		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`, x(p.Delta)-5, y-5, c)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, signed(p.Delta), signedInterval(p.Bootstrap.Percentile))
+	}
+	caption := "Paired difference to " + r.Params.Baseline + " with " + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + " bootstrap intervals."
+	if !r.Supported {
+		caption = "Measured paired difference to " + r.Params.Baseline + " (unsupported: the gate did not pass, so no gain is stated) with " +
+			fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + " bootstrap intervals."
+	}
+	b.WriteString(`</svg><figcaption>` + template.HTMLEscapeString(caption) + `</figcaption></figure>`)
+	return template.HTML(b.String())
+}
+
+// axis draws a horizontal axis at y with ticks at the given values.
+func axis(b *strings.Builder, x func(float64) float64, lo, hi float64, ticks []float64, y int, format string) {
+	fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="%d" y2="%d" stroke="#8a93a3"/>`, x(lo), x(hi), y, y)
+	for _, v := range ticks {
+		fmt.Fprintf(b, `<line x1="%.1f" x2="%.1f" y1="0" y2="%d" stroke="#e6e9ee"/>`, x(v), x(v), y)
+		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), y+18, fmt.Sprintf(format, v))
+	}
+}
+
+// curveChart draws one training metric of every training run, one line
+// per run; "" when none logged it.
+func (r *Report) curveChart(metric string) template.HTML {
+	var cs []Curve
+	var x0, x1, y0, y1 float64
+	for _, c := range r.Curves {
+		if c.Metric != metric {
+			continue
+		}
+		if len(cs) == 0 {
+			x0, x1, y0, y1 = c.Points[0][0], c.Points[0][0], c.Min, c.Max
+		}
+		cs = append(cs, c)
+		x0, x1 = min(x0, c.Points[0][0]), max(x1, c.Points[len(c.Points)-1][0])
+		y0, y1 = min(y0, c.Min), max(y1, c.Max)
+	}
+	if len(cs) == 0 {
+		return ""
+	}
+	if x1 == x0 {
+		x1 = x0 + 1
+	}
+	if y1 == y0 {
+		pad := math.Max(math.Abs(y0)*0.1, 1e-9)
+		if y0 == 0 {
+			pad = 1
+		}
+		y0, y1 = y0-pad, y1+pad
+	}
+	legendH := 20 * len(cs)
+	plotH := curveH - 40
+	px := func(v float64) float64 { return curveLeft + (v-x0)/(x1-x0)*float64(curveW-curveLeft-curveRight) }
+	py := func(v float64) float64 { return 10 + (y1-v)/(y1-y0)*float64(plotH-10) }
+	h := curveH + legendH
+	var b strings.Builder
+	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, curveW, h, curveW, h, template.HTMLEscapeString(metric))
+	fmt.Fprintf(&b, `<rect x="%d" y="10" width="%d" height="%d" fill="none" stroke="#8a93a3"/>`, curveLeft, curveW-curveLeft-curveRight, plotH-10)
+	for _, v := range []float64{y0, (y0 + y1) / 2, y1} {
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%.3g</text>`, curveLeft-6, py(v), v)
+	}
+	for _, v := range []float64{x0, x1} {
+		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`, px(v), plotH+16, v)
+	}
+	fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">step</text>`, px((x0+x1)/2), plotH+16)
+	for i, c := range cs {
+		var pts []string
+		for _, p := range c.Points {
+			pts = append(pts, fmt.Sprintf("%.1f,%.1f", px(p[0]), py(p[1])))
+		}
+		col := labelColor(c.Label)
+		dash := ""
+		if i > 0 {
+			dash = fmt.Sprintf(` stroke-dasharray="%d 3"`, 9-2*min(i, 3))
+		}
+		if len(pts) == 1 {
+			fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="3" fill="%s"/>`, px(c.Points[0][0]), py(c.Points[0][1]), col)
+		} else {
+			fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`, col, dash, strings.Join(pts, " "))
+		}
+		ly := curveH + 20*i - 8
+		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, curveLeft, curveLeft+24, ly, ly, col, dash)
+		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s, %s)</text>`, curveLeft+30, ly, template.HTMLEscapeString(c.Label),
+			template.HTMLEscapeString(c.Run), template.HTMLEscapeString(c.Key))
+	}
+	b.WriteString(`</svg><figcaption>Training curve: ` + template.HTMLEscapeString(metric) + ` by step.</figcaption></figure>`)
+	return template.HTML(b.String())
+}

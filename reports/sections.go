@@ -1,0 +1,210 @@
+package reports
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/rlgate/rlgate/stats"
+)
+
+// The formats a report is written in, and their files.
+const (
+	FormatMarkdown = "md"
+	FormatHTML     = "html"
+	FormatJSON     = "json"
+)
+
+// Files maps each format to the file it is written to in a report's
+// directory.
+var Files = map[string]string{FormatMarkdown: "report.md", FormatHTML: "report.html", FormatJSON: "report.json"}
+
+// section is one titled table of a report, rendered the same way, cell
+// for cell, into Markdown and HTML, so the two cannot state different
+// numbers.
+type section struct {
+	ID     string
+	Title  string
+	Intro  string
+	Header []string
+	Rows   [][]string
+	Notes  []string
+}
+
+// Number formats: fixed precision, so that a report edited by one digit
+// differs from the one the ledger gives.
+func num(f float64) string    { return fmt.Sprintf("%.4f", f) }
+func signed(f float64) string { return fmt.Sprintf("%+.4f", f) }
+func pval(f float64) string   { return fmt.Sprintf("%.4g", f) }
+func interval(i stats.Interval) string {
+	return fmt.Sprintf("[%.4f, %.4f]", i.Lo, i.Hi)
+}
+func signedInterval(i stats.Interval) string { return fmt.Sprintf("[%+.4f, %+.4f]", i.Lo, i.Hi) }
+
+func value(v stats.Value) string {
+	if f, ok := v.Get(); ok {
+		return num(f)
+	}
+	return "n/a"
+}
+
+// seqList prints entry seqs; long runs of them as a count and range.
+func seqList(seqs []int64) string {
+	if len(seqs) == 0 {
+		return "–"
+	}
+	if len(seqs) > 6 {
+		return fmt.Sprintf("%d entries, %d–%d", len(seqs), seqs[0], seqs[len(seqs)-1])
+	}
+	s := make([]string, len(seqs))
+	for i, q := range seqs {
+		s[i] = fmt.Sprint(q)
+	}
+	return strings.Join(s, ", ")
+}
+
+// diffHeader is how a difference to the baseline is headed: as Δ only
+// when the gate passed; otherwise as a measured difference the report
+// does not claim.
+func (r *Report) diffHeader(of string) string {
+	if r.Supported {
+		return "Δ " + of
+	}
+	return "measured difference " + of + " (unsupported)"
+}
+
+// sections lays the report out as tables, in the order every format
+// shows them.
+func (r *Report) sections() []section {
+	level := fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha))
+	var out []section
+
+	v := "none: no gate verdict covers these runs"
+	if r.Verdict != nil {
+		res := "PASSED"
+		if !r.Verdict.OK {
+			res = fmt.Sprintf("FAILED (%d of %d checks)", r.Verdict.Failed, r.Verdict.Checks)
+		}
+		v = fmt.Sprintf("%s, entry %d, policy %s (%s), decided on head %s", res, r.Verdict.Seq, r.Verdict.Policy, r.Verdict.PolicyDigest, r.Verdict.DecidedOn)
+		if r.Verdict.ModelIdentity != nil {
+			v += ", model " + r.Verdict.ModelIdentity.String()
+		}
+	}
+	out = append(out, section{ID: "ledger", Title: "Ledger", Header: []string{"item", "value"}, Rows: [][]string{
+		{"ledger head", r.Head.String()},
+		{"gate verdict", v},
+		{"statistics", fmt.Sprintf("alpha %g (%s intervals), %d bootstrap resamples, seed %d, MDE at power %g, baseline %s",
+			r.Params.Alpha, level, r.Params.Resamples, r.Params.Seed, r.Params.Power, r.Params.Baseline)},
+	}})
+
+	claims := section{ID: "claims", Title: "Claims",
+		Intro:  "Each claim A > B pairs the two evaluations' greedy outcomes by task; it holds only when the whole gate passed.",
+		Header: []string{"claim", "status", r.diffHeader("A − B"), level + " bootstrap CI", "b", "c", "exact p", "Holm p", "MDE", "entries"}}
+	for _, c := range r.Claims {
+		status := "supported"
+		if !c.Supported {
+			status = "unsupported"
+			if len(c.Problems) > 0 {
+				status += ": " + strings.Join(c.Problems, "; ")
+			}
+		}
+		if !c.Tested {
+			claims.Rows = append(claims.Rows, []string{c.Claim, status, "–", "–", "–", "–", "–", "–", "–", seqList(c.Seqs)})
+			continue
+		}
+		claims.Rows = append(claims.Rows, []string{c.Claim, status, signed(c.Delta), signedInterval(c.CI), fmt.Sprint(c.B), fmt.Sprint(c.C),
+			pval(c.ExactP), pval(c.HolmP), value(c.MDE), seqList(c.Seqs)})
+	}
+	out = append(out, claims)
+
+	groups := []struct{ group, title, col string }{{"all", "Models", ""}, {"difficulty", "Models by difficulty", "difficulty"}, {"database", "Models by database", "database"}}
+	for _, g := range groups {
+		s := section{ID: "models-" + g.group, Title: g.title}
+		s.Header = []string{"model", "run", "tasks", "correct", "accuracy", level + " Wilson CI", r.diffHeader("vs " + r.Params.Baseline),
+			level + " bootstrap CI", "b", "c", "McNemar p", "Holm p", "MDE"}
+		if g.col != "" {
+			s.Header = append([]string{g.col}, s.Header...)
+		}
+		for _, t := range r.Tables {
+			if t.Group != g.group {
+				continue
+			}
+			for _, m := range t.Rows {
+				row := []string{m.Label, m.Run, fmt.Sprint(m.N), fmt.Sprint(m.Correct), num(m.Accuracy), interval(m.Wilson)}
+				if p := m.Pair; p != nil {
+					row = append(row, signed(p.Delta), signedInterval(p.Bootstrap.Percentile), fmt.Sprint(p.B), fmt.Sprint(p.C),
+						pval(p.McNemar.ExactP), pval(p.HolmP), value(p.MDE))
+				} else {
+					row = append(row, "baseline", "–", "–", "–", "–", "–", "–")
+				}
+				if g.col != "" {
+					row = append([]string{t.Value}, row...)
+				}
+				s.Rows = append(s.Rows, row)
+			}
+			if g.group == "all" {
+				s.Notes = append(s.Notes, "Outcomes entries: "+seqList(t.Seqs)+".")
+			}
+		}
+		if len(s.Rows) == 0 {
+			if g.group == "all" {
+				continue
+			}
+			s.Intro = "The gradings recorded no " + g.col + " for these tasks."
+			s.Header = nil
+		}
+		if g.group == "all" {
+			s.Intro = "b counts tasks only the model solved, c tasks only the baseline solved; McNemar p is exact, Holm-adjusted across the models; MDE is the minimum detectable effect at the stated power."
+		}
+		out = append(out, s)
+	}
+
+	audits := section{ID: "audits", Title: "Audits", Header: []string{"check", "result", "finding", "entries"}}
+	for _, a := range r.Audits {
+		res := "pass"
+		if !a.OK {
+			res = "FAIL"
+		}
+		audits.Rows = append(audits.Rows, []string{strings.TrimPrefix(a.Name, "audit "), res, a.Message, seqList(a.Seqs)})
+	}
+	if len(audits.Rows) == 0 {
+		audits.Intro, audits.Header = "No gate verdict, so no audit was recorded for these runs.", nil
+	}
+	out = append(out, audits)
+
+	budget := section{ID: "budget", Title: "Budget",
+		Header: []string{"model", "rollout", "protocol", "task set", "tasks", "samples", "temperature", "max turns", "max tokens/turn", "SQL budget",
+			"status", "episodes", "unfinished", "tokens in", "tokens out", "entries"}}
+	for _, b := range r.Budget {
+		budget.Rows = append(budget.Rows, []string{b.Label, b.Rollout, short(b.ProtocolDigest.String()), short(b.TaskSet.String()), fmt.Sprint(b.Tasks),
+			fmt.Sprint(b.Samples), fmt.Sprint(b.Temperature), fmt.Sprint(b.MaxTurns), fmt.Sprint(b.MaxTokens), fmt.Sprint(b.SQLBudget),
+			b.Status, fmt.Sprint(b.Episodes), fmt.Sprint(b.Unfinished), fmt.Sprint(b.TokensIn), fmt.Sprint(b.TokensOut), seqList(b.Seqs)})
+	}
+	budget.Notes = []string{"Digests are cut to 12 hex digits here; the lineage and report.json give them whole."}
+	out = append(out, budget)
+
+	curves := section{ID: "training", Title: "Training curves", Header: []string{"model", "run", "metric", "key", "points", "first", "last", "min", "max", "entries"}}
+	for _, c := range r.Curves {
+		curves.Rows = append(curves.Rows, []string{c.Label, c.Run, c.Metric, c.Key, fmt.Sprint(c.Steps), fmt.Sprintf("%.6g", c.First),
+			fmt.Sprintf("%.6g", c.Last), fmt.Sprintf("%.6g", c.Min), fmt.Sprintf("%.6g", c.Max), seqList(c.Seqs)})
+	}
+	if len(curves.Rows) == 0 {
+		curves.Intro, curves.Header = "No training run of these runs logged reward, KL, learning rate or response length.", nil
+	}
+	out = append(out, curves)
+
+	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it.",
+		Header: []string{"model", "kind", "run", "stage", "role", "name", "digest", "entry"}}
+	for _, x := range r.Lineage {
+		lineage.Rows = append(lineage.Rows, []string{x.Label, x.Kind, x.Run, x.Stage, x.Role, x.Name, x.Digest.String(), fmt.Sprint(x.Seq)})
+	}
+	out = append(out, lineage)
+	return out
+}
+
+// short cuts a blake3:<hex> digest to 12 hex digits for a wide table.
+func short(d string) string {
+	if len(d) > len("blake3:")+12 {
+		return d[:len("blake3:")+12]
+	}
+	return d
+}
