@@ -133,6 +133,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newCompareCommand(),
 			newGateCommand(),
 			newReportCommand(),
+			newDemoCommand(),
 			newStatsCommand(),
 		},
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
