@@ -128,6 +128,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newEvalCommand(),
 			newSynthCommand(),
 			newServeReplayCommand(),
+			newServePolicyCommand(),
+			newTrainCommand(),
 			newRunCommand(),
 			newReproCommand(),
 			newCompareCommand(),

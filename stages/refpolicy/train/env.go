@@ -1,0 +1,157 @@
+package train
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
+	"github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/refpolicy"
+	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/sqlenv"
+	"github.com/rlgate/rlgate/stages/tasks"
+)
+
+// Task is one training question: its id, database, the prompt the policy
+// reads (rendered by the default protocol, as a rollout renders it) and,
+// for GRPO's reward, its gold SQL.
+type Task struct {
+	ID     string
+	DBID   string
+	DBPath string
+	Prompt refpolicy.Prompt
+	Gold   string
+}
+
+// LoadTasks reads an rlgate data import directory (tasks.jsonl, gold.jsonl,
+// manifest.json); dbRoot, when not empty, overrides the manifest's
+// database root.
+func LoadTasks(dir, dbRoot string) ([]Task, error) {
+	man, err := dataset.ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	if dbRoot == "" {
+		dbRoot = man.DBRoot
+	}
+	ts, err := tasks.Read(filepath.Join(dir, dataset.TasksFile))
+	if err != nil {
+		return nil, err
+	}
+	gs, err := gold.Read(filepath.Join(dir, dataset.GoldFile))
+	if err != nil {
+		return nil, err
+	}
+	golds := make(map[string]string, len(gs))
+	for _, g := range gs {
+		golds[g.ID] = g.SQL
+	}
+	proto := rollout.DefaultProtocol()
+	out := make([]Task, 0, len(ts))
+	for i := range ts {
+		t := &ts[i]
+		g, ok := golds[t.ID]
+		if !ok {
+			return nil, fmt.Errorf("load tasks %s: task %s has no gold in %s", dir, t.ID, dataset.GoldFile)
+		}
+		out = append(out, Task{ID: t.ID, DBID: t.DBID, DBPath: dataset.DBPath(dbRoot, t.DBID), Prompt: refpolicy.ParsePrompt(proto.UserPrompt(t)), Gold: g})
+	}
+	return out, nil
+}
+
+// Env executes the policy's queries and grades its answers, remembering
+// both: the same query on the same database is run once.
+type Env struct {
+	proto  rollout.Protocol
+	metric grade.Metric
+	exec   *sqlenv.Executor
+	grader *grade.Grader
+
+	mu      sync.Mutex
+	obs     map[[2]string]string
+	rewards map[[2]string]float64
+}
+
+// NewEnv returns an environment that renders observations as the default
+// protocol does and grades under metric m.
+func NewEnv(m grade.Metric) *Env {
+	proto := rollout.DefaultProtocol()
+	return &Env{
+		proto:   proto,
+		metric:  m,
+		exec:    sqlenv.NewExecutor(sqlenv.Options{Timeout: time.Duration(proto.SQLTimeoutMS) * time.Millisecond, MaxRows: proto.SQLMaxRows}),
+		grader:  grade.NewGrader(grade.Options{}, nil),
+		obs:     map[[2]string]string{},
+		rewards: map[[2]string]float64{},
+	}
+}
+
+// Close releases the database connections.
+func (e *Env) Close() error {
+	e.grader.Close()
+	return e.exec.Close()
+}
+
+// MaxTurns is the protocol's turn budget.
+func (e *Env) MaxTurns() int { return e.proto.MaxTurns }
+
+// Observe runs q on the database as the rollout's environment does and
+// returns the observation text.
+func (e *Env) Observe(ctx context.Context, dbPath, q string) string {
+	key := [2]string{dbPath, q}
+	e.mu.Lock()
+	o, ok := e.obs[key]
+	e.mu.Unlock()
+	if ok {
+		return o
+	}
+	res, err := e.exec.Execute(ctx, dbPath, q)
+	o = sqlenv.RenderObservation(res, err, sqlenv.ObservationOptions{MaxRows: e.proto.Observation.MaxRows, MaxCellRunes: e.proto.Observation.MaxCellRunes})
+	e.mu.Lock()
+	e.obs[key] = o
+	e.mu.Unlock()
+	return o
+}
+
+// Situation returns the candidates of t as the policy sees them once its
+// value probe is answered.
+func (e *Env) Situation(ctx context.Context, t *Task) *refpolicy.Situation {
+	var probed string
+	if probe := refpolicy.ProbeSQL(&t.Prompt); probe != "" {
+		probed = e.Observe(ctx, t.DBPath, probe)
+	}
+	return refpolicy.NewSituation(&t.Prompt, probed)
+}
+
+// Reward is the execution-match reward of answering t with q: 1 when the
+// grader (stages/grade) calls it correct, else 0.
+func (e *Env) Reward(ctx context.Context, t *Task, q string) (float64, error) {
+	key := [2]string{t.ID, q}
+	e.mu.Lock()
+	r, ok := e.rewards[key]
+	e.mu.Unlock()
+	if ok {
+		return r, nil
+	}
+	out, err := e.grader.Grade(ctx, e.metric, t.DBPath, q, t.Gold)
+	if err != nil {
+		return 0, fmt.Errorf("reward %s: %w", t.ID, err)
+	}
+	if out.Correct {
+		r = 1
+	}
+	e.mu.Lock()
+	e.rewards[key] = r
+	e.mu.Unlock()
+	return r, nil
+}
+
+// Play runs one episode of pol on t in process, as a rollout against the
+// served policy would, and returns its final decision and reply tokens.
+func (e *Env) Play(ctx context.Context, pol *refpolicy.Policy, t *Task, s refpolicy.Sampler) (refpolicy.Decision, int) {
+	return pol.Play(&t.Prompt, e.proto.MaxTurns, s, func(q string) string { return e.Observe(ctx, t.DBPath, q) })
+}
