@@ -59,7 +59,8 @@ type trainArtifact struct {
 	Seq int64 `json:"-"`
 	ledger.Artifact
 	Path string `json:"path"`
-	// ProducedBy is the stage run that wrote an input as its output.
+	// ProducedBy is the run that had recorded the same digest as its
+	// output when this input was recorded (a synthesis, an export).
 	ProducedBy *runner.Lineage `json:"produced_by,omitempty"`
 }
 

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -11,6 +12,8 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/export"
+	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
@@ -53,19 +56,32 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 		return nil, err
 	}
 	var train []taskFile
-	byTrain := map[string]int{} // label -> index in train
+	byTrain := map[string]int{}         // label -> index in train
+	byProduced := map[string]taskFile{} // label -> the tasks of the data a synthesis or export wrote for it
 	for _, t := range trains {
-		a, man := t.datasetInput()
-		if a == nil {
-			continue
-		}
-		path := filepath.Join(a.Path, dataset.TasksFile)
-		ts, err := verifiedTasks(ctx, path, man.Tasks.Digest)
+		p, whole, err := producedTasks(ctx, l, t)
 		if err != nil {
-			r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
+			r.fail(CheckSplitData, nil, []int64{t.run.StartedSeq}, "%s: %v", t.Label, err)
 			continue
 		}
-		train = append(train, taskFile{fmt.Sprintf("%s (training %s)", t.Label, t.Run), ts, a.Seq})
+		if p != nil {
+			byProduced[t.Label] = *p
+		}
+		a, man := t.datasetInput()
+		switch {
+		case a != nil:
+			path := filepath.Join(a.Path, dataset.TasksFile)
+			ts, err := verifiedTasks(ctx, path, man.Tasks.Digest)
+			if err != nil {
+				r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
+				continue
+			}
+			train = append(train, taskFile{fmt.Sprintf("%s (training %s)", t.Label, t.Run), ts, a.Seq})
+		case p != nil && whole:
+			train = append(train, *p)
+		default:
+			continue
+		}
 		byTrain[t.Label] = len(train) - 1
 	}
 	if len(train) == 0 {
@@ -109,13 +125,107 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			}
 		}
 	}
-	si, sftOK := byTrain[LabelSFT]
-	ri, rlOK := byTrain[LabelRL]
-	if sftOK && rlOK {
-		sft, rl := train[si], train[ri]
+	// SFT against RL: the task ids each run's data holds, as the synthesis
+	// or export that wrote it recorded them, else its dataset's.
+	sides := [2]*taskFile{}
+	for i, label := range []string{LabelSFT, LabelRL} {
+		if p, ok := byProduced[label]; ok {
+			sides[i] = &p
+		} else if j, ok := byTrain[label]; ok {
+			sides[i] = &train[j]
+		}
+	}
+	if sft, rl := sides[0], sides[1]; sft != nil && rl != nil {
 		overlapFinding(r, CheckSFTvsRL, sharedIDs(sft.tasks, rl.tasks), []int64{sft.seq, rl.seq}, sft.what+" and "+rl.what, "task ids")
 	}
 	return r, nil
+}
+
+// producer is what the split audit reads of the run.start of a run that
+// wrote training data (rlgate synth, rlgate export): the blob of task ids
+// its output holds, the tasks file they come from, and an RL export's
+// exclusion.
+type producer struct {
+	Stage       string        `json:"stage"`
+	TaskIDs     ledger.Digest `json:"task_ids"`
+	Tasks       string        `json:"tasks"`
+	TasksDigest ledger.Digest `json:"tasks_digest"`
+	Exclusion   *struct {
+		Path     string        `json:"path"`
+		Digest   ledger.Digest `json:"digest"`
+		Excluded int           `json:"excluded"`
+	} `json:"exclusion"`
+}
+
+// producedTasks returns the tasks of the data training run t read when
+// its inputs were written by runs that recorded their task ids (the
+// lineage rlgate run recorded with each input): the union of their ids,
+// each with its task from the recorded tasks file (verified) when there is
+// one, else the id alone; whole reports that every id had its task. Nil
+// when no input has such a producer.
+func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFile, bool, error) {
+	var out *taskFile
+	whole := true
+	seen := map[string]bool{}
+	var whats []string
+	for _, a := range t.artifacts {
+		if a.Role != "input" || a.ProducedBy == nil {
+			continue
+		}
+		pr, err := l.RunStatus(ctx, a.ProducedBy.Run)
+		if err != nil {
+			return nil, false, fmt.Errorf("input %s: %w", a.Name, err)
+		}
+		if pr.Stage != synth.Stage && pr.Stage != export.Stage {
+			continue
+		}
+		var p producer
+		if err := decodeEntry(ctx, l, pr.StartedSeq, &p); err != nil {
+			return nil, false, fmt.Errorf("input %s: %w", a.Name, err)
+		}
+		raw, err := l.ReadBlob(p.TaskIDs)
+		if err != nil {
+			return nil, false, fmt.Errorf("input %s: task ids of %s: %w", a.Name, a.ProducedBy.Run, err)
+		}
+		var ids []string
+		if err := json.Unmarshal(raw, &ids); err != nil {
+			return nil, false, fmt.Errorf("input %s: task ids of %s: %w", a.Name, a.ProducedBy.Run, err)
+		}
+		byID := map[string]tasks.Task{}
+		if p.Tasks != "" {
+			ts, err := verifiedTasks(ctx, p.Tasks, p.TasksDigest)
+			if err != nil {
+				return nil, false, fmt.Errorf("input %s: tasks of %s: %w", a.Name, a.ProducedBy.Run, err)
+			}
+			for _, tk := range ts {
+				byID[tk.ID] = tk
+			}
+		}
+		if out == nil {
+			out = &taskFile{seq: a.Seq}
+		}
+		for _, id := range ids {
+			if seen[id] {
+				continue
+			}
+			seen[id] = true
+			tk, ok := byID[id]
+			if !ok {
+				tk, whole = tasks.Task{ID: id}, false
+			}
+			out.tasks = append(out.tasks, tk)
+		}
+		what := fmt.Sprintf("%d tasks written by %s", len(ids), a.ProducedBy.Run)
+		if x := p.Exclusion; x != nil {
+			what += fmt.Sprintf(", which left out the %d ids of %s (%s)", x.Excluded, x.Path, x.Digest)
+		}
+		whats = append(whats, what)
+	}
+	if out == nil {
+		return nil, false, nil
+	}
+	out.what = fmt.Sprintf("%s (training %s: %s)", t.Label, t.Run, strings.Join(whats, "; "))
+	return out, whole, nil
 }
 
 // overlapFinding adds a split check: a pass when nothing is shared, else a

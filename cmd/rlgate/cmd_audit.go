@@ -147,7 +147,9 @@ var ledgerAuditHelp = map[string][2]string{
 			"  >= --near-duplicate), split-databases (with --split-by-database): the\n" +
 			"  imported datasets the --train runs read (--in NAME=DIR) against the tasks\n" +
 			"  the --runs evaluated; sft-rl-disjoint: the sft and rl runs' data share no\n" +
-			"  task id.\n"},
+			"  task id. An input that rlgate synth or rlgate export wrote (the lineage\n" +
+			"  rlgate run records) counts as the task ids that run recorded, with the\n" +
+			"  exclusion an export rl --exclude recorded, instead of a whole dataset.\n"},
 	audit.AuditBudget: {"check that compared evaluations were held to one budget",
 		"  same-dataset, same-task-set, same-protocol, same-grading: the --runs share\n" +
 			"  tasks and gold digests, the digest of every database and the SQLite version\n" +

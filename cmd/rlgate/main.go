@@ -127,6 +127,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newRolloutCommand(),
 			newEvalCommand(),
 			newSynthCommand(),
+			newExportCommand(),
 			newServeReplayCommand(),
 			newServePolicyCommand(),
 			newTrainCommand(),

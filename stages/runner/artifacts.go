@@ -3,6 +3,7 @@ package runner
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -115,4 +116,35 @@ func lineage(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (*Lineage, 
 		}
 	}
 	return nil, nil
+}
+
+// SameOutputs checks files just written again against the outputs a run
+// recorded before in its run.end body ("outputs", as EndBody has them): a
+// command that writes deterministic files (synth, export) finds its run
+// recorded and proves the files unchanged instead of recording it twice.
+// It returns the recorded run.
+func SameOutputs(ctx context.Context, l *ledger.Ledger, run string, outputs map[string]ledger.Digest) (ledger.Run, error) {
+	r, err := l.RunStatus(ctx, run)
+	if err != nil {
+		return r, err
+	}
+	if r.Status != "ok" || r.EndedSeq == nil {
+		return r, fmt.Errorf("run %s is %s. Try: another --run", run, r.Status)
+	}
+	e, err := l.EntryBySeq(ctx, *r.EndedSeq)
+	if err != nil {
+		return r, err
+	}
+	var end struct {
+		Outputs map[string]ledger.Digest `json:"outputs"`
+	}
+	if err := json.Unmarshal(e.Body, &end); err != nil {
+		return r, fmt.Errorf("run %s: end entry %d: %w", run, e.Seq, err)
+	}
+	for name, d := range outputs {
+		if end.Outputs[name] != d {
+			return r, fmt.Errorf("run %s: %s came out as %s, the run recorded %s. Try: another --run", run, name, d, end.Outputs[name])
+		}
+	}
+	return r, nil
 }

@@ -49,3 +49,14 @@ func (t Trajectory) FinalSQL() string {
 	}
 	return ""
 }
+
+// Reply is the turn as a policy writes it under the protocol: its
+// reasoning in <think>, then its <sql>, or its <solution> when final.
+// SFT exports train on it.
+func (t Turn) Reply() string {
+	action := "<sql>" + t.SQL + "</sql>"
+	if t.IsFinal {
+		action = "<solution>" + t.Solution + "</solution>"
+	}
+	return "<think>" + t.Think + "</think>\n" + action
+}

@@ -169,10 +169,12 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 		recs, s.Outputs[f.name] = append(recs, r), d
 	}
 
-	if prev, err := l.RunStatus(ctx, run); err == nil {
-		return s, s.same(ctx, l, prev)
-	} else if !errors.Is(err, ledger.ErrNotFound) {
-		return s, err
+	switch prev, err := runner.SameOutputs(ctx, l, run, s.Outputs); {
+	case err == nil:
+		s.Status, s.StartSeq, s.EndSeq = "complete", prev.StartedSeq, *prev.EndedSeq
+		return s, nil
+	case !errors.Is(err, ledger.ErrNotFound):
+		return s, fmt.Errorf("synth: %w", err)
 	}
 	idsBlob, err := l.PutBlobBytes(append(idsJSON, '\n'))
 	if err != nil {
@@ -196,28 +198,6 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 	}
 	s.Status, s.EndSeq = "ok", e.Seq
 	return s, nil
-}
-
-// same checks the files just written against a synthesis recorded before.
-func (s *Summary) same(ctx context.Context, l *ledger.Ledger, prev ledger.Run) error {
-	if prev.Status != "ok" || prev.EndedSeq == nil {
-		return fmt.Errorf("synth %s: the run is %s. Try: another --run", s.Run, prev.Status)
-	}
-	e, err := l.EntryBySeq(ctx, *prev.EndedSeq)
-	if err != nil {
-		return err
-	}
-	var end End
-	if err := json.Unmarshal(e.Body, &end); err != nil {
-		return fmt.Errorf("synth %s: end entry %d: %w", s.Run, e.Seq, err)
-	}
-	for name, d := range s.Outputs {
-		if end.Outputs[name] != d {
-			return fmt.Errorf("synth %s: %s came out as %s, the run recorded %s. Try: another --run", s.Run, name, d, end.Outputs[name])
-		}
-	}
-	s.Status, s.StartSeq, s.EndSeq = "complete", prev.StartedSeq, *prev.EndedSeq
-	return nil
 }
 
 // graded returns the grading run of the frozen rollout, recording it when
