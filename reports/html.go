@@ -17,8 +17,17 @@ func (r *Report) HTML() ([]byte, error) {
 	data := struct {
 		R        *Report
 		Sections []section
-		Charts   []template.HTML
-	}{r, r.sections(), r.charts()}
+		Stats    []template.HTML
+		Curves   []template.HTML
+	}{R: r, Sections: r.sections()}
+	if len(r.Tables) > 0 {
+		data.Stats = []template.HTML{r.accuracyChart(), r.differenceChart()}
+	}
+	for _, m := range curveMetrics {
+		if c := r.curveChart(m.name); c != "" {
+			data.Curves = append(data.Curves, c)
+		}
+	}
 	if err := page.Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render html: %w", err)
 	}
@@ -26,7 +35,7 @@ func (r *Report) HTML() ([]byte, error) {
 }
 
 var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"isDigest": func(s string) bool { return strings.HasPrefix(s, "blake3:") },
+	"cellClass": cellClass,
 }).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
@@ -34,7 +43,7 @@ var page = template.Must(template.New("report").Funcs(template.FuncMap{
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>rlgate report</title>
 <style>
-body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d2330; margin: 0 auto; padding: 1.5em 2em 4em; max-width: 1200px; }
+body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d2330; margin: 0 auto; padding: 1.5em 2em 4em; max-width: 1280px; }
 h1 { font-size: 1.6em; margin: .6em 0 .2em; }
 h2 { font-size: 1.25em; margin: 1.6em 0 .4em; border-bottom: 1px solid #d5d9e0; padding-bottom: .2em; }
 .headline { font-weight: 600; padding: .8em 1em; border-radius: 6px; margin: 0; }
@@ -45,12 +54,13 @@ table { border-collapse: collapse; margin: .4em 0; font-size: 13px; }
 th, td { border: 1px solid #d5d9e0; padding: 3px 7px; text-align: left; vertical-align: top; }
 th { background: #f1f3f6; font-weight: 600; }
 tbody tr:nth-child(even) { background: #fafbfc; }
-td { font-variant-numeric: tabular-nums; }
-td.digest { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; word-break: break-all; }
+td { font-variant-numeric: tabular-nums; white-space: nowrap; }
+td.long { white-space: normal; min-width: 28em; }
+td.digest { font-family: ui-monospace, SFMono-Regular, Menlo, monospace; font-size: 12px; }
 .note { color: #535b6b; font-size: 13px; }
-.charts { display: flex; flex-wrap: wrap; gap: 1.2em; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.2em 2em; margin-bottom: 1em; }
 figure { margin: 0; }
-figcaption { font-size: 13px; color: #535b6b; max-width: 640px; }
+figcaption { font-size: 13px; font-weight: 600; color: #353c4a; max-width: 700px; margin-bottom: .3em; }
 svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
 </style>
 </head>
@@ -58,16 +68,21 @@ svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
 <p class="headline {{if .R.Supported}}supported{{else}}unsupported{{end}}">{{.R.Headline}}</p>
 <h1>rlgate report</h1>
 <p class="note">Every number below is read from the ledger at head <code>{{.R.Head}}</code>; <code>rlgate report --check DIR</code> re-derives them.</p>
-<h2 id="charts">Charts</h2>
+{{if .Stats}}<h2 id="charts">Accuracy and paired differences</h2>
 <div class="charts">
-{{range .Charts}}{{.}}
+{{range .Stats}}{{.}}
 {{end}}</div>
+{{end}}{{if .Curves}}<h2 id="curves">Training curves</h2>
+<div class="charts">
+{{range .Curves}}{{.}}
+{{end}}</div>
+{{end}}
 {{range .Sections}}<h2 id="{{.ID}}">{{.Title}}</h2>
 {{if .Intro}}<p>{{.Intro}}</p>
 {{end}}{{if .Header}}<div class="scroll"><table>
 <thead><tr>{{range .Header}}<th>{{.}}</th>{{end}}</tr></thead>
 <tbody>
-{{range .Rows}}<tr>{{range .}}<td{{if isDigest .}} class="digest"{{end}}>{{.}}</td>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td{{cellClass .}}>{{.}}</td>{{end}}</tr>
 {{end}}</tbody>
 </table></div>
 {{end}}{{range .Notes}}<p class="note">{{.}}</p>
@@ -90,27 +105,25 @@ func labelColor(label string) string {
 	return "#7c3aed"
 }
 
-// charts draws the report's SVG charts.
-func (r *Report) charts() []template.HTML {
-	var out []template.HTML
-	if len(r.Tables) > 0 {
-		out = append(out, r.accuracyChart(), r.differenceChart())
+// cellClass styles a table cell: digests in a fixed-width font, long
+// text (a finding, the verdict) wrapping, everything else on one line.
+func cellClass(s string) template.HTMLAttr {
+	switch {
+	case strings.HasPrefix(s, "blake3:"):
+		return ` class="digest"`
+	case len(s) > 60:
+		return ` class="long"`
 	}
-	for _, m := range curveMetrics {
-		if c := r.curveChart(m.name); c != "" {
-			out = append(out, c)
-		}
-	}
-	return out
+	return ""
 }
 
 const (
-	chartW     = 620
-	labelW     = 110
+	chartW     = 720
+	labelW     = 150
 	valueW     = 190
 	rowH       = 30
 	axisH      = 34
-	curveW     = 380
+	curveW     = 350
 	curveH     = 220
 	curveLeft  = 64
 	curveRight = 14
@@ -124,7 +137,8 @@ func (r *Report) accuracyChart() template.HTML {
 	plotW := chartW - labelW - valueW
 	x := func(v float64) float64 { return labelW + v*float64(plotW) }
 	var b strings.Builder
-	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="accuracy with Wilson intervals">`, chartW, h, chartW, h)
+	fmt.Fprintf(&b, `<figure><figcaption>Accuracy over all %d tasks with %g%% Wilson intervals</figcaption>`, t.Tasks, 100*(1-r.Params.Alpha))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="accuracy with Wilson intervals">`, chartW, h, chartW, h)
 	axis(&b, x, 0, 1, []float64{0, 0.25, 0.5, 0.75, 1}, len(t.Rows)*rowH+6, "%.2f")
 	for i, m := range t.Rows {
 		y := float64(i*rowH + rowH/2 + 4)
@@ -134,7 +148,7 @@ func (r *Report) accuracyChart() template.HTML {
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="%s"/>`, x(m.Accuracy), y, c)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, num(m.Accuracy), interval(m.Wilson))
 	}
-	b.WriteString(`</svg><figcaption>Accuracy over all tasks with ` + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + ` Wilson intervals.</figcaption></figure>`)
+	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
 }
 
@@ -155,8 +169,14 @@ func (r *Report) differenceChart() template.HTML {
 	h := len(rows)*rowH + axisH + 10
 	plotW := chartW - labelW - valueW
 	x := func(v float64) float64 { return labelW + (v+span)/(2*span)*float64(plotW) }
+	caption := "Paired difference to " + r.Params.Baseline + " with " + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + " bootstrap intervals"
+	if !r.Supported {
+		caption = "Measured paired difference to " + r.Params.Baseline + " with " + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) +
+			" bootstrap intervals (unsupported: the gate did not pass, so no gain is stated)"
+	}
 	var b strings.Builder
-	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="paired differences">`, chartW, h, chartW, h)
+	fmt.Fprintf(&b, `<figure><figcaption>%s</figcaption>`, template.HTMLEscapeString(caption))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="paired differences">`, chartW, h, chartW, h)
 	axis(&b, x, -span, span, []float64{-span, -span / 2, 0, span / 2, span}, len(rows)*rowH+6, "%+.2f")
 	fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="0" y2="%d" stroke="#1d2330" stroke-dasharray="3 3"/>`, x(0), x(0), len(rows)*rowH+6)
 	for i, m := range rows {
@@ -168,12 +188,7 @@ func (r *Report) differenceChart() template.HTML {
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`, x(p.Delta)-5, y-5, c)
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, signed(p.Delta), signedInterval(p.Bootstrap.Percentile))
 	}
-	caption := "Paired difference to " + r.Params.Baseline + " with " + fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + " bootstrap intervals."
-	if !r.Supported {
-		caption = "Measured paired difference to " + r.Params.Baseline + " (unsupported: the gate did not pass, so no gain is stated) with " +
-			fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha)) + " bootstrap intervals."
-	}
-	b.WriteString(`</svg><figcaption>` + template.HTMLEscapeString(caption) + `</figcaption></figure>`)
+	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
 }
 
@@ -185,6 +200,9 @@ func axis(b *strings.Builder, x func(float64) float64, lo, hi float64, ticks []f
 		fmt.Fprintf(b, `<text x="%.1f" y="%d" text-anchor="middle">%s</text>`, x(v), y+18, fmt.Sprintf(format, v))
 	}
 }
+
+// curveTitles name the curves for a reader.
+var curveTitles = map[string]string{"reward": "Reward (mean)", "kl": "KL", "lr": "Learning rate", "response_length": "Response length (mean tokens)"}
 
 // curveChart draws one training metric of every training run, one line
 // per run; "" when none logged it.
@@ -221,7 +239,8 @@ func (r *Report) curveChart(metric string) template.HTML {
 	py := func(v float64) float64 { return 10 + (y1-v)/(y1-y0)*float64(plotH-10) }
 	h := curveH + legendH
 	var b strings.Builder
-	fmt.Fprintf(&b, `<figure><svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, curveW, h, curveW, h, template.HTMLEscapeString(metric))
+	fmt.Fprintf(&b, `<figure><figcaption>%s by step</figcaption>`, template.HTMLEscapeString(curveTitles[metric]))
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, curveW, h, curveW, h, template.HTMLEscapeString(metric))
 	fmt.Fprintf(&b, `<rect x="%d" y="10" width="%d" height="%d" fill="none" stroke="#8a93a3"/>`, curveLeft, curveW-curveLeft-curveRight, plotH-10)
 	for _, v := range []float64{y0, (y0 + y1) / 2, y1} {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%.3g</text>`, curveLeft-6, py(v), v)
@@ -247,9 +266,9 @@ func (r *Report) curveChart(metric string) template.HTML {
 		}
 		ly := curveH + 20*i - 8
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, curveLeft, curveLeft+24, ly, ly, col, dash)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s, %s)</text>`, curveLeft+30, ly, template.HTMLEscapeString(c.Label),
-			template.HTMLEscapeString(c.Run), template.HTMLEscapeString(c.Key))
+		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s)</text>`, curveLeft+30, ly, template.HTMLEscapeString(c.Label),
+			template.HTMLEscapeString(c.Run))
 	}
-	b.WriteString(`</svg><figcaption>Training curve: ` + template.HTMLEscapeString(metric) + ` by step.</figcaption></figure>`)
+	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
 }

@@ -69,7 +69,7 @@ func (r *Report) diffHeader(of string) string {
 	if r.Supported {
 		return "Δ " + of
 	}
-	return "measured difference " + of + " (unsupported)"
+	return "difference " + of + " (unsupported)"
 }
 
 // sections lays the report out as tables, in the order every format
@@ -97,7 +97,8 @@ func (r *Report) sections() []section {
 	}})
 
 	claims := section{ID: "claims", Title: "Claims",
-		Intro:  "Each claim A > B pairs the two evaluations' greedy outcomes by task; it holds only when the whole gate passed.",
+		Intro: "Each claim A > B pairs the two evaluations' greedy outcomes by task, as the gate decided it (its Holm p is adjusted across the claims); " +
+			"it holds only when the whole gate passed.",
 		Header: []string{"claim", "status", r.diffHeader("A − B"), level + " bootstrap CI", "b", "c", "exact p", "Holm p", "MDE", "entries"}}
 	for _, c := range r.Claims {
 		status := "supported"
