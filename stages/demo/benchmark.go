@@ -19,9 +19,10 @@ import (
 //go:embed spider/README.md spider/dev.json spider/dev_gold.sql spider/database
 var spider embed.FS
 
-// The parts of the benchmark's split, by database: SFT synthesis and SFT
-// read one, RL another, and the evaluation a third, so no database (and no
-// task) is shared between what trains and what is evaluated, nor between
+// The parts of the benchmark's split: the evaluation holds its own
+// databases; SFT synthesis and SFT read one half of the questions on the
+// other databases, RL the other half, so no database (and no task) is
+// shared between what trains and what is evaluated, and no task between
 // the SFT and the RL data.
 const (
 	PartSFT  = "sft"
@@ -29,15 +30,7 @@ const (
 	PartEval = "eval"
 )
 
-// partShares are the target shares of questions per part, in the order
-// ties are broken.
-var partShares = []struct {
-	name  string
-	share float64
-}{{PartEval, 0.45}, {PartRL, 0.30}, {PartSFT, 0.25}}
-
-// Part is one side of the split: its databases and its questions, as
-// positions in the official dev.json.
+// Part is one side of the split: its databases and its questions.
 type Part struct {
 	Name      string   `json:"name"`
 	DBs       []string `json:"databases"`
@@ -51,13 +44,15 @@ type question struct {
 	gold     string // the dev_gold.sql line, SQL<TAB>db_id
 }
 
-// Split reads the embedded benchmark and splits it by database: databases
-// in order of falling question count (then name) each go to the part
-// furthest below its target share (eval 45%, rl 30%, sft 25%). The rule
-// needs no seed, so every demo evaluates the same questions: world_1,
-// car_1, flight_2, network_1, orchestra, course_teach and museum_visit (436
-// questions) are evaluated. Questions whose database is absent (wta_1) are
-// left out.
+// Split reads the embedded benchmark and splits it. Databases in order of
+// falling question count (then name) go alternately to training and to
+// the evaluation, which so gets car_1, dog_kennels,
+// student_transcripts_tracking, network_1, pets_1, poker_player,
+// course_teach, museum_visit and voter_1 (453 questions); the training
+// databases' questions, in the official order, go alternately to sft and
+// rl. The rule needs no seed, so every demo evaluates the same questions.
+// Questions whose database is absent (wta_1) are left out. The parts come
+// in the order eval, rl, sft.
 func Split() ([]Part, error) {
 	qs, err := questions()
 	if err != nil {
@@ -77,28 +72,28 @@ func Split() ([]Part, error) {
 		}
 		return strings.Compare(a, b)
 	})
-	parts := make([]Part, len(partShares))
-	for i, p := range partShares {
-		parts[i].Name = p.name
-	}
-	for _, db := range dbs {
-		best := 0
-		for i := range parts {
-			if float64(parts[i].Questions)/float64(len(qs))-partShares[i].share < float64(parts[best].Questions)/float64(len(qs))-partShares[best].share {
-				best = i
-			}
-		}
-		parts[best].DBs = append(parts[best].DBs, db)
-		parts[best].Questions += count[db]
-	}
-	for i := range parts {
-		for _, q := range qs {
-			if slices.Contains(parts[i].DBs, q.DBID) {
-				parts[i].rows = append(parts[i].rows, q)
-			}
+	eval, rl, sft := &Part{Name: PartEval}, &Part{Name: PartRL}, &Part{Name: PartSFT}
+	evalDB := map[string]bool{}
+	for i, db := range dbs {
+		if i%2 == 1 {
+			evalDB[db] = true
+			eval.DBs = append(eval.DBs, db)
+		} else {
+			sft.DBs = append(sft.DBs, db)
 		}
 	}
-	return parts, nil
+	rl.DBs = slices.Clone(sft.DBs)
+	train := 0
+	for _, q := range qs {
+		p := eval
+		if !evalDB[q.DBID] {
+			p = map[bool]*Part{true: sft, false: rl}[train%2 == 0]
+			train++
+		}
+		p.rows = append(p.rows, q)
+		p.Questions++
+	}
+	return []Part{*eval, *rl, *sft}, nil
 }
 
 // questions reads the embedded questions with their gold lines, keeping

@@ -67,33 +67,52 @@ func TestEmbeddedIsTestdataSpider(t *testing.T) {
 	}
 }
 
-func TestSplitByDatabase(t *testing.T) {
+// TestSplit: the evaluation shares no database with training, SFT and RL
+// share no question, and together they hold every question whose
+// database is embedded.
+func TestSplit(t *testing.T) {
 	parts, err := Split()
 	if err != nil {
 		t.Fatal(err)
 	}
 	var names []string
-	seen := map[string]string{}
+	byName := map[string]Part{}
 	total := 0
 	for _, p := range parts {
 		names = append(names, p.Name)
-		for _, db := range p.DBs {
-			if other, dup := seen[db]; dup {
-				t.Errorf("database %s is in both %s and %s", db, other, p.Name)
-			}
-			seen[db] = p.Name
-		}
+		byName[p.Name] = p
 		total += p.Questions
+		if p.Questions != len(p.rows) {
+			t.Errorf("%s: counts %d questions but holds %d", p.Name, p.Questions, len(p.rows))
+		}
 	}
 	if d := cmp.Diff([]string{PartEval, PartRL, PartSFT}, names); d != "" {
 		t.Errorf("parts (-want +got):\n%s", d)
 	}
-	// 1,034 dev questions less wta_1's 62, whose database is absent.
-	if len(seen) != 19 || total != 1034-62 {
-		t.Errorf("split covers %d databases and %d questions, want 19 and %d", len(seen), total, 1034-62)
+	eval, rl, sft := byName[PartEval], byName[PartRL], byName[PartSFT]
+	for _, db := range eval.DBs {
+		if slices.Contains(rl.DBs, db) || slices.Contains(sft.DBs, db) {
+			t.Errorf("database %s is both evaluated and trained on", db)
+		}
 	}
-	if parts[0].Questions < 400 {
-		t.Errorf("eval holds %d questions, want at least 400 for the gate's statistics", parts[0].Questions)
+	seen := map[string]string{}
+	for _, p := range []Part{rl, sft} {
+		for _, q := range p.rows {
+			if slices.Contains(eval.DBs, q.DBID) {
+				t.Errorf("%s: question %q is on evaluated database %s", p.Name, q.Question, q.DBID)
+			}
+			if other, dup := seen[q.gold+q.Question]; dup {
+				t.Errorf("question %q is in both %s and %s", q.Question, other, p.Name)
+			}
+			seen[q.gold+q.Question] = p.Name
+		}
+	}
+	// 1,034 dev questions less wta_1's 62, whose database is absent.
+	if len(eval.DBs)+len(sft.DBs) != 19 || total != 1034-62 {
+		t.Errorf("split covers %d databases and %d questions, want 19 and %d", len(eval.DBs)+len(sft.DBs), total, 1034-62)
+	}
+	if eval.Questions < 400 {
+		t.Errorf("eval holds %d questions, want at least 400 for the gate's statistics", eval.Questions)
 	}
 	again, _ := Split()
 	if d := cmp.Diff(parts, again, cmp.AllowUnexported(Part{}, question{})); d != "" {

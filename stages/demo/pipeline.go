@@ -102,8 +102,8 @@ var funcs = template.FuncMap{
 }
 
 var pipelineTemplate = template.Must(template.New(PipelineFile).Funcs(funcs).Parse(`# rlgate demo (seed {{.Seed}}{{if .Inject}}, with the defect --inject {{.Inject}}{{end}}): the whole
-# pipeline on the embedded Spider dev benchmark (spider/, split by database
-# into sft, rl and eval parts) with the reference policy (rlgate
+# pipeline on the embedded Spider dev benchmark (spider/: eval on databases
+# of its own, sft and rl on the others) with the reference policy (rlgate
 # serve-policy) and trainer (rlgate train). Written by rlgate demo, which
 # ran it with rlgate repro; run it again in this directory with
 #
@@ -113,6 +113,8 @@ var pipelineTemplate = template.Must(template.New(PipelineFile).Funcs(funcs).Par
 # (rlgate on PATH: go install ./cmd/rlgate in the rlgate checkout). The
 # compare stage is gated by gate.yaml: the paper-grade claims rl > base,
 # rl > noupdate and sft > base over the four evaluations, with every audit.
+# Commands that record a tasks directory get it as "$PWD/data/...", an
+# absolute path, so the gate can read it from wherever it runs.
 stages:
 {{- range parts}}
   import_{{.}}:
@@ -136,15 +138,15 @@ stages:
 
   # Cold-start synthesis: the Base policy, served, samples trajectories on
   # the sft part; those that pass execution match are kept.
-  synth:
+  synthesize:
     cmd: [rlgate, serve-policy, --ckpt, ckpt/base, --addr, "127.0.0.1:0", --,
-          rlgate, synth, --tasks, data/sft, --endpoint, "{endpoint}", --model, refpolicy,
-          --run, synth, --seed, "{{.Seed}}", --out, synth]
+          sh, -c, 'rlgate synth --tasks "$PWD/data/sft" --endpoint "$RLGATE_ENDPOINT" --model refpolicy --model-identity "$RLGATE_MODEL_IDENTITY"
+            --samples-per-question 4 --run synth --seed {{.Seed}} --out synth']
     deps:
       policy: ckpt/base
       data: data/sft
     outs:
-      synth: synth
+      synthesized: synth
     gpu: off
 
   sft:
@@ -153,7 +155,7 @@ stages:
     deps:
       base: ckpt/base
       data: data/sft
-      trajectories: synth
+      trajectories: synth/trajectories.jsonl
     outs:
       ckpt: ckpt/sft
     metrics: [logs/sft.jsonl:verl]
@@ -176,10 +178,11 @@ stages:
     metrics: [logs/rl1.jsonl:verl]
     gpu: off
 
-  # Curriculum stage 2: from stage 1, with a KL term to the stage-1 policy.
+  # Curriculum stage 2: from stage 1, on the tasks stage 1 still answers
+  # wrongly, with a KL term to the stage-1 policy.
   rl2:
     cmd: [rlgate, train, grpo, --init, ckpt/rl1, --tasks, data/rl, --db-root, {{part "rl"}}/database,
-          --out, ckpt/rl2, --group-size, "8", --kl-ref, ckpt/rl1, --kl-coef, "0.001",
+          --out, ckpt/rl2, --group-size, "8", --unsolved-only, --kl-ref, ckpt/rl1, --kl-coef, "0.001",
           --seed, "{{.Seed}}", --metrics-out, logs/rl2.jsonl]
     deps:
       base: ckpt/rl1
@@ -213,7 +216,7 @@ stages:
   eval_{{.}}:
     cmd: [rlgate, serve-policy, --ckpt, {{ckpt .}}, --addr, "127.0.0.1:0", --,
           sh, -c, 'rlgate eval --endpoint "$RLGATE_ENDPOINT" --model refpolicy --model-identity "$RLGATE_MODEL_IDENTITY"
-            --tasks data/eval --metric spider --run eval-{{.}}{{if and (eq . "rl") (eq $o.Inject "budget")}} --protocol protocol-rl.yaml{{end}} --json > evals/{{.}}.json']
+            --tasks "$PWD/data/eval" --metric spider --run eval-{{.}}{{if and (eq . "rl") (eq $o.Inject "budget")}} --protocol protocol-rl.yaml{{end}} --json > evals/{{.}}.json']
     deps:
       model: {{ckpt .}}
       data: data/eval{{if and (eq . "rl") (eq $o.Inject "budget")}}
