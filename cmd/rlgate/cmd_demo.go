@@ -111,8 +111,8 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 	if err := demo.Prepare(dir, o.Force); err != nil {
 		return nil, err
 	}
-	s := &demoSummary{Dir: dir, Seed: o.Seed, Inject: o.Inject, Decisions: []pipeline.Decision{}}
-	if s.Parts, err = demo.Write(dir, demo.Options{Seed: o.Seed, Inject: o.Inject}); err != nil {
+	parts, err := demo.Write(dir, demo.Options{Seed: o.Seed, Inject: o.Inject})
+	if err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
 	// The stages find this binary first on PATH as "rlgate".
@@ -123,8 +123,20 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 	if err := os.Symlink(exe, filepath.Join(bin, "rlgate")); err != nil {
 		return nil, fmt.Errorf("demo: %w", err)
 	}
+	l, err := ledger.Init(ctx, filepath.Join(dir, ledger.DefaultDir))
+	if err != nil {
+		return nil, err
+	}
+	l.Close()
+	return demoExecute(ctx, dir, parts, o, w)
+}
+
+// demoExecute runs the pipeline of a demo directory laid out by
+// demo.Write, its ledger made, then reports: the comparison, the verdict,
+// the report, and the checks that failed as the error.
+func demoExecute(ctx context.Context, dir string, parts []demo.Part, o demoOptions, w io.Writer) (*demoSummary, error) {
 	ldir := filepath.Join(dir, ledger.DefaultDir)
-	l, err := ledger.Init(ctx, ldir)
+	l, err := ledger.Open(ctx, ldir)
 	if err != nil {
 		return nil, err
 	}
@@ -133,17 +145,18 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 	if err != nil {
 		return nil, err
 	}
+	s := &demoSummary{Dir: dir, Seed: o.Seed, Inject: o.Inject, Parts: parts, Decisions: []pipeline.Decision{}}
 	progress := o.Progress
 	if progress == nil {
 		progress = io.Discard
 	}
 	fmt.Fprintf(progress, "rlgate demo: %s (seed %d%s): %d stages; the ledger is %s\n", dir, o.Seed, map[bool]string{true: ", --inject " + o.Inject}[o.Inject != ""], len(f.Stages), ldir)
-	for _, p := range s.Parts {
+	for _, p := range parts {
 		fmt.Fprintf(progress, "rlgate demo: %-4s part: %d questions on %s\n", p.Name, p.Questions, strings.Join(p.DBs, ", "))
 	}
 	var verdict *audit.Verdict
 	done, last := 0, time.Now()
-	po := pipeline.Options{Gate: reproGate(l, &verdict), Environ: demoEnviron(bin, ldir),
+	po := pipeline.Options{Gate: reproGate(l, &verdict), Environ: demoEnviron(filepath.Join(dir, ".bin"), ldir),
 		Progress: func(d pipeline.Decision) {
 			done++
 			fmt.Fprintf(progress, "rlgate demo: [%2d/%d] %-13s %-8s %5.1fs  %s\n", done, len(f.Stages), d.Stage, d.Action, time.Since(last).Seconds(), strings.Join(d.Reasons, "; "))
@@ -155,7 +168,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 		return s, err
 	}
 	s.Verdict = verdict
-	if err := demoResults(ctx, l, s); err != nil {
+	if err := demoResults(ctx, l, demo.Options{Seed: o.Seed, Inject: o.Inject}, s); err != nil {
 		return s, err
 	}
 	if verdict != nil {
@@ -185,19 +198,19 @@ func demoEnviron(bin, ldir string) []string {
 // demoResults reads what the evaluations produced: the comparison of the
 // four (already recorded by the compare stage, so not recorded again) and
 // the model identity each served.
-func demoResults(ctx context.Context, l *ledger.Ledger, s *demoSummary) error {
+func demoResults(ctx context.Context, l *ledger.Ledger, v demo.Options, s *demoSummary) error {
 	var runs []audit.LabeledRun
 	for _, label := range demo.Labels {
-		if st, err := rollout.ReadStart(ctx, l, "eval-"+label); err == nil && st.ModelIdentity != nil {
+		if st, err := rollout.ReadStart(ctx, l, v.EvalRun(label)); err == nil && st.ModelIdentity != nil {
 			if s.Identities == nil {
 				s.Identities = map[string]ledger.Digest{}
 			}
 			s.Identities[label] = *st.ModelIdentity
 		}
-		if _, err := l.RunStatus(ctx, demo.GradingRun(label)); err != nil {
+		if _, err := l.RunStatus(ctx, v.GradingRun(label)); err != nil {
 			return nil // an evaluation did not run: nothing to compare
 		}
-		runs = append(runs, audit.LabeledRun{Label: label, Run: demo.GradingRun(label)})
+		runs = append(runs, audit.LabeledRun{Label: label, Run: v.GradingRun(label)})
 	}
 	c, err := audit.Compare(ctx, l, audit.CompareOptions{Runs: runs, Seed: 1})
 	s.Comparison = c

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"text/template"
 )
 
@@ -47,8 +48,20 @@ const (
 // Labels are the four evaluated models, in the order tables show them.
 var Labels = []string{"base", "sft", "rl", "noupdate"}
 
+// EvalRun is the rollout run of the evaluation of the model label. An
+// evaluation the variant changes gets a run of its own, named after the
+// defect, so a variant run over a copy of a correct demo's ledger replays
+// it rather than finding the correct one finished.
+func (o Options) EvalRun(label string) string {
+	changed := map[string][]string{InjectLeak: Labels, InjectNoUpdateDrift: {"noupdate"}, InjectBudget: {"rl"}, InjectWrongDB: {"rl"}}[o.Inject]
+	if slices.Contains(changed, label) {
+		return "eval-" + label + "-" + o.Inject
+	}
+	return "eval-" + label
+}
+
 // GradingRun is the grading run rlgate eval records for the model label.
-func GradingRun(label string) string { return "eval-" + label + ".spider-greedy" }
+func (o Options) GradingRun(label string) string { return o.EvalRun(label) + ".spider-greedy" }
 
 // Options choose a demo variant.
 type Options struct {
@@ -91,7 +104,6 @@ var TrainStages = map[string]string{"sft": "sft", "rl": "rl2", "noupdate": "noup
 var funcs = template.FuncMap{
 	"q":      func(s string) string { return fmt.Sprintf("%q", s) },
 	"labels": func() []string { return Labels },
-	"run":    GradingRun,
 	"part":   func(p string) string { return filepath.ToSlash(filepath.Join(SpiderDir, p)) },
 	"parts":  func() []string { return []string{PartSFT, PartRL, PartEval} },
 	"ckpt": func(label string) string {
@@ -163,7 +175,7 @@ stages:
 
   # GRPO with DAPO dynamic sampling and clipping 0.2 / 0.28 on the rl part.
   rl1:
-    cmd: [rlgate, train, grpo, --init, ckpt/sft, --tasks, data/rl, --db-root, {{if eq .Inject "wrong-db"}}{{part "sft"}}{{else}}{{part "rl"}}{{end}}/database,
+    cmd: [rlgate, train, grpo, --init, ckpt/sft, --tasks, data/rl, --db-root, {{if eq .Inject "wrong-db"}}{{part "eval"}}{{else}}{{part "rl"}}{{end}}/database,
           --out, ckpt/rl1, --group-size, "8", --seed, "{{.Seed}}", --metrics-out, logs/rl1.jsonl]
     deps:
       base: ckpt/sft
@@ -173,8 +185,8 @@ stages:
     params:
       # the databases the rewards are graded on: rlgate run's pre-flight
       # grades the gold against itself there before the stage starts{{if eq .Inject "wrong-db"}}
-      # (--inject wrong-db: the sft part's databases, not the rl part's){{end}}
-      db_root: {{if eq .Inject "wrong-db"}}{{part "sft"}}{{else}}{{part "rl"}}{{end}}/database
+      # (--inject wrong-db: the eval part's databases, not the rl part's){{end}}
+      db_root: {{if eq .Inject "wrong-db"}}{{part "eval"}}{{else}}{{part "rl"}}{{end}}/database
     metrics: [logs/rl1.jsonl:verl]
     gpu: off
 
@@ -216,7 +228,7 @@ stages:
   eval_{{.}}:
     cmd: [rlgate, serve-policy, --ckpt, {{ckpt .}}, --addr, "127.0.0.1:0", --,
           sh, -c, 'rlgate eval --endpoint "$RLGATE_ENDPOINT" --model refpolicy --model-identity "$RLGATE_MODEL_IDENTITY"
-            --tasks "$PWD/data/eval" --metric spider --run eval-{{.}}{{if and (eq . "rl") (eq $o.Inject "budget")}} --protocol protocol-rl.yaml{{end}} --json > evals/{{.}}.json']
+            --tasks "$PWD/data/eval" --metric spider --run {{$o.EvalRun .}}{{if and (eq . "rl") (eq $o.Inject "budget")}} --protocol protocol-rl.yaml{{end}} --json > evals/{{.}}.json']
     deps:
       model: {{ckpt .}}
       data: data/eval{{if and (eq . "rl") (eq $o.Inject "budget")}}
@@ -228,7 +240,7 @@ stages:
   # The four evaluations side by side, gated: the stage fails, and
   # rlgate repro with it, unless every check of gate.yaml passes.
   compare:
-    cmd: [rlgate, compare, --runs, "{{range $i, $l := labels}}{{if $i}},{{end}}{{$l}}={{run $l}}{{end}}"]
+    cmd: [rlgate, compare, --runs, "{{range $i, $l := labels}}{{if $i}},{{end}}{{$l}}={{$.GradingRun $l}}{{end}}"]
     deps:
 {{- range labels}}
       {{.}}: evals/{{.}}.json
@@ -247,7 +259,7 @@ options:
   split_by_database: true
 runs:
 {{- range labels}}
-  {{.}}: {{run .}}
+  {{.}}: {{$.GradingRun .}}
 {{- end}}
 train:
 {{- range trainStages}}
