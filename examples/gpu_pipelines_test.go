@@ -73,8 +73,8 @@ func TestGPUPipelinesDryRun(t *testing.T) {
 				got = slices.DeleteFunc(slices.Clone(got), func(u string) bool { return u == "export" })
 				want := slices.Sorted(slices.Values(s.Upstream))
 				if s.Name == "sft" || s.Name == "rl1" || s.Name == "rl2" || s.Name == "noupdate" {
-					want = slices.DeleteFunc(want, func(u string) bool { return u == "synth" })
-					got = slices.DeleteFunc(got, func(u string) bool { return u == "synth" })
+					want = slices.DeleteFunc(want, func(u string) bool { return u == "synthesize" })
+					got = slices.DeleteFunc(got, func(u string) bool { return u == "synthesize" })
 				}
 				if d := cmp.Diff(want, got); d != "" {
 					t.Errorf("stage %s reads other stages than the demo's (-demo +example):\n%s", s.Name, d)
