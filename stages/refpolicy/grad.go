@@ -31,10 +31,14 @@ func addGrad(g *Weights, s Slot, cs []cand, target, p []float64, coef float64) {
 	}
 }
 
-// LogProb returns log π(c) in sit and, when g is not nil, adds coef·∇ log π(c).
+// LogProb returns log π(c) in sit (over the slots c's SQL shows) and, when g is not nil, adds coef·∇ log π(c).
 func (pol *Policy) LogProb(sit *Situation, c Choice, g *Weights, coef float64) float64 {
 	var lp float64
+	u := sit.sk.used(c)
 	for s := range numSlots {
+		if !u[s] {
+			continue
+		}
 		cs := sit.sk.candidates(s, c[SlotTable])
 		p := pol.dist(sit.sk, s, c[SlotTable])
 		lp += math.Log(max(p[c[s]], 1e-300))
@@ -74,7 +78,11 @@ func (pol *Policy) MarginalLogProb(sit *Situation, t Targets, g *Weights, coef f
 // c's table) and adds coef·∇ KL to g.
 func (pol *Policy) KL(ref *Policy, sit *Situation, c Choice, g *Weights, coef float64) float64 {
 	var kl float64
+	u := sit.sk.used(c)
 	for s := range numSlots {
+		if !u[s] {
+			continue
+		}
 		cs := sit.sk.candidates(s, c[SlotTable])
 		p := pol.dist(sit.sk, s, c[SlotTable])
 		q := ref.dist(sit.sk, s, c[SlotTable])
@@ -101,7 +109,11 @@ func (pol *Policy) KL(ref *Policy, sit *Situation, c Choice, g *Weights, coef fl
 // Entropy returns Σ over the slots of c of the slot distribution's entropy.
 func (pol *Policy) Entropy(sit *Situation, c Choice) float64 {
 	var h float64
+	u := sit.sk.used(c)
 	for s := range numSlots {
+		if !u[s] {
+			continue
+		}
 		for _, x := range pol.dist(sit.sk, s, c[SlotTable]) {
 			if x > 0 {
 				h -= x * math.Log(x)

@@ -115,9 +115,28 @@ func (f *featurizer) column(p string, c *Column) {
 	f.add(p + "|kind:" + kind)
 	for _, t := range c.tokens {
 		f.add(p + "|tok:" + t)
-		for _, w := range f.words {
+		for i, w := range f.words {
 			f.add(p + "|qc:" + w + "|" + t)
+			if w != t {
+				continue
+			}
+			// the words around a mention: "average age", "each
+			// nationality", "age older than"
+			f.context(p, i)
 		}
+	}
+}
+
+// context adds the words before and after question position i.
+func (f *featurizer) context(p string, i int) {
+	if i > 0 {
+		f.add(p + "|prev:" + f.words[i-1])
+		if i > 1 {
+			f.add(p + "|prev2:" + f.words[i-2] + "_" + f.words[i-1])
+		}
+	}
+	if i+1 < len(f.words) {
+		f.add(p + "|next:" + f.words[i+1])
 	}
 }
 
@@ -135,10 +154,10 @@ type hit struct{ table, col, val string }
 func buildSketch(p *Prompt, hits []hit) *sketch {
 	f := &featurizer{q: qfeats(p.words), words: p.words}
 	sk := &sketch{}
-	var nums []string
-	for _, w := range p.raw {
+	var nums []number
+	for i, w := range p.raw {
 		if isNumber(w) {
-			nums = append(nums, w)
+			nums = append(nums, number{w, i})
 		}
 	}
 	for ti := range p.Tables {
@@ -169,7 +188,13 @@ func buildSketch(p *Prompt, hits []hit) *sketch {
 	return sk
 }
 
-func tableSlots(f *featurizer, t *Table, hits []hit, nums []string) [numSlots][]cand {
+// number is a number of the question and its position among the words.
+type number struct {
+	text string
+	at   int
+}
+
+func tableSlots(f *featurizer, t *Table, hits []hit, nums []number) [numSlots][]cand {
 	var s [numSlots][]cand
 	// select
 	f.cross("sel:star|agg=count")
@@ -223,7 +248,8 @@ func tableSlots(f *featurizer, t *Table, hits []hit, nums []string) [numSlots][]
 			for _, op := range []string{"=", ">", "<"} {
 				f.cross("where:op=" + op + "|number")
 				f.column("where:number|op="+op, c)
-				s[SlotWhere] = append(s[SlotWhere], cand{col: c.Name, op: op, val: n, feats: f.take()})
+				f.context("where:numctx|op="+op, n.at)
+				s[SlotWhere] = append(s[SlotWhere], cand{col: c.Name, op: op, val: n.text, feats: f.take()})
 			}
 		}
 	}
@@ -247,8 +273,9 @@ func tableSlots(f *featurizer, t *Table, hits []hit, nums []string) [numSlots][]
 	f.cross("limit:one")
 	s[SlotLimit] = append(s[SlotLimit], cand{limit: 1, feats: f.take()})
 	for _, n := range nums {
-		if v, err := strconv.Atoi(n); err == nil && v > 1 && v <= 100 {
+		if v, err := strconv.Atoi(n.text); err == nil && v > 1 && v <= 100 {
 			f.cross("limit:number")
+			f.context("limit:numctx", n.at)
 			s[SlotLimit] = append(s[SlotLimit], cand{limit: v, feats: f.take()})
 		}
 	}
@@ -270,10 +297,35 @@ func (sk *sketch) candidates(s Slot, table int) []cand {
 	return sk.slots[table][s]
 }
 
+// used says which slots a choice's SQL shows: an aggregate without GROUP
+// BY gives one row, so its ORDER BY and LIMIT would change nothing and
+// are left out, as is a second column equal to the first or after *.
+// Slots left out carry no probability in training (their choice cannot
+// be seen in the answer).
+func (sk *sketch) used(c Choice) [numSlots]bool {
+	t := c[SlotTable]
+	get := func(s Slot) cand { return sk.slots[t][s][c[s]] }
+	sel, sel2, group := get(SlotSelect), get(SlotSelect2), get(SlotGroup)
+	u := [numSlots]bool{true, true, true, true, true, true, true}
+	if sel.agg != "" && group.none {
+		u[SlotOrder], u[SlotLimit] = false, false
+	}
+	if sel.col == "*" || !sel2.none && sel2.col == sel.col && sel.agg == "" {
+		u[SlotSelect2] = false
+	}
+	return u
+}
+
 // render writes the SQL of a choice.
 func (sk *sketch) render(c Choice) string {
 	t := c[SlotTable]
-	get := func(s Slot) cand { return sk.slots[t][s][c[s]] }
+	u := sk.used(c)
+	get := func(s Slot) cand {
+		if !u[s] {
+			return cand{none: true}
+		}
+		return sk.slots[t][s][c[s]]
+	}
 	sel, sel2, where, group, order, limit := get(SlotSelect), get(SlotSelect2), get(SlotWhere), get(SlotGroup), get(SlotOrder), get(SlotLimit)
 	var list []string
 	if !group.none {
