@@ -56,7 +56,7 @@ func newDataCommand() *cli.Command {
 						&cli.StringFlag{Name: "parquet", Required: true, Usage: "`FILE`.parquet with prompt, db_id, data, reward_spec"}},
 					Action: action("skyrl")},
 			},
-		}},
+		}, newDataRenderCommand()},
 	}
 }
 

@@ -108,7 +108,7 @@ func (e *env) play(ctx context.Context, t *tasks.Task, sample int) (*Episode, er
 	ep := &Episode{TaskID: t.ID, Sample: sample, DBID: t.DBID}
 	req := ChatRequest{
 		Model:       e.model,
-		Messages:    []Message{{Role: "system", Content: p.SystemPrompt(t)}, {Role: "user", Content: p.UserPrompt(t)}},
+		Messages:    p.Messages(t),
 		Temperature: p.Sampling.Temperature,
 		TopP:        p.Sampling.TopP,
 		Seed:        p.Sampling.Seed + int64(sample),

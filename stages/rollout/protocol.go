@@ -54,8 +54,8 @@ type Protocol struct {
 
 // Prompts are the templates of the conversation. Placeholders in braces
 // are replaced: System and User take {db_details}, {external_knowledge},
-// {question} and {max_turns}; Observation takes {observation} and
-// {turns_left}; Correction takes {hint} and {turns_left}.
+// {question}, {max_turns} and {examples}; Observation takes {observation}
+// and {turns_left}; Correction takes {hint} and {turns_left}.
 type Prompts struct {
 	System      string `json:"system" yaml:"system"`
 	User        string `json:"user" yaml:"user"`
@@ -63,6 +63,11 @@ type Prompts struct {
 	Correction  string `json:"correction" yaml:"correction"`
 	// NoKnowledge stands for {external_knowledge} when a task has none.
 	NoKnowledge string `json:"no_knowledge" yaml:"no_knowledge"`
+	// Examples is the example block that stands for {examples} (worked
+	// examples of the turn format, as the seeds' prompts carry them);
+	// WithoutExamples drops it. Left out of the canonical JSON when empty,
+	// so protocols without one keep their digests.
+	Examples string `json:"examples,omitempty" yaml:"examples,omitempty"`
 }
 
 // ObservationProfile selects the observation layout and its size limits.
@@ -210,13 +215,27 @@ func (p *Protocol) SystemPrompt(t *tasks.Task) string {
 // UserPrompt renders the first user message for t.
 func (p *Protocol) UserPrompt(t *tasks.Task) string { return p.taskReplacer(t).Replace(p.Prompt.User) }
 
+// Messages renders the messages an episode of t starts from: the system
+// message and the first user message. Rollout, synthesis, RL data export
+// and rlgate data render all show a policy these.
+func (p *Protocol) Messages(t *tasks.Task) []Message {
+	return []Message{{Role: "system", Content: p.SystemPrompt(t)}, {Role: "user", Content: p.UserPrompt(t)}}
+}
+
+// WithoutExamples returns p with its example block dropped, as the seeds'
+// rl2sft step drops it: {examples} then renders empty.
+func (p Protocol) WithoutExamples() Protocol {
+	p.Prompt.Examples = ""
+	return p
+}
+
 func (p *Protocol) taskReplacer(t *tasks.Task) *strings.Replacer {
 	knowledge := t.Evidence
 	if strings.TrimSpace(knowledge) == "" {
 		knowledge = p.Prompt.NoKnowledge
 	}
 	return strings.NewReplacer("{db_details}", t.Schema, "{external_knowledge}", knowledge, "{question}", t.Question,
-		"{max_turns}", strconv.Itoa(p.MaxTurns))
+		"{max_turns}", strconv.Itoa(p.MaxTurns), "{examples}", p.Prompt.Examples)
 }
 
 // ObservationMessage renders the user turn that answers an <sql> turn.
