@@ -50,6 +50,9 @@ func newReportCommand() *cli.Command {
 			}
 			for _, f := range strings.Split(cmd.String("format"), ",") {
 				if f = strings.TrimSpace(f); f != "" {
+					if _, ok := reports.Files[f]; !ok {
+						return usagef("--format: %q: want md, html or json", f)
+					}
 					o.Report.Formats = append(o.Report.Formats, f)
 				}
 			}
