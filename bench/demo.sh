@@ -26,5 +26,5 @@ start=$(date +%s.%N)
 go run ./cmd/rlgate demo --dir "$work/demo" > "$work/demo.out"
 end=$(date +%s.%N)
 grep -E '^gate |^Report:' "$work/demo.out"
-grep -E '^rlgate demo: \[' "$work/demo.out" | awk '{print $4, $6}' | paste -sd' ' -
+sed -n 's/^rlgate demo: \[ *[0-9]*\/[0-9]*\] *\([a-z_0-9]*\) *[a-z-]* *\([0-9.]*s\).*/\1 \2/p' "$work/demo.out" | paste -sd' ' -
 echo "go run ./cmd/rlgate demo: $(echo "$end - $start" | bc) s"
