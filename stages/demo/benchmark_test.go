@@ -10,7 +10,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/runner"
 )
 
 // TestEmbeddedIsTestdataSpider: the embedded benchmark is the official
@@ -153,5 +156,22 @@ func TestUnpackImports(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(dir, "README.md")); err != nil {
 		t.Errorf("licence and attribution not unpacked: %v", err)
+	}
+}
+
+// TestInjectChecksAreAuditChecks: the checks the variants must fail on
+// are the audits' own names (this package cannot import audit).
+func TestInjectChecksAreAuditChecks(t *testing.T) {
+	want := map[string]string{InjectLeak: audit.CheckNoGoldInPrompts, InjectNoUpdateDrift: audit.CheckNoUpdateIdentical,
+		InjectBudget: audit.CheckSameProtocol, InjectWrongDB: audit.CheckDatabasesPresent}
+	got := map[string]string{}
+	for _, in := range Injects {
+		got[in.Name] = in.Check
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("inject checks (-audit +demo):\n%s", d)
+	}
+	if (&runner.Preflight{}).FailedCheck() != audit.CheckDatabasesPresent || (&runner.Preflight{SelfGrade: &grade.SelfGradeResult{}}).FailedCheck() != audit.CheckGoldSelfGrade {
+		t.Error("runner.Preflight.FailedCheck does not name the reward audit's checks")
 	}
 }
