@@ -26,7 +26,9 @@ func newReproCommand() *cli.Command {
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
 			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +
 			"gate: POLICY (a policy file, or paper-grade) is gated once it is up to date\n" +
-			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n\n" + exitCodesHelp,
+			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n" +
+			"The policy's train: may name a training run by its stage (rl: rl2): repro\n" +
+			"takes the run that stage ran, or was up to date with.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
