@@ -31,7 +31,9 @@ func newServePolicyCommand() *cli.Command {
 			"ckpt digest prints it) and serves until interrupted (Ctrl-C).\n\n" +
 			"With -- CMD ARGS..., it serves while CMD runs, with {endpoint} in ARGS replaced\n" +
 			"by the base URL and RLGATE_ENDPOINT and RLGATE_MODEL_IDENTITY set, then stops\n" +
-			"and exits with CMD's exit code; --addr 127.0.0.1:0 takes any free port:\n" +
+			"and exits with CMD's exit code; stdout is then CMD's alone (the listening line\n" +
+			"goes to stderr), so CMD's --json output can be piped; --addr 127.0.0.1:0 takes\n" +
+			"any free port:\n" +
 			"  rlgate serve-policy --ckpt ckpt/rl --addr 127.0.0.1:0 -- rlgate eval --endpoint {endpoint} ...\n\n" +
 			exitCodesHelp + " With CMD: CMD's exit code.",
 		Flags: []cli.Flag{jsonFlag,

@@ -30,6 +30,11 @@ func newTrainInitCommand() *cli.Command {
 	return &cli.Command{
 		Name:  "init",
 		Usage: "write the Base checkpoint: name-match priors, weak but not zero",
+		Description: "Writes --out/model.safetensors with the Base weights: priors on exact and\n" +
+			"partial matches of table, column and probed value names and on leaving\n" +
+			"clauses out, plus seeded noise of standard deviation 0.01 that breaks ties.\n" +
+			"Greedily it answers \"what are the names of all singers\"-like questions;\n" +
+			"every trigger word (how many, oldest, each, more than) is left to training.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint `DIR` to write"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "`SEED` of the tie-breaking noise"},
@@ -200,7 +205,10 @@ func newTrainGRPOCommand() *cli.Command {
 			"cosine learning rate, --ppo-epochs updates per batch. --lr 0 is the No-update\n" +
 			"control: the output's tensors are identical to the input's. A curriculum stage\n" +
 			"2 is another grpo run from the stage-1 checkpoint with --kl-ref stage-1 and\n" +
-			"--unsolved-only, which trains on the tasks its start checkpoint answers wrongly.\n\n" + exitCodesHelp,
+			"--unsolved-only, which trains on the tasks the start checkpoint has not\n" +
+			"mastered: those it answers rightly in some but not all of one greedy play and\n" +
+			"--group-size samples (tasks it never solves would only give groups without\n" +
+			"reward variance).\n\n" + exitCodesHelp,
 		Flags: append(trainCommonFlags(),
 			&cli.IntFlag{Name: "group-size", Value: 8, Usage: "samples per task (G)"},
 			&cli.IntFlag{Name: "steps", Value: 30, Usage: "optimizer steps"},
@@ -211,7 +219,7 @@ func newTrainGRPOCommand() *cli.Command {
 			&cli.StringFlag{Name: "kl-ref", Usage: "reference checkpoint `DIR` of the KL term"},
 			&cli.FloatFlag{Name: "kl-coef", Value: 0.001, Usage: "weight of the KL term (with --kl-ref)"},
 			&cli.IntFlag{Name: "ppo-epochs", Value: 2, Usage: "updates per batch"},
-			&cli.BoolFlag{Name: "unsolved-only", Usage: "train only on tasks the --init checkpoint answers wrongly (curriculum)"},
+			&cli.BoolFlag{Name: "unsolved-only", Usage: "train only on tasks --init answers rightly in some but not all of a greedy play and --group-size samples (curriculum)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			o := trainGRPOOptions{trainCommon: trainCommonOf(cmd), KLRef: cmd.String("kl-ref"), UnsolvedOnly: cmd.Bool("unsolved-only"),
@@ -248,7 +256,7 @@ func runTrainGRPO(ctx context.Context, o trainGRPOOptions, w io.Writer) (*trainS
 	env := train.NewEnv(grade.MetricSpider)
 	defer env.Close()
 	if o.UnsolvedOnly {
-		if ts, err = train.Unsolved(ctx, env, weights, ts); err != nil {
+		if ts, err = train.Frontier(ctx, env, weights, ts, o.Opts.Group, o.Opts.Seed); err != nil {
 			return nil, err
 		}
 	}

@@ -17,7 +17,7 @@ var basePriors = map[Slot]map[string]float32{
 	SlotSelect: {"sel:agg=|col:full": 4, "sel:agg=|col:partial": 2, "sel:agg=": 0.5, "sel:star|agg=": -2, "sel:star|agg=count": 2.5,
 		"sel:agg=max|col:full": 2, "sel:agg=min|col:full": 2, "sel:agg=avg|col:full": 2, "sel:agg=sum|col:full": 2},
 	SlotSelect2: {"select2:none": 4, "select2|col:full": 2},
-	SlotWhere: {"where:none": 4, "where:op==|value": 2.5, "where:value|col:partial": 0.5,
+	SlotWhere: {"where:none": 4, "where:op==|value": 4.5, "where:value|col:partial": 0.5,
 		"where:number|op==|col:full": 1.5, "where:number|op=>|col:full": 1.5, "where:number|op=<|col:full": 1.5},
 	SlotGroup: {"group:none": 4, "group|col:full": 1.5},
 	SlotOrder: {"order:none": 4, "order:DESC|col:full": 1.5, "order:ASC|col:full": 1.5, "order:count|DESC": 1},

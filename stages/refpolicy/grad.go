@@ -106,6 +106,17 @@ func (pol *Policy) KL(ref *Policy, sit *Situation, c Choice, g *Weights, coef fl
 	return kl
 }
 
+// Shown is the number of slots c's SQL shows.
+func (sit *Situation) Shown(c Choice) int {
+	n := 0
+	for _, u := range sit.sk.used(c) {
+		if u {
+			n++
+		}
+	}
+	return n
+}
+
 // Entropy returns Σ over the slots of c of the slot distribution's entropy.
 func (pol *Policy) Entropy(sit *Situation, c Choice) float64 {
 	var h float64

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"os"
 	"path/filepath"
@@ -113,6 +114,9 @@ func Load(path string) (*Weights, error) {
 		path = filepath.Join(path, WeightsFile)
 	}
 	f, err := manifests.OpenSafetensors(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("load checkpoint: %w. Try: rlgate train init --out DIR for a Base checkpoint", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("load checkpoint: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"unicode"
 
 	"github.com/rlgate/rlgate/stages/sqlenv"
@@ -25,10 +26,16 @@ const maxProbeParts = 120
 // Policy answers turns of the multi-turn SQL protocol with weights W.
 type Policy struct {
 	W *Weights
-	// situations caches NewSituation by prompt and probe observation: the
-	// candidates do not depend on the weights.
+	// situations caches NewSituation by prompt and probe observation (the
+	// candidates do not depend on the weights), at most maxSituations of
+	// them, so a long-running server's memory stays bounded.
 	situations sync.Map
+	cached     atomic.Int64
 }
+
+// maxSituations bounds a policy's cache of situations (a few hundred KB
+// each): a training set or an evaluation of a few thousand questions fits.
+const maxSituations = 4096
 
 // situation is NewSituation through the policy's cache.
 func (pol *Policy) situation(p *Prompt, probed string) *Situation {
@@ -36,8 +43,15 @@ func (pol *Policy) situation(p *Prompt, probed string) *Situation {
 	if s, ok := pol.situations.Load(key); ok {
 		return s.(*Situation)
 	}
-	s, _ := pol.situations.LoadOrStore(key, NewSituation(p, probed))
-	return s.(*Situation)
+	s := NewSituation(p, probed)
+	if pol.cached.Load() >= maxSituations {
+		return s
+	}
+	if prev, loaded := pol.situations.LoadOrStore(key, s); loaded {
+		return prev.(*Situation)
+	}
+	pol.cached.Add(1)
+	return s
 }
 
 // Exchange is one <sql> turn of the policy and the observation that came

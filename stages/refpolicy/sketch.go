@@ -76,6 +76,11 @@ func match(tokens []string, words []string) string {
 	return "none"
 }
 
+// hashFeat is feature s's bucket: FNV-1a 32 of its name modulo Dim.
+//
+// NB: a checkpoint's weights mean something only under the feature names
+// and this hash; renaming a feature or changing the hash silently changes
+// what every saved checkpoint answers (bump Format when doing so).
 func hashFeat(s string) int32 {
 	h := fnv.New32a()
 	h.Write([]byte(s))

@@ -3,6 +3,7 @@ package train
 import (
 	"context"
 	"fmt"
+	"os"
 	"path/filepath"
 	"sync"
 	"time"
@@ -52,11 +53,18 @@ func LoadTasks(dir, dbRoot string) ([]Task, error) {
 	}
 	proto := rollout.DefaultProtocol()
 	out := make([]Task, 0, len(ts))
+	checked := map[string]bool{}
 	for i := range ts {
 		t := &ts[i]
 		g, ok := golds[t.ID]
 		if !ok {
 			return nil, fmt.Errorf("load tasks %s: task %s has no gold in %s", dir, t.ID, dataset.GoldFile)
+		}
+		if !checked[t.DBID] {
+			if _, err := os.Stat(dataset.DBPath(dbRoot, t.DBID)); err != nil {
+				return nil, fmt.Errorf("load tasks %s: task %s: database %s: %w. Try: --db-root naming the directory that holds <db_id>/<db_id>.sqlite", dir, t.ID, t.DBID, err)
+			}
+			checked[t.DBID] = true
 		}
 		out = append(out, Task{ID: t.ID, DBID: t.DBID, DBPath: dataset.DBPath(dbRoot, t.DBID), Prompt: refpolicy.ParsePrompt(proto.UserPrompt(t)), Gold: g})
 	}

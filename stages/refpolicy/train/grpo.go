@@ -132,11 +132,24 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 		for _, s := range kept {
 			s.oldLP = pol.LogProb(s.sit, s.choice, nil, 0)
 		}
+		old := &refpolicy.Policy{W: w.Clone()}
+		// KL(π‖π_ref) of every sample of the batch, before the update:
+		// actor/kl_loss per response token as veRL's token-mean is (a
+		// reply is a function of the slot choices, so the episode's KL is
+		// the choices' KL, spread over its tokens), and per shown slot.
+		var klLoss, klSlot float64
+		if ref != nil {
+			for _, s := range samples {
+				kl := pol.KL(ref, s.sit, s.choice, nil, 0)
+				klLoss += kl / float64(max(s.tokens, 1)) / float64(len(samples))
+				klSlot += kl / float64(s.sit.Shown(s.choice)) / float64(len(samples))
+			}
+		}
 		lr := cosineLR(o.LR, step, o.Steps)
-		var pgLoss, clipFrac, ppoKL, klLoss, gradNorm, entropy float64
+		var pgLoss, clipFrac, ppoKL, gradNorm, entropy float64
 		for epoch := 0; epoch < o.PPOEpochs; epoch++ {
 			grad := refpolicy.NewWeights()
-			pgLoss, clipFrac, ppoKL, klLoss, entropy = 0, 0, 0, 0, 0
+			pgLoss, clipFrac, entropy = 0, 0, 0
 			n := float64(max(len(kept), 1))
 			for _, s := range kept {
 				lp := pol.LogProb(s.sit, s.choice, nil, 0)
@@ -148,7 +161,6 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 					clipped = max(ratio, 1-o.ClipLow)
 				}
 				pgLoss += -min(ratio*s.adv, clipped*s.adv) / n
-				ppoKL += (s.oldLP - lp) / n
 				entropy += pol.Entropy(s.sit, s.choice) / n
 				if clipped != ratio {
 					clipFrac += 1 / n
@@ -156,12 +168,21 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 					pol.LogProb(s.sit, s.choice, grad, -s.adv*ratio/n)
 				}
 				if ref != nil {
-					klLoss += pol.KL(ref, s.sit, s.choice, grad, o.KLCoef/n) / n
+					pol.KL(ref, s.sit, s.choice, grad, o.KLCoef/n)
 				}
 			}
 			if len(kept) > 0 {
 				gradNorm = opt.step(w, grad, lr)
 			}
+		}
+		// KL(π_old‖π_new) over the kept samples, exact rather than veRL's
+		// sampled estimate, so never negative: actor/ppo_kl per response
+		// token, and per shown slot.
+		var ppoSlot float64
+		for _, s := range kept {
+			kl := old.KL(pol, s.sit, s.choice, nil, 0)
+			ppoKL += kl / float64(max(s.tokens, 1)) / float64(len(kept))
+			ppoSlot += kl / float64(s.sit.Shown(s.choice)) / float64(len(kept))
 		}
 		data := map[string]float64{
 			"training/global_step":       float64(step),
@@ -176,9 +197,11 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 			"response_length/mean":       length / float64(len(samples)),
 			"training/n_zero_adv_groups": float64(zero),
 			"training/n_groups":          float64(o.Batch),
+			"refpolicy/ppo_kl_per_slot":  ppoSlot,
 		}
 		if ref != nil {
 			data["actor/kl_loss"] = klLoss
+			data["refpolicy/kl_per_slot"] = klSlot
 			data["actor/kl_coef"] = o.KLCoef
 		}
 		if err := mw.write(step, data); err != nil {

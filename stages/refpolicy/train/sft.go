@@ -113,23 +113,35 @@ func SFT(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, trs []s
 	return sum, nil
 }
 
-// Unsolved returns the tasks that w answers wrongly when played greedily:
-// a curriculum stage's harder share.
-func Unsolved(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task) ([]Task, error) {
+// Frontier returns the tasks at the edge of what w can do: those it
+// answers rightly in some but not all of its greedy play and group
+// samples at temperature 1. Tasks it always solves teach nothing more and
+// tasks it never solves give GRPO groups without reward variance; the
+// frontier is a curriculum stage's data. Sampling is seeded by seed.
+func Frontier(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, group int, seed uint64) ([]Task, error) {
 	pol := &refpolicy.Policy{W: w}
 	var out []Task
 	for i := range ts {
-		d, _ := env.Play(ctx, pol, &ts[i], refpolicy.Sampler{})
-		r, err := env.Reward(ctx, &ts[i], d.Turn.Body)
-		if err != nil {
-			return nil, err
+		t := &ts[i]
+		right := 0
+		for g := -1; g < group; g++ {
+			s := refpolicy.Sampler{}
+			if g >= 0 {
+				s = refpolicy.Sampler{Temperature: 1, Seed: seed, Stream: stream(0, t.ID, g)}
+			}
+			d, _ := env.Play(ctx, pol, t, s)
+			r, err := env.Reward(ctx, t, d.Turn.Body)
+			if err != nil {
+				return nil, err
+			}
+			right += int(r)
 		}
-		if r == 0 {
-			out = append(out, ts[i])
+		if right > 0 && right <= group {
+			out = append(out, *t)
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("unsolved: the checkpoint answers all %d tasks; nothing is left to train on", len(ts))
+		return nil, fmt.Errorf("frontier: the checkpoint answers each of the %d tasks always or never rightly in %d plays; nothing is left to train on", len(ts), group+1)
 	}
 	return out, nil
 }
