@@ -23,8 +23,14 @@ bench:
     bench/grade.sh
     bench/compare.sh
     bench/ckpt.sh
+    go test ./stages/export -run x -bench ExportSFT100k -benchtime 1x
 
 # integration test with a real PyTorch trainer (needs: apt-get install python3-torch,
 # or RLGATE_TORCH_PYTHON; fails without torch unless RLGATE_TORCH_SKIP=1); CI runs it
 torch:
     go test -tags torch ./examples/torch-trainer/ -v
+
+# export rl's parquet read back by an independent reader, the npm package
+# hyparquet (needs node and npm); CI runs it
+hyparquet:
+    go test -tags hyparquet -run TestParquetReadByHyparquet ./stages/export/ -v

@@ -79,7 +79,7 @@ func newExportCommand() *cli.Command {
 				"sft-rl-disjoint check reads.\n\n" + exportHelp + exitCodesHelp,
 			Flags: []cli.Flag{jsonFlag,
 				&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import"},
-				&cli.StringFlag{Name: "exclude", Usage: "example_ids.json `FILE` whose ids are left out (default: none)"},
+				&cli.StringFlag{Name: "exclude", Usage: "example_ids.json `FILE` whose ids are left out, or the DIR rlgate synth wrote (default: none)"},
 				&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: skyrl-parquet, verl-parquet or jsonl"},
 				&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one, whose prompts are rendered"},
 				&cli.StringFlag{Name: "out", Required: true, Usage: "`FILE` to write"},

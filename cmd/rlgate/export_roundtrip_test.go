@@ -150,6 +150,26 @@ func TestExportSFT(t *testing.T) {
 	if code, _, _ := rlgate(t, "--ledger", ldir, "export", "sft", "--from", synthDir, "--format", "openai", "--out", alpaca); code != exitUsage {
 		t.Errorf("unknown format: exit %d", code)
 	}
+
+	// A trajectory that cannot make a conversation (no turns) is refused,
+	// named, before anything is written or recorded.
+	broken := filepath.Join(dir, "broken.jsonl")
+	bad := trajs[1]
+	bad.Turns = []synth.Turn{}
+	f, err := os.Create(broken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := jsonl.Write(f, []synth.Trajectory{trajs[0], bad}); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	_, before, _ := rlgate(t, "--ledger", ldir, "head")
+	code, _, errOut := rlgate(t, "--ledger", ldir, "export", "sft", "--from", broken, "--format", "sharegpt", "--out", filepath.Join(dir, "broken.json"))
+	_, after, _ := rlgate(t, "--ledger", ldir, "head")
+	if _, err := os.Stat(filepath.Join(dir, "broken.json")); code != exitError || !strings.Contains(errOut, "trajectory 2 ("+bad.ExampleID) || err == nil || before != after {
+		t.Errorf("broken trajectory: exit %d, %q; file written %v; ledger head moved %v", code, errOut, err == nil, before != after)
+	}
 }
 
 // TestExportRL exports the Spider tasks less a synthesis's questions in
@@ -224,7 +244,7 @@ func TestExportRL(t *testing.T) {
 		t.Errorf("imported back %d gold, want %d", len(backGold), len(want))
 	}
 
-	verl := filepath.Join(dir, "verl.parquet")
+	verl := filepath.Join(dir, "verl", "train.parquet") // a directory export creates
 	exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", exclude, "--format", "verl-parquet", "--out", verl)
 	got = got[:0]
 	for _, r := range exportReadParquet(t, verl) {
@@ -238,8 +258,10 @@ func TestExportRL(t *testing.T) {
 		t.Errorf("verl-parquet ground truth (-want +got):\n%s", diff)
 	}
 
-	js := filepath.Join(dir, "rl.jsonl")
-	exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", exclude, "--format", "jsonl", "--out", js)
+	js := filepath.Join(dir, "rl.jsonl") // --exclude naming the synthesis directory
+	if s := exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", synthDir, "--format", "jsonl", "--out", js); s.Exclusion.Path != exclude {
+		t.Errorf("exclusion recorded as %s, want %s", s.Exclusion.Path, exclude)
+	}
 	lines, err := jsonl.Read[export.SkyRLRow](js, nil)
 	if err != nil {
 		t.Fatal(err)

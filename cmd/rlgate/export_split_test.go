@@ -80,4 +80,7 @@ func TestExportSplitAuditReadsRecordedExclusion(t *testing.T) {
 			t.Errorf("shared id %s is not an SFT question", o.Train)
 		}
 	}
+	if code, out, _ := rlgate(t, "--ledger", ldir, "verify"); code != 0 {
+		t.Errorf("verify after synth, exports and audits: exit %d:\n%s", code, out)
+	}
 }

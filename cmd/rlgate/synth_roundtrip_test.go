@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -163,8 +165,20 @@ func TestSynthRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(string(raw), "gold") {
-		t.Error("trajectories.jsonl names gold")
+	// The policy-side record holds the seeds' fields and nothing else.
+	for i, line := range strings.Split(strings.TrimSpace(string(raw)), "\n") {
+		var rec map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &rec); err != nil {
+			t.Fatal(err)
+		}
+		var keys []string
+		for k := range rec {
+			keys = append(keys, k)
+		}
+		slices.Sort(keys)
+		if diff := cmp.Diff([]string{"base_prompt", "db_id", "example_id", "sample_id", "system", "turns"}, keys); diff != "" {
+			t.Fatalf("trajectories.jsonl line %d fields (-want +got):\n%s", i+1, diff)
+		}
 	}
 
 	// The same command again: nothing is played, the grading is reused,
@@ -234,5 +248,49 @@ func TestSynthResume(t *testing.T) {
 	r := s.Rollout
 	if !r.Resumed || r.Ran == 0 || r.Skipped == 0 || r.Ran+r.Skipped != 40 || int64(r.Ran) != srv.Requests.Load()-before || s.Episodes != 40 || s.Status != "ok" {
 		t.Errorf("resumed: %+v, rollout %+v", s, r)
+	}
+}
+
+// TestSynthThroughServeReplay synthesises once against the scripted
+// teacher, serves that rollout with serve-replay, and synthesises again
+// against the replay under another run: the files come out byte-identical.
+func TestSynthThroughServeReplay(t *testing.T) {
+	ldir, data := spiderLedger(t)
+	srv := synthTeacher(t, data)
+	synthesise := func(run, endpoint string) synth.Summary {
+		t.Helper()
+		code, out, errOut := rlgate(t, "--ledger", ldir, "synth", "--tasks", data, "--endpoint", endpoint, "--model", "teacher", "--run", run,
+			"--samples-per-question", "2", "--num-examples", "120", "--out", filepath.Join(t.TempDir(), run), "--json")
+		if code != 0 {
+			t.Fatalf("synth %s: exit %d: %s", run, code, errOut)
+		}
+		var s synth.Summary
+		if err := json.Unmarshal([]byte(out), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	recorded := synthesise("teacher-run", srv.URL+"/v1")
+
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := &lockedBuffer{}
+	done := make(chan error, 1)
+	go func() {
+		_, err := runServeReplay(ctx, serveReplayOptions{Dir: ldir, JSON: true, Run: "teacher-run", Addr: "127.0.0.1:0"}, out)
+		done <- err
+	}()
+	var rs serveReplaySummary
+	for deadline := time.Now().Add(10 * time.Second); json.Unmarshal(out.Bytes(), &rs) != nil; {
+		if time.Now().After(deadline) {
+			t.Fatalf("serve-replay printed no address: %q", out.Bytes())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	replayed := synthesise("replay-run", rs.URL)
+	cancel()
+	<-done
+	if recorded.Kept == 0 || replayed.Rollout.Ran != 240 || !cmp.Equal(recorded.Outputs, replayed.Outputs) {
+		t.Errorf("synth through serve-replay: kept %d, played %d; outputs %v, recorded %v", replayed.Kept, replayed.Rollout.Ran, replayed.Outputs, recorded.Outputs)
 	}
 }

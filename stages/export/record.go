@@ -5,9 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
@@ -132,4 +136,13 @@ func record(ctx context.Context, l *ledger.Ledger, run string, start Start, ids 
 	}
 	s.Status, s.EndSeq = "ok", e.Seq
 	return s, nil
+}
+
+// writeOut writes an export's file whole or not at all, creating its
+// directory when missing.
+func writeOut(path string, write func(io.Writer) error) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("export: %w", err)
+	}
+	return jsonl.WriteFile(path, write)
 }

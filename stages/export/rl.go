@@ -17,6 +17,7 @@ import (
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
@@ -84,7 +85,7 @@ type VerlRow struct {
 // RLOptions describe an RL export.
 type RLOptions struct {
 	Tasks    string // a directory rlgate data import wrote
-	Exclude  string // an example_ids.json (a JSON array of task ids) to keep out; empty: none
+	Exclude  string // an example_ids.json (a JSON array of task ids), or the synth directory holding one, to keep out; empty: none
 	Format   string
 	Out      string
 	Protocol rollout.Protocol // renders the prompts, as rollout and synth do
@@ -125,6 +126,9 @@ func ExportRL(ctx context.Context, l *ledger.Ledger, o RLOptions) (*Summary, err
 	start.Protocol = &pd
 	excluded := map[string]bool{}
 	if o.Exclude != "" {
+		if fi, err := os.Stat(o.Exclude); err == nil && fi.IsDir() {
+			o.Exclude = filepath.Join(o.Exclude, synth.ExampleIDsFile) // the directory rlgate synth wrote
+		}
 		ids, d, err := ReadExampleIDs(ctx, o.Exclude)
 		if err != nil {
 			return nil, err
@@ -169,7 +173,7 @@ func ExportRL(ctx context.Context, l *ledger.Ledger, o RLOptions) (*Summary, err
 	case FormatJSONL:
 		write = func(w io.Writer) error { return jsonl.Write(w, skyrl) }
 	}
-	if err := jsonl.WriteFile(o.Out, write); err != nil {
+	if err := writeOut(o.Out, write); err != nil {
 		return nil, err
 	}
 	return record(ctx, l, o.Run, start, ids, []output{{"data", o.Out}})

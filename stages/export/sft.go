@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -73,9 +74,8 @@ func Conversation(t *synth.Trajectory) []Message {
 	return msgs
 }
 
-// ToAlpaca is a trajectory as an alpaca record.
-func ToAlpaca(t *synth.Trajectory) Alpaca {
-	msgs := Conversation(t)
+// ToAlpaca is a conversation (Conversation) as an alpaca record.
+func ToAlpaca(msgs []Message) Alpaca {
 	a := Alpaca{System: msgs[0].Value, History: [][2]string{}}
 	pairs := msgs[1:]
 	for i := 0; i+1 < len(pairs); i += 2 {
@@ -124,6 +124,9 @@ type SFTOptions struct {
 // export run with both files as outputs. The same export again writes the
 // same bytes and finds its run recorded.
 func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, error) {
+	if !slices.Contains(SFTFormats, o.Format) {
+		return nil, fmt.Errorf("export sft: %w: %q; want %s", ErrFormat, o.Format, strings.Join(SFTFormats, " or "))
+	}
 	from := o.From
 	if fi, err := os.Stat(from); err == nil && fi.IsDir() {
 		from = filepath.Join(from, synth.TrajectoriesFile)
@@ -138,19 +141,16 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 		t := &trajs[i]
 		msgs := Conversation(t)
 		if err := CheckShareGPT(msgs); err != nil {
-			return nil, fmt.Errorf("export sft: %s line %d (%s#%d): %w", from, i+1, t.ExampleID, t.SampleID, err)
+			return nil, fmt.Errorf("export sft: %s trajectory %d (%s#%d): %w", from, i+1, t.ExampleID, t.SampleID, err)
 		}
-		switch o.Format {
-		case FormatShareGPT:
+		if o.Format == FormatAlpaca {
+			records = append(records, ToAlpaca(msgs))
+		} else {
 			records = append(records, ShareGPT{Conversations: msgs})
-		case FormatAlpaca:
-			records = append(records, ToAlpaca(t))
-		default:
-			return nil, fmt.Errorf("export sft: %w: %q; want %s", ErrFormat, o.Format, strings.Join(SFTFormats, " or "))
 		}
 		ids = append(ids, t.ExampleID)
 	}
-	if err := jsonl.WriteFile(o.Out, func(w io.Writer) error { return writeArray(w, records) }); err != nil {
+	if err := writeOut(o.Out, func(w io.Writer) error { return writeArray(w, records) }); err != nil {
 		return nil, err
 	}
 	info := filepath.Join(filepath.Dir(o.Out), DatasetInfoFile)
@@ -169,29 +169,40 @@ func ExportSFT(ctx context.Context, l *ledger.Ledger, o SFTOptions) (*Summary, e
 }
 
 // writeArray writes records as a JSON array, one record a line, without
-// HTML escaping.
+// HTML escaping. Batches of records are encoded on every core and written
+// in order.
 func writeArray[T any](w io.Writer, records []T) error {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
+	const batch = 512
+	bufs := make([]bytes.Buffer, (len(records)+batch-1)/batch)
+	err := ledger.ForEach(context.Background(), len(bufs), func(_ context.Context, k int) error {
+		buf := &bufs[k]
+		enc := json.NewEncoder(buf)
+		enc.SetEscapeHTML(false)
+		for i := k * batch; i < min((k+1)*batch, len(records)); i++ {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			buf.WriteByte('\n')
+			if err := enc.Encode(records[i]); err != nil {
+				return err
+			}
+			buf.Truncate(buf.Len() - 1) // Encode's newline
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
 	if _, err := io.WriteString(w, "["); err != nil {
 		return err
 	}
-	for i, r := range records {
-		buf.Reset()
-		if i > 0 {
-			buf.WriteString(",")
-		}
-		buf.WriteString("\n")
-		if err := enc.Encode(r); err != nil {
+	for k := range bufs {
+		if _, err := w.Write(bufs[k].Bytes()); err != nil {
 			return err
 		}
-		buf.Truncate(buf.Len() - 1) // Encode's newline
-		if _, err := w.Write(buf.Bytes()); err != nil {
-			return err
-		}
+		bufs[k] = bytes.Buffer{}
 	}
-	_, err := io.WriteString(w, "\n]\n")
+	_, err = io.WriteString(w, "\n]\n")
 	return err
 }
 

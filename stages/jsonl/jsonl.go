@@ -3,11 +3,14 @@ package jsonl
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // maxLine is the longest line read; a rendered schema of a large database
@@ -16,39 +19,74 @@ const maxLine = 64 << 20
 
 // Read decodes every non-blank line of path into a T. A line that is not
 // clean text (CheckText) is refused; check, if not nil, sees each raw line
-// next and can refuse it.
+// next and can refuse it; a line must hold one JSON value and nothing
+// after it. Lines are decoded on every core, in batches (a file of
+// trajectories runs to hundreds of megabytes), so check may be called
+// concurrently; the error reported is the one of the first bad line, as a
+// sequential read would report it.
 func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
-	f, err := os.Open(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
-	var out []T
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 1<<20), maxLine)
-	for line := 1; sc.Scan(); line++ {
-		b := sc.Bytes()
-		if err := checkLine(b); err != nil {
-			return nil, fmt.Errorf("%s line %d%w", path, line, err)
+	type line struct{ n, start, end int }
+	var lines []line
+	for n, start := 1, 0; start < len(data); n++ {
+		end := len(data)
+		if i := bytes.IndexByte(data[start:], '\n'); i >= 0 {
+			end = start + i
 		}
-		if len(bytes.TrimSpace(b)) == 0 {
-			continue
+		if end-start > maxLine {
+			return nil, fmt.Errorf("%s line %d: %w", path, n, bufio.ErrTooLong)
 		}
-		if check != nil {
-			if err := check(b); err != nil {
-				return nil, fmt.Errorf("%s line %d: %w", path, line, err)
+		if len(bytes.TrimSpace(data[start:end])) > 0 {
+			lines = append(lines, line{n, start, end})
+		}
+		start = end + 1
+	}
+	out := make([]T, len(lines))
+	const batch = 256
+	errs := make([]error, (len(lines)+batch-1)/batch)
+	err = ledger.ForEach(context.Background(), len(errs), func(_ context.Context, k int) error {
+		first, last := k*batch, min((k+1)*batch, len(lines))-1
+		// One decoder reads the batch's lines as a stream; each value must
+		// end on the line it began on.
+		span := data[lines[first].start:lines[last].end]
+		dec := json.NewDecoder(bytes.NewReader(span))
+		dec.DisallowUnknownFields()
+		for i := first; i <= last; i++ {
+			l := lines[i]
+			b := bytes.TrimSuffix(data[l.start:l.end], []byte{'\r'}) // as bufio.ScanLines reads a line
+			if err := checkLine(b); err != nil {
+				errs[k] = fmt.Errorf("%s line %d%w", path, l.n, err)
+				return nil
+			}
+			if check != nil {
+				if err := check(b); err != nil {
+					errs[k] = fmt.Errorf("%s line %d: %w", path, l.n, err)
+					return nil
+				}
+			}
+			err := dec.Decode(&out[i])
+			if end := lines[first].start + int(dec.InputOffset()); err == nil && (end < l.start || end > l.end) {
+				err = fmt.Errorf("the value does not end on its line")
+			} else if err == nil && len(bytes.TrimSpace(data[end:l.end])) > 0 {
+				err = fmt.Errorf("more than one JSON value on the line")
+			}
+			if err != nil {
+				errs[k] = fmt.Errorf("%s line %d: %w", path, l.n, err)
+				return nil
 			}
 		}
-		dec := json.NewDecoder(bytes.NewReader(b))
-		dec.DisallowUnknownFields()
-		var v T
-		if err := dec.Decode(&v); err != nil {
-			return nil, fmt.Errorf("%s line %d: %w", path, line, err)
-		}
-		out = append(out, v)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
 	}
 	return out, nil
 }

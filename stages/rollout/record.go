@@ -203,6 +203,14 @@ func ReadEpisodes(ctx context.Context, l *ledger.Ledger, run string) ([]Episode,
 	return readEpisodes(l, run, recs)
 }
 
+// ReadEpisodesOf reads the episodes recs name (some of what ReadRecorded
+// lists) from their blobs, re-hashing each blob, in the order given: a
+// reader that needs a few episodes of a large run (synthesis keeps the
+// passing ones) decodes only those.
+func ReadEpisodesOf(l *ledger.Ledger, run string, recs []Recorded) ([]Episode, error) {
+	return readEpisodes(l, run, recs)
+}
+
 // readEpisodes reads the episodes recs name from their blobs.
 func readEpisodes(l *ledger.Ledger, run string, recs []Recorded) ([]Episode, error) {
 	out := make([]Episode, len(recs))

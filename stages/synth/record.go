@@ -5,6 +5,8 @@
 // sft) read.
 package synth
 
+import "github.com/rlgate/rlgate/stages/sqlenv"
+
 // Trajectory is one kept episode in the seeds' record shape, one JSON line
 // of trajectories.jsonl. It is the policy side only: it never carries the
 // gold SQL (GoldRecord, in a separate file keyed by example id, does).
@@ -50,13 +52,13 @@ func (t Trajectory) FinalSQL() string {
 	return ""
 }
 
-// Reply is the turn as a policy writes it under the protocol: its
-// reasoning in <think>, then its <sql>, or its <solution> when final.
-// SFT exports train on it.
+// Reply is the turn as a policy writes it under the protocol, in the
+// canonical form sqlenv.ParseTurn reads back: its reasoning in <think>,
+// then its <sql>, or its <solution> when final. SFT exports train on it.
 func (t Turn) Reply() string {
-	action := "<sql>" + t.SQL + "</sql>"
+	st := sqlenv.Turn{Think: t.Think, Action: sqlenv.ActionSQL, Body: t.SQL}
 	if t.IsFinal {
-		action = "<solution>" + t.Solution + "</solution>"
+		st.Action, st.Body = sqlenv.ActionSolution, t.Solution
 	}
-	return "<think>" + t.Think + "</think>\n" + action
+	return st.String()
 }

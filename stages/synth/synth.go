@@ -128,17 +128,26 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 	if err != nil {
 		return s, err
 	}
-	eps, err := rollout.ReadEpisodes(ctx, l, o.Rollout.Run)
+	refs, err := rollout.ReadRecorded(ctx, l, o.Rollout.Run)
 	if err != nil {
 		return s, err
 	}
-	s.Episodes = len(eps)
+	s.Episodes = len(refs)
+	// Only the passing episodes are read from the blobs.
+	refs = slices.DeleteFunc(refs, func(r rollout.Recorded) bool {
+		ok := passed[r.TaskID]
+		return r.StopReason != rollout.StopSolution || r.Sample >= len(ok) || !ok[r.Sample]
+	})
+	eps, err := rollout.ReadEpisodesOf(l, o.Rollout.Run, refs)
+	if err != nil {
+		return s, err
+	}
 
 	golds, err := gold.Read(filepath.Join(o.Dataset, dataset.GoldFile))
 	if err != nil {
 		return s, err
 	}
-	kept, goldRecs, ids := keep(o.Rollout.Tasks, eps, passed, golds, &o.Rollout.Protocol)
+	kept, goldRecs, ids := keep(o.Rollout.Tasks, eps, golds, &o.Rollout.Protocol)
 	s.Kept, s.ExamplesKept = len(kept), len(goldRecs)
 	idsJSON, err := json.Marshal(ids)
 	if err != nil {
@@ -257,10 +266,10 @@ func readPassed(ctx context.Context, l *ledger.Ledger, run string) (map[string][
 // keep turns the passing episodes into trajectories, in task order then
 // sample order, with the gold of each example that kept one, and lists the
 // sampled example ids.
-func keep(ts []tasks.Task, eps []rollout.Episode, passed map[string][]bool, golds []gold.Gold, p *rollout.Protocol) ([]Trajectory, []GoldRecord, []string) {
+func keep(ts []tasks.Task, passing []rollout.Episode, golds []gold.Gold, p *rollout.Protocol) ([]Trajectory, []GoldRecord, []string) {
 	byTask := map[string][]*rollout.Episode{}
-	for i := range eps {
-		byTask[eps[i].TaskID] = append(byTask[eps[i].TaskID], &eps[i])
+	for i := range passing {
+		byTask[passing[i].TaskID] = append(byTask[passing[i].TaskID], &passing[i])
 	}
 	goldByID := make(map[string]*gold.Gold, len(golds))
 	for i := range golds {
@@ -270,13 +279,7 @@ func keep(ts []tasks.Task, eps []rollout.Episode, passed map[string][]bool, gold
 	for i := range ts {
 		t := &ts[i]
 		ids[i] = t.ID
-		ok := passed[t.ID]
-		var mine []*rollout.Episode
-		for _, ep := range byTask[t.ID] {
-			if ep.Sample < len(ok) && ok[ep.Sample] && ep.StopReason == rollout.StopSolution {
-				mine = append(mine, ep)
-			}
-		}
+		mine := byTask[t.ID]
 		if len(mine) == 0 {
 			continue
 		}
