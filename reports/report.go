@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -423,13 +424,17 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 		name string
 		of   func(outcomeDetail) string
 	}{{"difficulty", func(d outcomeDetail) string { return d.Difficulty }}, {"database", func(d outcomeDetail) string { return d.DBID }}} {
-		values := map[string]bool{}
+		values := map[string]grading.Bucket{}
 		for _, d := range where {
 			if v := g.of(d); v != "" {
-				values[v] = true
+				values[v] = grading.Bucket{}
 			}
 		}
-		for _, v := range slices.Sorted(maps.Keys(values)) {
+		order := slices.Sorted(maps.Keys(values))
+		if g.name == "difficulty" {
+			order = grading.DifficultyOrder(values) // simple, moderate, challenging, as BIRD prints them
+		}
+		for _, v := range order {
 			if err := add(g.name, v, func(d outcomeDetail) bool { return g.of(d) == v }); err != nil {
 				return err
 			}
