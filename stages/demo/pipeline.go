@@ -191,10 +191,11 @@ stages:
     gpu: off
 
   # Curriculum stage 2: from stage 1, on the tasks stage 1 still answers
-  # wrongly, with a KL term to the stage-1 policy.
+  # wrongly (a few dozen, hence the smaller lr), with a KL term to the
+  # stage-1 policy.
   rl2:
     cmd: [rlgate, train, grpo, --init, ckpt/rl1, --tasks, data/rl, --db-root, {{part "rl"}}/database,
-          --out, ckpt/rl2, --group-size, "8", --unsolved-only, --kl-ref, ckpt/rl1, --kl-coef, "0.001",
+          --out, ckpt/rl2, --group-size, "8", --unsolved-only, --kl-ref, ckpt/rl1, --kl-coef, "0.001", --lr, "0.01",
           --seed, "{{.Seed}}", --metrics-out, logs/rl2.jsonl]
     deps:
       base: ckpt/rl1
