@@ -155,12 +155,21 @@ func demoExecute(ctx context.Context, dir string, parts []demo.Part, o demoOptio
 		fmt.Fprintf(progress, "rlgate demo: %-4s part: %d questions on %s\n", p.Name, p.Questions, strings.Join(p.DBs, ", "))
 	}
 	var verdict *audit.Verdict
-	done, last := 0, time.Now()
+	// One line per stage: its name when it starts (the line is finished
+	// when it is decided), what was decided, how long it took and why.
+	done, last, open := 0, time.Now(), false
 	po := pipeline.Options{Gate: reproGate(l, &verdict), Environ: demoEnviron(filepath.Join(dir, ".bin"), ldir),
+		Starting: func(stage string) {
+			fmt.Fprintf(progress, "rlgate demo: [%2d/%d] %-13s ", done+1, len(f.Stages), stage)
+			open = true
+		},
 		Progress: func(d pipeline.Decision) {
 			done++
-			fmt.Fprintf(progress, "rlgate demo: [%2d/%d] %-13s %-8s %5.1fs  %s\n", done, len(f.Stages), d.Stage, d.Action, time.Since(last).Seconds(), strings.Join(d.Reasons, "; "))
-			last = time.Now()
+			if !open {
+				fmt.Fprintf(progress, "rlgate demo: [%2d/%d] %-13s ", done, len(f.Stages), d.Stage)
+			}
+			fmt.Fprintf(progress, "%-8s %5.1fs  %s\n", d.Action, time.Since(last).Seconds(), strings.Join(d.Reasons, "; "))
+			last, open = time.Now(), false
 		}}
 	ds, err := pipeline.Repro(ctx, l, f, nil, po)
 	s.Decisions = append(s.Decisions, ds...)

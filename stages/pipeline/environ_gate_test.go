@@ -35,8 +35,10 @@ func TestReproStageEnvironAndGateRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	var heard map[string]string
+	var started []string
 	opts := Options{
-		Environ: append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "DEMO_WORD=hello"),
+		Starting: func(stage string) { started = append(started, stage) },
+		Environ:  append(os.Environ(), "PATH="+bin+string(os.PathListSeparator)+os.Getenv("PATH"), "DEMO_WORD=hello"),
 		Gate: func(_ context.Context, policy, _ string, runs map[string]string) (bool, string, error) {
 			heard = runs
 			return true, "passed", nil
@@ -51,6 +53,9 @@ func TestReproStageEnvironAndGateRuns(t *testing.T) {
 	}
 	if out, _ := os.ReadFile(filepath.Join(dir, "out", "a.txt")); string(out) != "hello\n" {
 		t.Errorf("out/a.txt = %q, want the tool's output with the stage environment", out)
+	}
+	if d := cmp.Diff([]string{"a", "g"}, started); d != "" {
+		t.Errorf("stages heard starting (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(map[string]string{"a": ds[0].Run, "g": ds[1].Run}, heard); d != "" {
 		t.Errorf("runs the gate heard (-want +got):\n%s", d)

@@ -40,6 +40,8 @@ type Options struct {
 	Stdout, Stderr io.Writer // the stages' output; nil: ledger only
 	// Progress, if set, hears each decision as it is made.
 	Progress func(Decision)
+	// Starting, if set, hears a stage's name just before it runs.
+	Starting func(stage string)
 	// Gate checks a stage's gate policy (as the stage names it, with the
 	// pipeline file's directory) once the stage ran or was up to date; it
 	// reports whether the gate passed and why. runs maps each stage decided
@@ -99,6 +101,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 				d.Action = ActionWouldRun
 			default:
 				spec.Stdout, spec.Stderr, spec.Environ = opts.Stdout, opts.Stderr, opts.Environ
+				if opts.Starting != nil {
+					opts.Starting(s.Name)
+				}
 				res, err := runner.Run(ctx, l, spec)
 				if err != nil {
 					return out, err
