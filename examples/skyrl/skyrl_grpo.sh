@@ -7,6 +7,11 @@
 set -eu
 init=$1 out=$2 metrics=$3
 export TENSORBOARD_DIR="$PWD/$metrics.d"
+# skyrl-gym's text2sql environment opens <db_path>/<data>/database/<db_id>/
+# <db_id>.sqlite (OmniSQL's layout; rlgate export rl writes data = spider),
+# so db_path gets a spider/database link to the stage's db_root.
+mkdir -p skyrl_db/spider
+ln -sfn "$PWD/$RLGATE_PARAM_DB_ROOT" skyrl_db/spider/database
 cd SkyRL/skyrl-train
 uv run --isolated --extra vllm -m skyrl_train.entrypoints.main_base \
   data.train_data="['$OLDPWD/rl_data/train.parquet']" \
@@ -33,7 +38,7 @@ uv run --isolated --extra vllm -m skyrl_train.entrypoints.main_base \
   generator.n_samples_per_prompt=8 \
   generator.max_turns=6 \
   environment.env_class=text2sql \
-  environment.skyrl_gym.text2sql.db_path="$OLDPWD/$RLGATE_PARAM_DB_ROOT" \
+  environment.skyrl_gym.text2sql.db_path="$OLDPWD/skyrl_db" \
   trainer.epochs=1 \
   trainer.train_batch_size=64 \
   trainer.policy_mini_batch_size=64 \
