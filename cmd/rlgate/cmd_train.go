@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -137,7 +138,14 @@ func trainCommonOf(cmd *cli.Command) trainCommon {
 }
 
 // open loads the start checkpoint and the tasks and opens the metrics file.
-func (o trainCommon) open() (*refpolicy.Weights, []train.Task, io.WriteCloser, error) {
+// An --out that is the --init checkpoint (or another given here, like
+// --kl-ref) is refused: training would overwrite its own input.
+func (o trainCommon) open(inputs ...string) (*refpolicy.Weights, []train.Task, io.WriteCloser, error) {
+	for _, in := range append([]string{o.Init}, inputs...) {
+		if in != "" && filepath.Clean(in) == filepath.Clean(o.Out) {
+			return nil, nil, nil, usagef("train: --out %s is an input checkpoint; write to another directory", o.Out)
+		}
+	}
 	weights, err := refpolicy.Load(o.Init)
 	if err != nil {
 		return nil, nil, nil, err
@@ -243,7 +251,7 @@ func runTrainGRPO(ctx context.Context, o trainGRPOOptions, w io.Writer) (*trainS
 	if o.Opts.Steps < 1 || o.Opts.Batch < 1 || o.Opts.Group < 2 || o.Opts.LR < 0 || o.Opts.PPOEpochs < 1 {
 		return nil, usagef("train grpo needs --steps, --batch and --ppo-epochs of at least 1, --group-size of at least 2 and --lr >= 0")
 	}
-	weights, ts, mf, err := o.open()
+	weights, ts, mf, err := o.open(o.KLRef)
 	if err != nil {
 		return nil, err
 	}

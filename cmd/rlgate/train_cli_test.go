@@ -91,6 +91,10 @@ func TestTrainNoUpdateKeepsEveryTensor(t *testing.T) {
 	if rl.ModelIdentity == baseID {
 		t.Errorf("lr 0.05 left the identity at Base's %s", baseID)
 	}
+	// training into its own input is refused
+	if code, _, errOut := rlgate(t, append([]string{"train"}, trainGRPOArgs(base, data, base+"/", filepath.Join(dir, "self.jsonl"), "0.05", "1")...)...); code != exitUsage || !strings.Contains(errOut, "is an input checkpoint") {
+		t.Errorf("--out = --init: exit %d, %q", code, errOut)
+	}
 	// a wrong --db-root is refused before anything is trained or written
 	wrong := filepath.Join(dir, "wrong")
 	code, _, errOut := rlgate(t, append(append([]string{"train"}, trainGRPOArgs(base, data, wrong, filepath.Join(dir, "wrong.jsonl"), "0.05", "1")...), "--db-root", t.TempDir())...)

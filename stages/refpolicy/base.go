@@ -1,6 +1,10 @@
 package refpolicy
 
-import "math/rand/v2"
+import (
+	"maps"
+	"math/rand/v2"
+	"slices"
+)
 
 // NumSlots is the number of slots, and of weight tensors.
 const NumSlots = int(numSlots)
@@ -33,8 +37,9 @@ func Base(seed uint64) *Weights {
 		for i := range w[s] {
 			w[s][i] = float32(0.01 * rng.NormFloat64())
 		}
-		for name, v := range basePriors[Slot(s)] {
-			w[s][hashFeat(name)] += v
+		priors := basePriors[Slot(s)]
+		for _, name := range slices.Sorted(maps.Keys(priors)) { // a fixed order of float additions
+			w[s][hashFeat(name)] += priors[name]
 		}
 	}
 	return w
