@@ -169,8 +169,8 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFil
 	seen := map[string]bool{}
 	var whats []string
 	for _, a := range t.artifacts {
-		if a.Role != "input" || a.ProducedBy == nil {
-			continue
+		if a.Role != "input" || a.ProducedBy == nil || a.ProducedBy.Run == "" {
+			continue // no producer, or an artifact recorded outside a run (data render, hash --record)
 		}
 		pr, err := l.RunStatus(ctx, a.ProducedBy.Run)
 		if err != nil {

@@ -55,7 +55,17 @@ func TestExportSplitAuditReadsRecordedExclusion(t *testing.T) {
 	leaky := filepath.Join(dir, "rl-all.parquet")
 	exportRun(t, "--ledger", ldir, "export", "rl", "--tasks", data, "--format", "skyrl-parquet", "--out", leaky)
 
-	sft := exportTrainOn(t, ldir, "sft", "sft1", sftData)
+	// The SFT run also reads a prompts file data render recorded outside
+	// any run: an input whose producer is no synthesis or export.
+	prompts := filepath.Join(dir, "prompts.jsonl")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", data, "--out", prompts); code != 0 {
+		t.Fatalf("data render: exit %d: %s", code, errOut)
+	}
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "sft", "--run", "sft1", "--gpu", "off", "--in", "data="+sftData,
+		"--in", "prompts="+prompts, "--", "true"); code != 0 {
+		t.Fatalf("run sft1: exit %d: %s", code, errOut)
+	}
+	sft := "sft1"
 	code, f := exportSplitAudit(t, ldir, sft, exportTrainOn(t, ldir, "rl", "rl1", rlData))
 	if code != 0 || !f.OK || !strings.Contains(f.Message, "left out the 300 ids of "+filepath.Join(synthDir, synth.ExampleIDsFile)) {
 		t.Errorf("excluded RL data: exit %d, %+v", code, f)
