@@ -34,13 +34,24 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		what string
 		a    *trainArtifact
 	}
-	// base: the input of the trained run, else of any run.
+	// base: the input of the trained run, else of any run; and where the
+	// sft run started when the trained run descends from the sft run's
+	// output through stages in between (SFT, then RL in two stages).
 	var base ckpt
 	for _, t := range append([]*trainRun{trainByLabel(trains, LabelRL)}, trains...) {
 		if t != nil && base.a == nil {
 			if a := t.checkpoint("input", "base"); a != nil {
 				base = ckpt{fmt.Sprintf("the input %s of training %s", a.Name, t.Run), a}
 			}
+		}
+	}
+	if sft := trainByLabel(trains, LabelSFT); sft != nil && base.a != nil {
+		descends, err := descendsFrom(ctx, l, base.a, sft.Run)
+		if err != nil {
+			return nil, err
+		}
+		if a := sft.checkpoint("input", "base"); a != nil && descends {
+			base = ckpt{fmt.Sprintf("the input %s of training %s, where the rl model's lineage starts", a.Name, sft.Run), a}
 		}
 	}
 	expected := map[string]ckpt{LabelBase: base}
@@ -129,4 +140,23 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 			t.Label, in.Digest, out.Digest, len(diffs), strings.Join(names, ", "))
 	}
 	return r, nil
+}
+
+// descendsFrom reports whether the checkpoint a was written by the stage
+// run run, or by a stage run whose base checkpoint descends from it,
+// following the lineage rlgate run recorded for each input.
+func descendsFrom(ctx context.Context, l *ledger.Ledger, a *trainArtifact, run string) (bool, error) {
+	seen := map[string]bool{}
+	for a != nil && a.ProducedBy != nil && !seen[a.ProducedBy.Run] {
+		if a.ProducedBy.Run == run {
+			return true, nil
+		}
+		seen[a.ProducedBy.Run] = true
+		up, err := loadTrains(ctx, l, []LabeledRun{{Run: a.ProducedBy.Run}})
+		if err != nil {
+			return false, err
+		}
+		a = up[0].checkpoint("input", "base")
+	}
+	return false, nil
 }

@@ -172,3 +172,18 @@ func PolicyRef(ref, dir string) (Policy, error) {
 	}
 	return LoadPolicy(ref)
 }
+
+// InPipeline returns p with each training run that names a stage of a
+// pipeline replaced by that stage's run (stage -> run, as rlgate repro
+// decided them), so a policy that gates a pipeline can name its training
+// runs, whose ids repro makes up, by their stages.
+func (p Policy) InPipeline(runs map[string]string) Policy {
+	train := slices.Clone(p.Subjects.Train)
+	for i, lr := range train {
+		if run, ok := runs[lr.Run]; ok {
+			train[i].Run = run
+		}
+	}
+	p.Subjects.Train = train
+	return p
+}

@@ -109,6 +109,10 @@ func printComparison(w io.Writer, c *audit.Comparison) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
-	_, err := fmt.Fprintf(w, "%d paired tasks (task set %s); bootstrap B=%d, seed %d; recorded as entry %d\n", c.Tasks, c.TaskSet, c.B, c.Seed, c.Seq)
+	recorded := fmt.Sprintf("recorded as entry %d", c.Seq)
+	if c.Seq == 0 {
+		recorded = "not recorded" // rlgate demo shows what its compare stage recorded
+	}
+	_, err := fmt.Fprintf(w, "%d paired tasks (task set %s); bootstrap B=%d, seed %d; %s\n", c.Tasks, c.TaskSet, c.B, c.Seed, recorded)
 	return err
 }

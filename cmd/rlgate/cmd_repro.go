@@ -29,7 +29,9 @@ func newReproCommand() *cli.Command {
 			"gate: POLICY (a policy file, or paper-grade) is gated once it is up to date\n" +
 			"(see rlgate gate); a failed gate fails the stage and nothing downstream runs.\n" +
 			"Like rlgate gate, a gate that passes publishes the requests (rlgate run\n" +
-			"--publish-to) waiting for its model.\n\n" + exitCodesHelp,
+			"--publish-to) waiting for its model.\n" +
+			"The policy's train: may name a training run by its stage (rl: rl2): repro\n" +
+			"takes the run that stage ran, or was up to date with.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
@@ -60,22 +62,7 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		return nil, err
 	}
 	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun, Gate: func(ctx context.Context, policy, dir string) (bool, string, error) {
-		p, err := audit.PolicyRef(policy, dir)
-		if err != nil {
-			return false, "", err
-		}
-		v, err := audit.Gate(ctx, l, p, audit.GateOptions{})
-		if err != nil {
-			return false, "", err
-		}
-		outcomes, err := publish.AfterGate(ctx, l, v)
-		summary := v.Summary()
-		for _, o := range outcomes {
-			summary += "; " + publishOutcome(o)
-		}
-		return v.OK, summary, err
-	}}
+	po := pipeline.Options{DryRun: opts.DryRun, Gate: reproGate(l, nil)}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
 		po.Progress = func(d pipeline.Decision) {
@@ -97,4 +84,31 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		}
 	}
 	return ds, nil
+}
+
+// reproGate checks a stage's gate policy for pipeline.Repro, with training
+// runs named by their stages resolved to the stages' runs; the verdict is
+// also kept in *last when last is not nil.
+func reproGate(l *ledger.Ledger, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+	return func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return false, "", err
+		}
+		v, err := audit.Gate(ctx, l, p.InPipeline(runs), audit.GateOptions{})
+		if err != nil {
+			return false, "", err
+		}
+		if last != nil {
+			*last = v
+		}
+		// Like rlgate gate, a verdict publishes the requests waiting for
+		// its model (rlgate run --publish-to) when it passed.
+		outcomes, err := publish.AfterGate(ctx, l, v)
+		summary := v.Summary()
+		for _, o := range outcomes {
+			summary += "; " + publishOutcome(o)
+		}
+		return v.OK, summary, err
+	}
 }

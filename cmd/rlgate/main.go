@@ -142,6 +142,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newCompareCommand(),
 			newGateCommand(),
 			newReportCommand(),
+			newDemoCommand(),
 			newStatsCommand(),
 			newKeygenCommand(),
 			newPublishCommand(),

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -39,12 +40,18 @@ type Options struct {
 	Stdout, Stderr io.Writer // the stages' output; nil: ledger only
 	// Progress, if set, hears each decision as it is made.
 	Progress func(Decision)
+	// Starting, if set, hears a stage's name just before it runs.
+	Starting func(stage string)
 	// Gate checks a stage's gate policy (as the stage names it, with the
 	// pipeline file's directory) once the stage ran or was up to date; it
-	// reports whether the gate passed and why. The gate lives above this
-	// package, so the caller supplies it; a stage with a gate and no Gate
-	// here is refused.
-	Gate func(ctx context.Context, policy, dir string) (ok bool, why string, err error)
+	// reports whether the gate passed and why. runs maps each stage decided
+	// so far that ran or was up to date to its run, so a policy can name a
+	// training run by its stage. The gate lives above this package, so the
+	// caller supplies it; a stage with a gate and no Gate here is refused.
+	Gate func(ctx context.Context, policy, dir string, runs map[string]string) (ok bool, why string, err error)
+	// Environ is the stages' environment; nil: rlgate's own. When it sets
+	// PATH, a command named without a slash is looked up there.
+	Environ []string
 }
 
 // Repro runs the selected stages in dependency order, skipping a stage whose
@@ -60,6 +67,7 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 		return nil, err
 	}
 	decided := map[string]string{}
+	runs := map[string]string{} // stage -> its run, for the ones that ran or were up to date
 	var out []Decision
 	for _, s := range stages {
 		spec, err := f.spec(s)
@@ -92,7 +100,10 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 			case opts.DryRun:
 				d.Action = ActionWouldRun
 			default:
-				spec.Stdout, spec.Stderr = opts.Stdout, opts.Stderr
+				spec.Stdout, spec.Stderr, spec.Environ = opts.Stdout, opts.Stderr, opts.Environ
+				if opts.Starting != nil {
+					opts.Starting(s.Name)
+				}
 				res, err := runner.Run(ctx, l, spec)
 				if err != nil {
 					return out, err
@@ -104,11 +115,14 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 				}
 			}
 		}
+		if d.Action == ActionRan || d.Action == ActionSkip {
+			runs[s.Name] = d.Run
+		}
 		if s.Gate != "" && (d.Action == ActionRan || d.Action == ActionSkip) {
 			if opts.Gate == nil {
 				return out, fmt.Errorf("pipeline %s: stage %s declares gate %s, which this caller cannot check", f.Path, s.Name, s.Gate)
 			}
-			ok, why, err := opts.Gate(ctx, s.Gate, filepath.Dir(f.Path))
+			ok, why, err := opts.Gate(ctx, s.Gate, filepath.Dir(f.Path), maps.Clone(runs))
 			if err != nil {
 				return out, fmt.Errorf("stage %s: gate %s: %w", s.Name, s.Gate, err)
 			}

@@ -1,6 +1,8 @@
 package runner
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 
@@ -55,4 +57,33 @@ func allowed(name string) bool {
 		}
 	}
 	return false
+}
+
+// lookPathIn finds a command named without a slash in the PATH of env, as
+// a shell started with env would, so a stage's environment decides which
+// binary runs; ok is false when env sets no PATH or none holds it (then
+// rlgate's own PATH applies).
+func lookPathIn(env []string, name string) (string, bool) {
+	if strings.ContainsRune(name, filepath.Separator) {
+		return "", false
+	}
+	path, ok := "", false
+	for _, kv := range env {
+		if v, found := strings.CutPrefix(kv, "PATH="); found {
+			path, ok = v, true
+		}
+	}
+	if !ok {
+		return "", false
+	}
+	for _, dir := range filepath.SplitList(path) {
+		if dir == "" {
+			continue
+		}
+		p := filepath.Join(dir, name)
+		if fi, err := os.Stat(p); err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0 {
+			return p, true
+		}
+	}
+	return "", false
 }

@@ -105,3 +105,17 @@ func preflight(ctx context.Context, l *ledger.Ledger, spec Spec, dir string, art
 	p.Passed = true
 	return p, nil
 }
+
+// FailedCheck names the reward audit's check a failed pre-flight stands
+// in for: databases-present when a database the gold needs is missing or
+// changed (or the gold cannot be read), gold-self-grade when the gold did
+// not score 1 against itself often enough; "" when it passed.
+func (p *Preflight) FailedCheck() string {
+	switch {
+	case p.Passed:
+		return ""
+	case p.SelfGrade != nil:
+		return "gold-self-grade"
+	}
+	return "databases-present"
+}

@@ -1,0 +1,61 @@
+package audit
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rlgate/rlgate/ledger/ledgertest"
+	"github.com/rlgate/rlgate/stages/runner"
+)
+
+// TestIdentityFollowsLineageToSFTInput: with SFT, then RL in two stages
+// (rl1 unlabelled, rl from rl1's output), the base is where the sft run
+// started, so a No-update control from Base passes; a control from the
+// SFT model still fails.
+func TestIdentityFollowsLineageToSFTInput(t *testing.T) {
+	l := ledgertest.New(t)
+	dir := t.TempDir()
+	weights := func(name, file string) string {
+		d := filepath.Join(dir, name)
+		os.MkdirAll(d, 0o755)
+		raw, err := os.ReadFile(filepath.Join("..", "testdata", "safetensors", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(d, "model.safetensors"), raw, 0o644)
+		return d
+	}
+	base := weights("base", "f.safetensors")
+	src := map[string]string{"sft": weights("w-sft", "i.safetensors"), "rl1": weights("w-rl1", "h.safetensors"), "rl": weights("w-rl", "b.safetensors")}
+	train := func(run, in, out, weightsDir string) {
+		t.Helper()
+		res, err := runner.Run(ctx, l, runner.Spec{Stage: run, Run: run, Dir: dir,
+			Argv:    []string{"sh", "-c", "mkdir -p " + out + " && cp " + weightsDir + "/model.safetensors " + out + "/"},
+			Inputs:  []runner.Named{{Name: "base", Path: in}},
+			Outputs: []runner.Named{{Name: "ckpt", Path: out}}})
+		if err != nil || res.Status != "ok" {
+			t.Fatalf("train %s: %v %+v", run, err, res)
+		}
+	}
+	train("sft", base, filepath.Join(dir, "sft"), src["sft"])
+	train("rl1", filepath.Join(dir, "sft"), filepath.Join(dir, "rl1"), src["rl1"])
+	train("rl", filepath.Join(dir, "rl1"), filepath.Join(dir, "rl"), src["rl"])
+	train("lr0", base, filepath.Join(dir, "lr0"), base)
+	train("lr0-from-sft", filepath.Join(dir, "sft"), filepath.Join(dir, "lr0-from-sft"), src["sft"])
+
+	for _, c := range []struct {
+		noupdate string
+		ok       bool
+	}{{"lr0", true}, {"lr0-from-sft", false}} {
+		r, err := Identity(ctx, l, Subjects{Train: []LabeledRun{{LabelSFT, "sft"}, {LabelRL, "rl"}, {LabelNoUpdate, c.noupdate}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range r.Findings {
+			if f.Check == CheckNoUpdateIdentical && f.OK != c.ok {
+				t.Errorf("noupdate %s: %s ok=%v, want %v: %s", c.noupdate, f.Check, f.OK, c.ok, f.Message)
+			}
+		}
+	}
+}
