@@ -183,6 +183,9 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFil
 		if err := l.DecodeBody(ctx, pr.StartedSeq, &p); err != nil {
 			return nil, false, fmt.Errorf("input %s: %w", a.Name, err)
 		}
+		if p.TaskIDs.IsZero() {
+			continue // a user's own stage of that name (rlgate run --stage synth): no recorded task ids
+		}
 		raw, err := l.ReadBlob(p.TaskIDs)
 		if err != nil {
 			return nil, false, fmt.Errorf("input %s: task ids of %s: %w", a.Name, a.ProducedBy.Run, err)

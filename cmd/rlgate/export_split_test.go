@@ -61,8 +61,15 @@ func TestExportSplitAuditReadsRecordedExclusion(t *testing.T) {
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", data, "--out", prompts); code != 0 {
 		t.Fatalf("data render: exit %d: %s", code, errOut)
 	}
+	// And a file a user's own stage named synth wrote: its run records
+	// no task ids, so it is no rlgate synth, whatever its stage's name.
+	notes := filepath.Join(dir, "notes.txt")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", synth.Stage, "--run", "my-synth", "--gpu", "off", "--out", "notes="+notes,
+		"--", "sh", "-c", "echo hand-written > "+notes); code != 0 {
+		t.Fatalf("run my-synth: exit %d: %s", code, errOut)
+	}
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "sft", "--run", "sft1", "--gpu", "off", "--in", "data="+sftData,
-		"--in", "prompts="+prompts, "--", "true"); code != 0 {
+		"--in", "prompts="+prompts, "--in", "notes="+notes, "--", "true"); code != 0 {
 		t.Fatalf("run sft1: exit %d: %s", code, errOut)
 	}
 	sft := "sft1"
