@@ -25,6 +25,9 @@ type blobStore interface {
 	// stored returns nil when blob d is stored (the write-ordering rule:
 	// see prepare); an absent blob gives an error that is fs.ErrNotExist.
 	stored(ctx context.Context, d Digest) error
+	// check makes sure the store can be read, so that a problem shows up
+	// when the ledger is opened, not half-way through a stage.
+	check(ctx context.Context) error
 	// noteStray adds a note to rep for every blob refs lacks and for
 	// anything else in the store that is not a blob.
 	noteStray(ctx context.Context, rep *VerifyReport, refs map[Digest]int64)
@@ -64,6 +67,8 @@ func (s localBlobs) open(_ context.Context, d Digest) (io.ReadCloser, int64, err
 	}
 	return f, size, nil
 }
+
+func (s localBlobs) check(context.Context) error { return checkBlobDir(s.root) }
 
 // stored also requires a regular file.
 func (s localBlobs) stored(_ context.Context, d Digest) error {

@@ -290,10 +290,10 @@ func open(ctx context.Context, dir string, readOnly bool) (*Ledger, error) {
 		return nil, &Error{Op: "open ledger", Path: dir, Err: ErrNoLedger,
 			Hint: "rlgate init --ledger " + dir + " (or set --ledger / " + EnvLedger + " to an existing ledger)"}
 	}
-	if err := checkBlobDir(filepath.Join(dir, blobsDir)); err != nil {
+	l := &Ledger{dir: dir, blobs: localBlobs{filepath.Join(dir, blobsDir)}}
+	if err := l.blobs.check(ctx); err != nil {
 		return nil, err
 	}
-	l := &Ledger{dir: dir, blobs: localBlobs{filepath.Join(dir, blobsDir)}}
 	if err := l.openDB(ctx, dbPath, readOnly); err != nil {
 		return nil, err
 	}
