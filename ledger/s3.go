@@ -99,20 +99,25 @@ type s3Blobs struct {
 // directory: the cache parameter, else one under the user cache
 // directory named for ledger (the ledger's URL as shown) and the bucket.
 func parseS3(loc, ledger string) (*s3Blobs, string, error) {
+	where := "--blobs" // never loc itself, which may hold credentials
 	bad := func(err error, hint string) (*s3Blobs, string, error) {
-		return nil, "", &Error{Op: "open blob store", Path: loc, Err: err, Hint: hint}
+		return nil, "", &Error{Op: "open blob store", Path: where, Err: err, Hint: hint}
 	}
 	u, err := url.Parse(loc)
 	if err != nil {
-		return bad(err, "give --blobs as s3://BUCKET/PREFIX")
+		return bad(errors.New("not a URL"), "give --blobs as s3://BUCKET/PREFIX")
 	}
+	where = s3Scheme + path.Join(u.Host, u.Path)
 	if u.User != nil {
 		return bad(errors.New("credentials in the location"), "remove them and set AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY")
 	}
 	if u.Host == "" {
 		return bad(errors.New("no bucket"), "give --blobs as s3://BUCKET/PREFIX")
 	}
-	q := u.Query()
+	q, err := url.ParseQuery(u.RawQuery)
+	if err != nil {
+		return bad(errors.New("unreadable parameters"), "give --blobs as s3://BUCKET/PREFIX and the rest with --s3-endpoint, --s3-region, --s3-path-style and --cache")
+	}
 	for k := range q {
 		switch k {
 		case "endpoint", "region", "path-style", "cache":
@@ -124,6 +129,7 @@ func parseS3(loc, ledger string) (*s3Blobs, string, error) {
 	ep, err := url.Parse(endpoint)
 	switch {
 	case err != nil:
+		ep, err = &url.URL{Host: "(unreadable)"}, errors.New("not a URL") // url's error would repeat it, credentials and all
 	case ep.Scheme != "http" && ep.Scheme != "https" || ep.Host == "":
 		err = errors.New("want http://HOST[:PORT] or https://HOST[:PORT]")
 	case ep.User != nil:
@@ -132,7 +138,7 @@ func parseS3(loc, ledger string) (*s3Blobs, string, error) {
 		err = errors.New("it has a path; give the bucket and prefix in --blobs")
 	}
 	if err != nil {
-		return bad(fmt.Errorf("S3 endpoint %s: %w", (&url.URL{Scheme: ep.Scheme, Host: ep.Host}).String(), err), "fix --s3-endpoint or AWS_ENDPOINT_URL")
+		return bad(fmt.Errorf("S3 endpoint %s: %w", strings.TrimPrefix(ep.Scheme+"://"+ep.Host, "://"), err), "fix --s3-endpoint or AWS_ENDPOINT_URL")
 	}
 	pathStyle := false
 	if v := q.Get("path-style"); v != "" {
