@@ -126,7 +126,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.BoolFlag{
 				Name:  "s3-path-style",
-				Usage: "name the bucket in the URL path, not the host name (most self-hosted S3 servers)",
+				Usage: "always name the bucket in the URL path, not the host name (the default except on AWS, Google and Alibaba endpoints)",
 			},
 			&cli.StringFlag{
 				Name:    "cache",
