@@ -79,6 +79,24 @@ func TestS3BlobRoundTrip(t *testing.T) {
 	if _, err := l.Append(ctx, ledger.Record{Kind: "log", Run: "r1", Blobs: []ledger.Digest{ledger.Sum([]byte("never stored"))}, Body: map[string]int{}}); !errors.Is(err, ledger.ErrBlobMissing) {
 		t.Errorf("append naming an absent object: %v, want ErrBlobMissing", err)
 	}
+
+	// A blob stored and never named (an interrupted write), and an object
+	// that is no blob: notes, not errors. Objects outside the prefix are
+	// not the ledger's. (S3 lists keys in order.)
+	stray, err := l.PutBlobBytes([]byte("stored, then the stage died"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s3PutObject(t, srv, "team/a/README", []byte("hello"), nil)
+	s3PutObject(t, srv, "team/b/"+stray.Hex()[:2]+"/"+stray.Hex(), []byte("another ledger's"), nil)
+	rep = ledgertest.Check(t, r)
+	wantNotes := []ledger.Finding{
+		{Severity: ledger.SeverityNote, Check: "blob", Digest: stray.String(), Message: "no entry names this blob (left by an interrupted write; harmless)"},
+		{Severity: ledger.SeverityNote, Check: "blob", Message: "file in the blob store that is not a blob: s3://" + srv.Bucket + "/team/a/README"},
+	}
+	if diff := cmp.Diff(wantNotes, rep.Findings); diff != "" {
+		t.Errorf("verify findings (-want +got):\n%s", diff)
+	}
 }
 
 // TestS3SkipWhenExists: a writer that finds the object already in the
