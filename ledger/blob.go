@@ -13,18 +13,11 @@ import (
 	"github.com/zeebo/blake3"
 )
 
-// blobPath is blobs/<first two hex digits>/<64 hex digits>.
-func (l *Ledger) blobPath(d Digest) string {
-	h := d.Hex()
-	return filepath.Join(l.dir, blobsDir, h[:2], h)
-}
-
 // PutBlob streams r into the blob store and returns its digest and size.
-// The bytes go to a temporary file that is fsynced and renamed into place
-// (and the directory fsynced) before PutBlob returns, so an entry appended
-// afterwards never names a blob a crash could lose. Bytes already present
-// are renamed into place all the same: the fresh copy replaces the old file
-// instead of trusting it, so a damaged copy is repaired, never named anew.
+// The bytes go to a local temporary file that is fsynced, hashed on the
+// way, and then moved into the store (renamed into place in a directory,
+// uploaded to S3) before PutBlob returns, so an entry appended afterwards
+// never names a blob a crash could lose.
 func (l *Ledger) PutBlob(r io.Reader) (Digest, int64, error) {
 	tmp, err := os.CreateTemp(filepath.Join(l.dir, blobsDir, tmpDir), "put-*")
 	if err != nil {
@@ -43,17 +36,7 @@ func (l *Ledger) PutBlob(r io.Reader) (Digest, int64, error) {
 		return Digest{}, n, fmt.Errorf("put blob: %w", err)
 	}
 	d := SumDigest(h)
-	dst := l.blobPath(d)
-	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-		return Digest{}, n, fmt.Errorf("put blob %s: %w", d, err)
-	}
-	if err := os.Chmod(tmp.Name(), 0o444); err != nil {
-		return Digest{}, n, fmt.Errorf("put blob %s: %w", d, err)
-	}
-	if err := os.Rename(tmp.Name(), dst); err != nil {
-		return Digest{}, n, fmt.Errorf("put blob %s: %w", d, err)
-	}
-	if err := syncDir(filepath.Dir(dst)); err != nil {
+	if err := l.blobs.put(context.Background(), tmp.Name(), d, n); err != nil {
 		return Digest{}, n, fmt.Errorf("put blob %s: %w", d, err)
 	}
 	return d, n, nil
@@ -126,25 +109,6 @@ func notRegular(m fs.FileMode) error {
 // blobReadBuffer is how much one read of a blob file asks for.
 const blobReadBuffer = 256 << 10
 
-// hashBlobFile re-hashes the blob file at path and returns the digest of
-// its bytes and their count. Cancelling ctx stops it between reads.
-func hashBlobFile(ctx context.Context, path string) (Digest, int64, error) {
-	f, size, err := openBlobFile(path)
-	if err != nil {
-		return Digest{}, 0, err
-	}
-	defer f.Close()
-	h := Hasher()
-	n, err := io.CopyBuffer(h, ctxReader{ctx, io.LimitReader(f, size)}, make([]byte, blobReadBuffer))
-	if err == nil && n != size {
-		err = fmt.Errorf("%s shrank from %d to %d bytes while being read", path, size, n)
-	}
-	if err != nil {
-		return Digest{}, n, err
-	}
-	return SumDigest(h), n, nil
-}
-
 // ctxReader stops reading once its context is done.
 type ctxReader struct {
 	ctx context.Context
@@ -163,14 +127,14 @@ func (c ctxReader) Read(p []byte) (int, error) {
 // the digest, so a caller that reads to the end never trusts bad bytes. A
 // blob file that is not a regular file is refused with ErrBlobNotRegular.
 func (l *Ledger) OpenBlob(d Digest) (io.ReadCloser, error) {
-	f, size, err := openBlobFile(l.blobPath(d))
-	if errors.Is(err, os.ErrNotExist) {
+	f, size, err := l.blobs.open(context.Background(), d)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("open blob %s: %w", d, ErrNotFound)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("open blob %s: %w", d, err)
 	}
-	return &verifyingReader{r: io.LimitReader(f, size), f: f, h: Hasher(), want: d, size: size}, nil
+	return &verifyingReader{r: io.LimitReader(f, size), c: f, h: Hasher(), want: d, size: size}, nil
 }
 
 // ReadBlob reads a whole blob and checks its digest.
@@ -191,12 +155,12 @@ func (l *Ledger) ReadBlob(d Digest) ([]byte, error) {
 }
 
 type verifyingReader struct {
-	r    io.Reader // f, limited to its size at open
-	f    *os.File
+	r    io.Reader // c, limited to its size at open
+	c    io.Closer
 	h    *blake3.Hasher
 	want Digest
 	done bool
-	size int64 // of the file at open
+	size int64 // of the blob at open
 }
 
 func (v *verifyingReader) Read(p []byte) (int, error) {
@@ -211,4 +175,4 @@ func (v *verifyingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-func (v *verifyingReader) Close() error { return v.f.Close() }
+func (v *verifyingReader) Close() error { return v.c.Close() }

@@ -129,7 +129,7 @@ func openCopyTarget(ctx context.Context, src *Ledger, dir string) (*Ledger, bool
 	var err error
 	shown := dir
 	if IsPostgres(dir) {
-		if _, _, shown, err = pgLocation(dir, false); err != nil {
+		if _, _, shown, _, err = pgLocation(dir, false); err != nil {
 			return nil, false, err
 		}
 	} else if dir, err = filepath.Abs(dir); err != nil {

@@ -45,7 +45,10 @@
 // blobs and run locks): the same tables with PostgreSQL's types, written
 // and read by the same SQL through pgConn, every write transaction taking
 // one advisory lock before it reads the head (pg.go; docs/FORMAT.md,
-// "PostgreSQL ledgers").
+// "PostgreSQL ledgers"). Its blobs parameter may instead be an S3 location,
+// s3://BUCKET/PREFIX: blobs are then objects in that bucket, uploaded
+// before the entry naming them and re-hashed on every read (s3.go; the
+// blobStore interface in blobstore.go chooses between the two stores).
 //
 // Copy copies a ledger into another directory or database, or into an earlier copy,
 // entries byte for byte through the append path with their blobs first,

@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"os"
 	"regexp"
 	"slices"
 	"strings"
@@ -205,8 +204,8 @@ func (l *Ledger) prepareAll(ctx context.Context, recs []Record) ([]Entry, error)
 }
 
 // prepare validates a record and encodes its body; it checks that every
-// referenced blob is already stored, as a regular file, which is the
-// write-ordering rule.
+// referenced blob is already stored (in a directory, as a regular file),
+// which is the write-ordering rule.
 func (l *Ledger) prepare(r Record) (Entry, error) {
 	if !kindPattern.MatchString(r.Kind) {
 		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindPattern)
@@ -228,11 +227,7 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	slices.SortFunc(blobs, func(a, b Digest) int { return strings.Compare(a.Hex(), b.Hex()) })
 	blobs = slices.Compact(blobs)
 	for _, b := range blobs {
-		fi, err := os.Lstat(l.blobPath(b))
-		if err == nil && !fi.Mode().IsRegular() {
-			err = notRegular(fi.Mode())
-		}
-		if err != nil {
+		if err := l.blobs.stored(context.Background(), b); err != nil {
 			return Entry{}, fmt.Errorf("%w: %s: %w", ErrBlobMissing, b, err)
 		}
 	}

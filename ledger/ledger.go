@@ -51,6 +51,8 @@ type Ledger struct {
 	// directory and shown its URL without the password.
 	pg    bool
 	shown string
+	// blobs is the blob store: blobs/ in dir, or an S3 bucket (see s3.go).
+	blobs blobStore
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
@@ -138,7 +140,7 @@ func create(ctx context.Context, dir, id string, genesis *Entry) (*Ledger, error
 	if err != nil {
 		return nil, err
 	}
-	return &Ledger{dir: dir, db: db, id: id}, nil
+	return &Ledger{dir: dir, db: db, id: id, blobs: localBlobs{filepath.Join(dir, blobsDir)}}, nil
 }
 
 // checkInitTarget accepts a missing or empty directory for a new ledger.
@@ -212,7 +214,7 @@ func build(ctx context.Context, dir, id string, genesis *Entry) error {
 	if err != nil {
 		return err
 	}
-	l := &Ledger{dir: dir, db: db, id: id}
+	l := &Ledger{dir: dir, db: db, id: id, blobs: localBlobs{filepath.Join(dir, blobsDir)}}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
 		ddl := []string{fmt.Sprintf("PRAGMA application_id = %d", applicationID), coreDDL, derivedDDL}
 		if err := l.initTx(ctx, tx, ddl, nil, genesis); err != nil {
@@ -288,10 +290,10 @@ func open(ctx context.Context, dir string, readOnly bool) (*Ledger, error) {
 		return nil, &Error{Op: "open ledger", Path: dir, Err: ErrNoLedger,
 			Hint: "rlgate init --ledger " + dir + " (or set --ledger / " + EnvLedger + " to an existing ledger)"}
 	}
-	if err := checkBlobDir(filepath.Join(dir, blobsDir)); err != nil {
+	l := &Ledger{dir: dir, blobs: localBlobs{filepath.Join(dir, blobsDir)}}
+	if err := l.blobs.check(ctx); err != nil {
 		return nil, err
 	}
-	l := &Ledger{dir: dir}
 	if err := l.openDB(ctx, dbPath, readOnly); err != nil {
 		return nil, err
 	}

@@ -57,34 +57,43 @@ func WithBlobs(loc, dir string) string {
 }
 
 // pgLocation splits a PostgreSQL ledger URL into what the driver connects
-// to, the local directory, and the URL to show (password hidden). A
-// read-only open asks the server to refuse every write.
-func pgLocation(loc string, readOnly bool) (conn, dir, shown string, err error) {
+// to, the local directory, the blob store (blobs/ in the local directory,
+// or an S3 bucket whose cache is the local directory) and the URL to show
+// (password hidden). A read-only open asks the server to refuse every write.
+func pgLocation(loc string, readOnly bool) (conn, dir, shown string, blobs blobStore, err error) {
 	u, err := url.Parse(loc)
 	if err != nil {
-		return "", "", "", &Error{Op: "open ledger", Err: err, Hint: "give --ledger as postgres://USER@HOST/DB"}
+		return "", "", "", nil, &Error{Op: "open ledger", Err: err, Hint: "give --ledger as postgres://USER@HOST/DB"}
 	}
 	q := u.Query()
 	dir = q.Get(pgBlobsParam)
 	q.Del(pgBlobsParam)
 	u.RawQuery = q.Encode()
 	shown = u.Redacted()
-	if dir == "" {
-		return "", "", "", &Error{Op: "open ledger", Path: shown, Err: errors.New("no local directory for blobs"),
-			Hint: "give one with --blobs DIR (or " + EnvBlobs + ")"}
-	}
-	if dir, err = filepath.Abs(dir); err != nil {
-		return "", "", "", err
+	switch {
+	case dir == "":
+		return "", "", "", nil, &Error{Op: "open ledger", Path: shown, Err: errors.New("no blob store"),
+			Hint: "give one with --blobs DIR or --blobs s3://BUCKET/PREFIX (or " + EnvBlobs + ")"}
+	case IsS3(dir):
+		if blobs, dir, err = parseS3(dir, shown); err != nil {
+			return "", "", "", nil, err
+		}
+	default:
+		if dir, err = filepath.Abs(dir); err != nil {
+			return "", "", "", nil, err
+		}
+		blobs = localBlobs{filepath.Join(dir, blobsDir)}
 	}
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
 	}
 	u.RawQuery = q.Encode()
-	return u.String(), dir, shown, nil
+	return u.String(), dir, shown, blobs, nil
 }
 
 // EnvBlobs names the environment variable that gives a PostgreSQL
-// ledger's local directory when --blobs does not.
+// ledger's blob store (a local directory or s3://BUCKET/PREFIX) when
+// --blobs does not.
 const EnvBlobs = "RLGATE_BLOBS"
 
 // pgDDL creates a PostgreSQL ledger's tables: coreDDL and derivedDDL with
@@ -126,7 +135,7 @@ const pgLockKey = applicationID
 // given, as in create) commit in one transaction, so a failure leaves
 // nothing. The local directory is created when missing.
 func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, error) {
-	conn, dir, shown, err := pgLocation(loc, false)
+	conn, dir, shown, blobs, err := pgLocation(loc, false)
 	if err != nil {
 		return nil, err
 	}
@@ -134,7 +143,7 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{dir: dir, db: db, id: id, pg: true, shown: shown}
+	l := &Ledger{dir: dir, db: db, id: id, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
 		return nil, &Error{Op: "init ledger", Path: shown, Err: err, Hint: hint}
@@ -145,7 +154,11 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 		return fail(err, "check that the PostgreSQL server is running and the URL is right")
 	}
 	if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
-		return fail(err, "check that "+dir+" (--blobs) is writable")
+		return fail(err, "check that "+dir+" (--blobs, or --cache for S3) is writable")
+	}
+	if err := blobs.check(ctx); err != nil {
+		db.Close()
+		return nil, err
 	}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
 		return l.initTx(ctx, tx, pgDDL, map[string]string{"schema_version": strconv.Itoa(SchemaVersion)}, genesis)
@@ -158,7 +171,7 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 
 // openPG opens the PostgreSQL ledger loc names; see open.
 func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
-	conn, dir, shown, err := pgLocation(loc, readOnly)
+	conn, dir, shown, blobs, err := pgLocation(loc, readOnly)
 	if err != nil {
 		return nil, err
 	}
@@ -166,7 +179,7 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Ledger{dir: dir, db: db, pg: true, shown: shown}
+	l := &Ledger{dir: dir, db: db, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
 		return nil, &Error{Op: "open ledger", Path: shown, Err: err, Hint: hint}
@@ -174,7 +187,7 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	ver, err := l.pgFormat(ctx)
 	switch {
 	case errors.Is(err, ErrNoLedger):
-		return fail(err, "rlgate init --ledger "+shown+" --blobs "+dir)
+		return fail(err, "rlgate init --ledger "+shown+" (with the same --blobs)")
 	case err != nil:
 		return fail(err, "check that the PostgreSQL server is running and the URL is right")
 	case ver > SchemaVersion:
@@ -188,10 +201,10 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	}
 	if !readOnly {
 		if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
-			return fail(err, "check that "+dir+" (--blobs) is writable")
+			return fail(err, "check that "+dir+" (--blobs, or --cache for S3) is writable")
 		}
 	}
-	if err := checkBlobDir(filepath.Join(dir, blobsDir)); err != nil {
+	if err := blobs.check(ctx); err != nil {
 		db.Close()
 		return nil, err
 	}

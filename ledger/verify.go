@@ -6,8 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"os"
-	"path/filepath"
+	"io/fs"
 	"runtime"
 	"sort"
 	"strconv"
@@ -429,7 +428,7 @@ func (l *Ledger) verifyBlobs(ctx context.Context, rep *VerifyReport, refs map[Di
 			defer wg.Done()
 			for i := range work {
 				res := result{d: ds[i]}
-				res.got, res.size, res.err = hashBlobFile(ctx, l.blobPath(ds[i]))
+				res.got, res.size, res.err = hashBlob(ctx, l.blobs, ds[i])
 				results[i] = res
 			}
 		}()
@@ -450,7 +449,7 @@ feed:
 	for _, res := range results {
 		seq := refs[res.d]
 		switch {
-		case os.IsNotExist(res.err):
+		case errors.Is(res.err, fs.ErrNotExist):
 			rep.add(Finding{Severity: SeverityError, Check: "blob", Digest: res.d.String(), Message: fmt.Sprintf("missing (named by entry %d)", seq)})
 		case res.err != nil:
 			rep.add(Finding{Severity: SeverityError, Check: "blob", Digest: res.d.String(), Message: fmt.Sprintf("unreadable (named by entry %d): %v", seq, res.err)})
@@ -462,42 +461,9 @@ feed:
 		}
 	}
 	if walked {
-		l.noteStrayBlobs(ctx, rep, refs)
+		l.blobs.noteStray(ctx, rep, refs)
 	}
 	return ctx.Err()
-}
-
-// noteStrayBlobs notes blobs no entry names (a crash between storing a blob
-// and appending its entry leaves one; harmless) and leftover temp files.
-func (l *Ledger) noteStrayBlobs(ctx context.Context, rep *VerifyReport, refs map[Digest]int64) {
-	root := filepath.Join(l.dir, blobsDir)
-	filepath.WalkDir(root, func(path string, de os.DirEntry, err error) error {
-		if ctx.Err() != nil {
-			return filepath.SkipAll
-		}
-		if err != nil {
-			rep.add(Finding{Severity: SeverityError, Check: "blob", Message: fmt.Sprintf("cannot list %s: %v", path, err)})
-			return nil
-		}
-		if de.IsDir() {
-			return nil
-		}
-		rel, _ := filepath.Rel(root, path)
-		if filepath.Dir(rel) == tmpDir {
-			rep.add(Finding{Severity: SeverityNote, Check: "blob", Message: "leftover temporary file from an interrupted write: " + path})
-			return nil
-		}
-		d, perr := ParseDigest(de.Name())
-		switch {
-		case perr != nil || filepath.Dir(rel) != d.Hex()[:2]:
-			rep.add(Finding{Severity: SeverityNote, Check: "blob", Message: "file in the blob store that is not a blob: " + path})
-		default:
-			if _, ok := refs[d]; !ok {
-				rep.add(Finding{Severity: SeverityNote, Check: "blob", Digest: d.String(), Message: "no entry names this blob (left by an interrupted write; harmless)"})
-			}
-		}
-		return nil
-	})
 }
 
 // maxRowFindings caps how many differing rows one table reports in full.

@@ -18,7 +18,12 @@ func newInitCommand() *cli.Command {
 			"an existing ledger is never touched. The ledger is built beside it in a\n" +
 			"temporary .NAME.init-* directory and renamed into place, so an interrupted\n" +
 			"init leaves no ledger (and perhaps that directory, which may be deleted)\n" +
-			"rather than half of one.\n\n" + exitCodesHelp,
+			"rather than half of one.\n\n" +
+			"--ledger postgres://USER@HOST/DB creates the ledger in that database instead,\n" +
+			"with its blobs in --blobs DIR or in an S3 bucket, --blobs s3://BUCKET/PREFIX\n" +
+			"(the bucket must exist; see --s3-endpoint, --s3-region, --s3-path-style and\n" +
+			"--cache; credentials only from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n" +
+			"AWS_SESSION_TOKEN, never recorded).\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)

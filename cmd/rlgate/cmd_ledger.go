@@ -22,8 +22,10 @@ func newLedgerCommand() *cli.Command {
 				"blobs it names (each blob stored and re-hashed before the entry naming it).\n" +
 				"--to may be missing or empty (the copy is created as 'rlgate init' creates a\n" +
 				"ledger, with the same ledger id) or an earlier copy, which gets only the\n" +
-				"entries it lacks. Either may be a PostgreSQL ledger's URL, whose local\n" +
-				"directory --blobs gives (or the URL's blobs= parameter, when both are URLs).\n" +
+				"entries it lacks. Either may be a PostgreSQL ledger's URL, whose blob store\n" +
+				"(a local directory, or s3://BUCKET/PREFIX with --s3-endpoint and friends)\n" +
+				"--blobs gives (or the URL's blobs= parameter, when both are URLs); a ledger\n" +
+				"directory keeps its blobs in itself.\n" +
 				"Afterwards both ledgers have the same head, and the copy verifies as the\n" +
 				"source does. --from is only read, so it may be a ledger you\n" +
 				"cannot write. A copy whose chain differs from the source's is refused, naming\n" +
@@ -36,7 +38,7 @@ func newLedgerCommand() *cli.Command {
 				&cli.StringFlag{Name: "to", Usage: "the `DIR` (or postgres:// URL) to copy it into: missing, empty, or an earlier copy"},
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
-				blobs := cmd.String("blobs")
+				blobs := blobsLocation(cmd)
 				opts := ledgerCopyOptions{From: ledger.WithBlobs(cmd.String("from"), blobs), To: ledger.WithBlobs(cmd.String("to"), blobs),
 					JSON: cmd.Bool("json"), Progress: cmd.Root().ErrWriter}
 				switch {

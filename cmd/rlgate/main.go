@@ -113,8 +113,25 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringFlag{
 				Name:    "blobs",
-				Usage:   "a PostgreSQL ledger's local `DIR` for blobs and run locks",
+				Usage:   "a PostgreSQL ledger's blob store: a local `DIR` (blobs and run locks) or s3://BUCKET/PREFIX",
 				Sources: cli.EnvVars(ledger.EnvBlobs),
+			},
+			&cli.StringFlag{
+				Name:  "s3-endpoint",
+				Usage: "S3 server `URL` for --blobs s3://... (default: AWS_ENDPOINT_URL_S3, AWS_ENDPOINT_URL, else AWS); credentials only from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN",
+			},
+			&cli.StringFlag{
+				Name:  "s3-region",
+				Usage: "S3 `REGION` for --blobs s3://... (default: AWS_REGION, AWS_DEFAULT_REGION, else asked of the server)",
+			},
+			&cli.BoolFlag{
+				Name:  "s3-path-style",
+				Usage: "always name the bucket in the URL path, not the host name (the default except on AWS, Google and Alibaba endpoints)",
+			},
+			&cli.StringFlag{
+				Name:    "cache",
+				Usage:   "local `DIR` for temporary files and run locks of --blobs s3://... (default: one per ledger under the user cache directory)",
+				Sources: cli.EnvVars(ledger.EnvCache),
 			},
 		},
 		Commands: []*cli.Command{
@@ -181,7 +198,14 @@ func setUsageErrors(c *cli.Command) {
 
 // ledgerDir is the ledger directory from --ledger, RLGATE_LEDGER or the
 // default, whichever comes first; a PostgreSQL ledger's URL carries the
-// local directory from --blobs or RLGATE_BLOBS.
+// blob store from blobsLocation.
 func ledgerDir(cmd *cli.Command) string {
-	return ledger.WithBlobs(cmd.String("ledger"), cmd.String("blobs"))
+	return ledger.WithBlobs(cmd.String("ledger"), blobsLocation(cmd))
+}
+
+// blobsLocation is --blobs or RLGATE_BLOBS, with an S3 location's
+// endpoint, region, path style and cache from their flags.
+func blobsLocation(cmd *cli.Command) string {
+	return ledger.WithS3(cmd.String("blobs"), ledger.S3Options{Endpoint: cmd.String("s3-endpoint"),
+		Region: cmd.String("s3-region"), PathStyle: cmd.Bool("s3-path-style"), Cache: cmd.String("cache")})
 }
