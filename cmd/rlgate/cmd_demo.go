@@ -278,7 +278,7 @@ func printDemo(w io.Writer, s *demoSummary) error {
 	}
 	if s.Verdict != nil {
 		fmt.Fprintln(w, "\nThe gate (gate.yaml):")
-		if err := printVerdict(w, s.Verdict); err != nil {
+		if err := printVerdict(w, s.Verdict, true); err != nil {
 			return err
 		}
 	}

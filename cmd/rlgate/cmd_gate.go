@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
+	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
@@ -98,7 +101,7 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 	}
 	outcomes, perr := publish.AfterGate(ctx, l, v)
 	err = emit(w, o.JSON, gateSummary{Verdict: v, Publishes: outcomes}, func(w io.Writer) error {
-		if err := printVerdict(w, v); err != nil {
+		if err := printVerdict(w, v, false); err != nil {
 			return err
 		}
 		for _, oc := range outcomes {
@@ -151,13 +154,39 @@ func writeJUnit(path string, v *audit.Verdict) error {
 	return nil
 }
 
-func printVerdict(w io.Writer, v *audit.Verdict) error {
+// briefFindings is how many failed findings of one check a brief verdict
+// shows; a leak can fail one check once per task.
+const briefFindings = 3
+
+// printVerdict prints every check of v, or with brief only its claims and
+// the first findings of each check that failed (the demo's summary: the
+// report lists them all).
+func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 	t := newTable(w, "check", "result", "evidence", "finding")
+	passed, failed := 0, map[string]int{}
 	for _, c := range v.Checks {
+		switch {
+		case !brief || strings.HasPrefix(c.Name, "claim "):
+		case c.OK:
+			passed++
+			continue
+		default:
+			if failed[c.Name]++; failed[c.Name] > briefFindings {
+				continue
+			}
+		}
 		t.Append(c.Name, passFail(c.OK), formatSeqs(c.Seqs), c.Message)
 	}
 	if err := t.Render(); err != nil {
 		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(failed)) {
+		if n := failed[name]; n > briefFindings {
+			fmt.Fprintf(w, "and %d more findings of %s\n", n-briefFindings, name)
+		}
+	}
+	if passed > 0 {
+		fmt.Fprintf(w, "and %d audit checks passed (the report lists every check with its evidence)\n", passed)
 	}
 	verdict := "PASSED"
 	if !v.OK {

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/audit"
+)
+
+// TestBriefVerdict: the demo's summary of a verdict shows the claims and
+// the first findings of each failed check, and counts the rest, so a leak
+// found in every task does not print one row per task.
+func TestBriefVerdict(t *testing.T) {
+	v := &audit.Verdict{Failed: 5, Policy: audit.Policy{Name: "p"}}
+	for range 5 {
+		v.Checks = append(v.Checks, audit.GateCheck{Name: "audit gold: no-gold-in-prompts", Message: "leak"})
+	}
+	v.Checks = append(v.Checks, audit.GateCheck{Name: "audit budget: same-protocol", OK: true},
+		audit.GateCheck{Name: "audit split: split-task-ids", OK: true},
+		audit.GateCheck{Name: "claim rl > base", OK: true, Message: "gain"})
+	var full, brief strings.Builder
+	if err := printVerdict(&full, v, false); err != nil {
+		t.Fatal(err)
+	}
+	if err := printVerdict(&brief, v, true); err != nil {
+		t.Fatal(err)
+	}
+	rows := func(s string) (n map[string]int) {
+		n = map[string]int{}
+		for _, line := range strings.Split(s, "\n") {
+			for _, name := range []string{"no-gold-in-prompts", "same-protocol", "split-task-ids", "claim rl > base"} {
+				if strings.Contains(line, "│ "+name) || strings.Contains(line, ": "+name+" ") {
+					n[name]++
+				}
+			}
+		}
+		return n
+	}
+	if diff := cmp.Diff(map[string]int{"no-gold-in-prompts": 5, "same-protocol": 1, "split-task-ids": 1, "claim rl > base": 1}, rows(full.String())); diff != "" {
+		t.Errorf("full verdict rows (-want +got):\n%s\n%s", diff, full.String())
+	}
+	if diff := cmp.Diff(map[string]int{"no-gold-in-prompts": briefFindings, "claim rl > base": 1}, rows(brief.String())); diff != "" {
+		t.Errorf("brief verdict rows (-want +got):\n%s\n%s", diff, brief.String())
+	}
+	for _, want := range []string{"and 2 more findings of audit gold: no-gold-in-prompts", "and 2 audit checks passed"} {
+		if !strings.Contains(brief.String(), want) {
+			t.Errorf("brief verdict lacks %q:\n%s", want, brief.String())
+		}
+	}
+}
