@@ -43,7 +43,7 @@ var (
 	ErrRunLocked = errors.New("another process is recording this run")
 	// ErrServerGone is returned when a PostgreSQL ledger's server could not
 	// be reached or went away during a command.
-	ErrServerGone = errors.New("the PostgreSQL server is unreachable")
+	ErrServerGone = errors.New("the PostgreSQL server went away or cannot be reached")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 	// ErrDiverged is returned by Copy when the destination is not an

@@ -182,8 +182,8 @@ func (l *Ledger) pgConnLost(op string, err error) (lost *Error, ok bool) {
 		why = pe.Message
 	case errors.As(err, &errno):
 		why = errno.Error()
-	case errors.As(err, &ce), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, io.EOF),
-		errors.Is(err, net.ErrClosed), errors.Is(err, driver.ErrBadConn):
+	case errors.As(err, &ce), errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, driver.ErrBadConn):
 		why = "connection closed"
 	default:
 		return nil, false

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -32,8 +33,9 @@ type PGCluster struct {
 	// with a fresh local directory for blobs.
 	URL string
 	t   testing.TB
-	pg  func(name string, args ...string) error
-	ctl []string // pg_ctl's arguments before its action
+	pg   func(name string, args ...string) error
+	ctl  []string // pg_ctl's arguments before its action
+	data string
 }
 
 // StartPostgres is Postgres, returning the cluster.
@@ -67,7 +69,7 @@ func StartPostgres(t testing.TB) *PGCluster {
 		t.Fatal(err)
 	}
 	port := pgFreePort(t)
-	c := &PGCluster{t: t, pg: pg, ctl: []string{"-D", data, "-l", filepath.Join(root, "log"), "-w", "-o",
+	c := &PGCluster{t: t, pg: pg, data: data, ctl: []string{"-D", data, "-l", filepath.Join(root, "log"), "-w", "-o",
 		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, root)}}
 	c.Start()
 	t.Cleanup(func() { pg("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
@@ -85,6 +87,22 @@ func (c *PGCluster) Start() {
 	if err := c.pg("pg_ctl", append(c.ctl, "start")...); err != nil {
 		c.t.Fatal(err)
 	}
+}
+
+// PostmasterPID returns the running server's process id, for a test whose
+// command stops the server itself (kill -QUIT is an immediate stop).
+func (c *PGCluster) PostmasterPID() int {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(line)
+	if err != nil {
+		c.t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
 }
 
 // StopImmediately stops the cluster as a crash would (pg_ctl stop -m
