@@ -31,8 +31,8 @@ func Postgres(t testing.TB) string {
 type PGCluster struct {
 	// URL is a PostgreSQL ledger URL for the cluster's postgres database,
 	// with a fresh local directory for blobs.
-	URL string
-	t   testing.TB
+	URL  string
+	t    testing.TB
 	pg   func(name string, args ...string) error
 	ctl  []string // pg_ctl's arguments before its action
 	data string
