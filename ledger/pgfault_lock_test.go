@@ -12,6 +12,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
@@ -45,6 +46,26 @@ func pgfaultStatus(t *testing.T, loc, run string) string {
 		t.Fatal(err)
 	}
 	return r.Status
+}
+
+// pgfaultAwaitNoAdvisoryLocks waits until no session holds an advisory
+// lock: the server drops a killed process's lock when it reads the end of
+// its connection, which happens after the process is gone, not at once.
+func pgfaultAwaitNoAdvisoryLocks(t *testing.T, loc string) {
+	t.Helper()
+	db := pgDB(t, loc)
+	for start := time.Now(); ; time.Sleep(20 * time.Millisecond) {
+		var n int
+		if err := db.QueryRow("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'").Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		if n == 0 {
+			return
+		}
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("%d advisory locks still held 30 s after their holder was killed", n)
+		}
+	}
 }
 
 // TestPGFaultRunLockAcrossHosts: a run recorded by a process on host 1 is
@@ -94,6 +115,7 @@ func TestPGFaultRunLockAcrossHosts(t *testing.T) {
 
 	rec.Process.Signal(syscall.SIGKILL)
 	rec.Wait()
+	pgfaultAwaitNoAdvisoryLocks(t, host2)
 	if s := pgfaultStatus(t, host2, "rl-1"); s != "interrupted" {
 		t.Fatalf("after SIGKILL of host 1's recorder, host 2 sees status %s, want interrupted", s)
 	}
