@@ -42,10 +42,10 @@
 //
 // A ledger may instead live in PostgreSQL (Init, Open and OpenReadOnly take
 // a postgres:// URL whose blobs parameter names a local directory for
-// blobs): the same tables with PostgreSQL's types, written and read by the
-// same SQL through pgConn, every write transaction taking one advisory
-// lock before it reads the head, and run locks held as advisory locks that
-// every host sees (pg.go; docs/FORMAT.md, "PostgreSQL ledgers").
+// blobs and run locks): the same tables with PostgreSQL's types, written
+// and read by the same SQL through pgConn, every write transaction taking
+// one advisory lock before it reads the head (pg.go; docs/FORMAT.md,
+// "PostgreSQL ledgers").
 //
 // Copy copies a ledger into another directory or database, or into an earlier copy,
 // entries byte for byte through the append path with their blobs first,

@@ -113,7 +113,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringFlag{
 				Name:    "blobs",
-				Usage:   "a PostgreSQL ledger's local `DIR` for blobs",
+				Usage:   "a PostgreSQL ledger's local `DIR` for blobs and run locks",
 				Sources: cli.EnvVars(ledger.EnvBlobs),
 			},
 		},
