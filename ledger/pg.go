@@ -168,20 +168,26 @@ const pgDownHint = "check that the PostgreSQL server is running and reachable, t
 // pgConnLost turns err into an Error naming the ledger and what to do when
 // it says the server could not be reached or went away (refused or reset
 // connections, a server shutting down, a connection closed mid-query); ok
-// is false for any other error.
+// is false for any other error, a missing blob's included.
 func (l *Ledger) pgConnLost(op string, err error) (lost *Error, ok bool) {
 	var pe *pgconn.PgError
 	var ce *pgconn.ConnectError
+	var oe *net.OpError
 	var errno syscall.Errno
 	var why string
 	switch {
+	case errors.Is(err, ErrBlobMissing):
+		return nil, false // the blob store's error, however it failed
 	case errors.As(err, &pe):
 		if !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57P") {
 			return nil, false // not connection_exception, admin or crash shutdown
 		}
 		why = pe.Message
-	case errors.As(err, &errno):
-		why = errno.Error()
+	case errors.As(err, &oe):
+		why = oe.Err.Error()
+		if errors.As(oe.Err, &errno) {
+			why = errno.Error() // "connection refused", not the addresses again
+		}
 	case errors.As(err, &ce), errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.ErrUnexpectedEOF),
 		errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, driver.ErrBadConn):
 		why = "connection closed"

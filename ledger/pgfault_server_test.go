@@ -5,6 +5,7 @@ package ledger_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/url"
 	"strings"
@@ -100,4 +101,19 @@ func TestPGFaultServerStopped(t *testing.T) {
 		t.Errorf("append after the restart: %v", err)
 	}
 	ledgertest.Check(t, l)
+}
+
+// TestPGFaultNotServerErrors: an append refused for a reason of its own (a
+// blob that is not stored, whose check fails with a system error) is not
+// taken for a lost server.
+func TestPGFaultNotServerErrors(t *testing.T) {
+	l, err := ledger.Init(ctx, ledgertest.Postgres(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = l.Append(ctx, ledger.Record{Kind: "note", Body: map[string]int{"i": 1}, Blobs: []ledger.Digest{ledger.Sum([]byte("never stored"))}})
+	if !errors.Is(err, ledger.ErrBlobMissing) || errors.Is(err, ledger.ErrServerGone) {
+		t.Errorf("append naming a blob that is not stored: %v, want ErrBlobMissing only", err)
+	}
 }
