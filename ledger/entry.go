@@ -100,7 +100,12 @@ func (l *Ledger) Append(ctx context.Context, recs ...Record) ([]Entry, error) {
 		return err
 	})
 	if err != nil {
-		return nil, fmt.Errorf("append to ledger %s: %w", l.dir, err)
+		if l.pg {
+			if lost, ok := l.pgConnLost("append to ledger", err); ok {
+				return nil, lost
+			}
+		}
+		return nil, fmt.Errorf("append to ledger %s: %w", l.location(), err)
 	}
 	return out, nil
 }

@@ -38,6 +38,12 @@ var (
 	ErrBlobMissing = errors.New("entry references a blob that is not stored")
 	// ErrRunExists is returned by StartRun for a run id the ledger already has.
 	ErrRunExists = errors.New("run id already in the ledger")
+	// ErrRunLocked is returned by StartRun and ResumeRun on a PostgreSQL
+	// ledger when another process, on any host, holds the run's lock.
+	ErrRunLocked = errors.New("another process is recording this run")
+	// ErrServerGone is returned when a PostgreSQL ledger's server could not
+	// be reached or went away during a command.
+	ErrServerGone = errors.New("the PostgreSQL server went away or cannot be reached")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 	// ErrDiverged is returned by Copy when the destination is not an

@@ -562,5 +562,5 @@ func (l *Ledger) location() string {
 func (l *Ledger) ID() string { return l.id }
 
 // Dir returns the ledger directory as an absolute path; for a PostgreSQL
-// ledger, its local directory (blobs and run locks).
+// ledger, its local directory (blobs).
 func (l *Ledger) Dir() string { return l.dir }

@@ -4,23 +4,28 @@ import (
 	"context"
 	"database/sql"
 	"database/sql/driver"
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/url"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/stdlib"
 )
 
 // A PostgreSQL ledger keeps its tables in a PostgreSQL database and its
-// blobs and run locks in a local directory, named by the URL's blobs
-// parameter: postgres://USER@HOST/DB?blobs=/srv/rlgate. The directory is
-// laid out as a ledger directory without ledger.db (blobs/, locks/).
+// blobs in a local directory, named by the URL's blobs parameter:
+// postgres://USER@HOST/DB?blobs=/srv/rlgate. The directory is laid out as
+// a ledger directory without ledger.db (blobs/). Run locks are advisory
+// locks in the server (pgLockRun), which every host sees.
 // Everything else (entries, chain, canonical bodies, derived tables,
 // verify) is the SQLite ledger's, through the same code: the SQL is
 // written once, and pgConn runs it on PostgreSQL.
@@ -130,6 +135,77 @@ var pgIndexes = []string{"artifacts_digest", "artifacts_pkey", "blob_refs_pkey",
 // the head inside its own transaction.
 const pgLockKey = applicationID
 
+// pgRunLockKey is the key of run's advisory lock (pg_advisory_lock's
+// bigint form): the first 8 bytes, big-endian, of BLAKE3 over "rlgate run
+// lock", the ledger id and the run id, each followed by a zero byte. Every
+// rlgate that records runs in one ledger MUST compute the same key.
+func (l *Ledger) pgRunLockKey(run string) int64 {
+	d := Sum([]byte("rlgate run lock\x00" + l.id + "\x00" + run + "\x00"))
+	return int64(binary.BigEndian.Uint64(d[:8]))
+}
+
+// pgLockRun tries to take run's session advisory lock, on a connection of
+// its own that holds it until release. The server drops the lock when that
+// connection dies, however the process ended, which is how a later open,
+// on any host, tells a run still being recorded from one whose recorder
+// was killed. ok is false, without error, when another session holds it.
+func (l *Ledger) pgLockRun(ctx context.Context, run string) (release func(), ok bool, err error) {
+	conn, err := l.db.Conn(ctx)
+	if err != nil {
+		return nil, false, err
+	}
+	key := l.pgRunLockKey(run)
+	if err := conn.QueryRowContext(ctx, "SELECT pg_try_advisory_lock(?)", key).Scan(&ok); err != nil || !ok {
+		conn.Close()
+		return nil, false, err
+	}
+	return func() {
+		if _, err := conn.ExecContext(context.Background(), "SELECT pg_advisory_unlock(?)", key); err != nil {
+			// The session may still hold the lock: close it rather than
+			// return it to the pool.
+			conn.Raw(func(any) error { return driver.ErrBadConn })
+		}
+		conn.Close()
+	}, true, nil
+}
+
+// pgDownHint says what to do when the PostgreSQL server could not be
+// reached or went away during a command.
+const pgDownHint = "check that the PostgreSQL server is running and reachable, then run the command again " +
+	"(a write it cut off committed whole or not at all; rlgate head shows where the chain ends)"
+
+// pgConnLost turns err into an Error naming the ledger and what to do when
+// it says the server could not be reached or went away (refused or reset
+// connections, a server shutting down, a connection closed mid-query); ok
+// is false for any other error, a missing blob's included.
+func (l *Ledger) pgConnLost(op string, err error) (lost *Error, ok bool) {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	var oe *net.OpError
+	var errno syscall.Errno
+	var why string
+	switch {
+	case errors.Is(err, ErrBlobMissing):
+		return nil, false // the blob store's error, however it failed
+	case errors.As(err, &pe):
+		if !strings.HasPrefix(pe.Code, "08") && !strings.HasPrefix(pe.Code, "57P") {
+			return nil, false // not connection_exception, admin or crash shutdown
+		}
+		why = pe.Message
+	case errors.As(err, &oe):
+		why = oe.Err.Error()
+		if errors.As(oe.Err, &errno) {
+			why = errno.Error() // "connection refused", not the addresses again
+		}
+	case errors.As(err, &ce), errors.Is(err, pgconn.ErrConnClosed), errors.Is(err, io.ErrUnexpectedEOF),
+		errors.Is(err, io.EOF), errors.Is(err, net.ErrClosed), errors.Is(err, driver.ErrBadConn):
+		why = "connection closed"
+	default:
+		return nil, false
+	}
+	return &Error{Op: op, Path: l.shown, Err: fmt.Errorf("%w (%s)", ErrServerGone, why), Hint: pgDownHint}, true
+}
+
 // createPG creates a PostgreSQL ledger in the database loc names, which
 // must hold none: the tables, meta and the first entry (genesis, when
 // given, as in create) commit in one transaction, so a failure leaves
@@ -182,6 +258,9 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	l := &Ledger{dir: dir, db: db, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
+		if lost, ok := l.pgConnLost("open ledger", err); ok {
+			return nil, lost
+		}
 		return nil, &Error{Op: "open ledger", Path: shown, Err: err, Hint: hint}
 	}
 	ver, err := l.pgFormat(ctx)

@@ -8,19 +8,20 @@ import (
 	"path/filepath"
 )
 
-// locksDir holds one lock file per running run. A process recording a run
-// holds an exclusive lock on it; the kernel drops the lock when the process
-// dies, however it dies, which is how a later open tells a run that is still
-// going from one whose recorder was killed.
+// locksDir holds one lock file per running run of a SQLite ledger. A
+// process recording a run holds an exclusive lock on it; the kernel drops
+// the lock when the process dies, however it dies, which is how a later
+// open tells a run that is still going from one whose recorder was killed.
+// A PostgreSQL ledger's run locks are advisory locks instead (pgLockRun).
 const locksDir = "locks"
 
 // ActiveRun is a run this process is recording: it was started with
 // StartRun and holds the run's lock until End.
 type ActiveRun struct {
-	l    *Ledger
-	ID   string
-	Seq  int64 // the run.start entry
-	lock *os.File
+	l      *Ledger
+	ID     string
+	Seq    int64 // the run.start entry
+	unlock func(ended bool)
 }
 
 // StartRun takes the run's lock and appends its run.start entry. body must
@@ -41,19 +42,69 @@ func (l *Ledger) lockAndAppend(ctx context.Context, rec Record) (*ActiveRun, err
 	if rec.Kind == KindRunResume {
 		op = "resume run"
 	}
-	if err := os.MkdirAll(filepath.Join(l.dir, locksDir), 0o755); err != nil {
-		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
-	}
-	f, err := lockFile(l.lockPath(rec.Run))
+	unlock, err := l.lockRun(ctx, op, rec.Run)
 	if err != nil {
-		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
+		return nil, err
 	}
 	es, err := l.Append(ctx, rec)
 	if err != nil {
-		unlockFile(f, true)
+		unlock(true)
 		return nil, fmt.Errorf("%s %q: %w", op, rec.Run, err)
 	}
-	return &ActiveRun{l: l, ID: rec.Run, Seq: es[0].Seq, lock: f}, nil
+	return &ActiveRun{l: l, ID: rec.Run, Seq: es[0].Seq, unlock: unlock}, nil
+}
+
+// lockRun takes the lock a process holds while it records run: a lock
+// file under locksDir, or in PostgreSQL the run's advisory lock, which
+// every host sees. It fails when another process holds it. The returned
+// func releases it; ended says the run is over, and its lock file goes.
+func (l *Ledger) lockRun(ctx context.Context, op, run string) (func(ended bool), error) {
+	if l.pg {
+		release, ok, err := l.pgLockRun(ctx, run)
+		switch {
+		case err != nil:
+			if lost, ok := l.pgConnLost(op+" "+run+": lock it in", err); ok {
+				return nil, lost
+			}
+			return nil, fmt.Errorf("%s %q: lock it in %s: %w", op, run, l.shown, err)
+		case !ok:
+			return nil, &Error{Op: op, Path: run, Err: ErrRunLocked,
+				Hint: "wait for it or stop it (the lock is the PostgreSQL server's: the process may be on another host)"}
+		}
+		return func(bool) { release() }, nil
+	}
+	if err := os.MkdirAll(filepath.Join(l.dir, locksDir), 0o755); err != nil {
+		return nil, fmt.Errorf("%s %q: %w", op, run, err)
+	}
+	f, err := lockFile(l.lockPath(run))
+	if err != nil {
+		return nil, fmt.Errorf("%s %q: %w", op, run, err)
+	}
+	return func(ended bool) { unlockFile(f, ended) }, nil
+}
+
+// tryLockRun takes the lock of a run marked running, for
+// recoverInterrupted: ok is false when a live process holds it, and, in a
+// SQLite ledger, when no process of this host ever recorded the run (no
+// lock file). In PostgreSQL every host's recorders hold the same locks, so
+// a free lock means the recorder died, wherever it ran.
+func (l *Ledger) tryLockRun(ctx context.Context, run string) (unlock func(ended bool), ok bool, err error) {
+	if l.pg {
+		release, ok, err := l.pgLockRun(ctx, run)
+		if !ok {
+			return nil, false, err
+		}
+		return func(bool) { release() }, true, nil
+	}
+	path := l.lockPath(run)
+	if _, err := os.Stat(path); err != nil {
+		return nil, false, nil // not recorded by a lock-holding process here; leave it
+	}
+	f, err := tryLockFile(path)
+	if err != nil {
+		return nil, false, nil // still held: the run is alive
+	}
+	return func(ended bool) { unlockFile(f, ended) }, true, nil
 }
 
 // ResumeRun reopens a run whose recorder was interrupted or failed, so a
@@ -96,7 +147,7 @@ func (r *ActiveRun) End(ctx context.Context, body any, blobs ...Digest) (Entry, 
 	if err != nil {
 		return Entry{}, fmt.Errorf("end run %q: %w", r.ID, err)
 	}
-	unlockFile(r.lock, true)
+	r.unlock(true)
 	return es[0], nil
 }
 
@@ -124,8 +175,8 @@ type InterruptedBody struct {
 }
 
 // recoverInterrupted closes every run that is still marked running but
-// whose lock nobody holds: its recorder was killed or crashed. What it
-// logged before dying stays in the ledger.
+// whose lock nobody holds (see tryLockRun): its recorder was killed or
+// crashed. What it logged before dying stays in the ledger.
 func (l *Ledger) recoverInterrupted(ctx context.Context) error {
 	runs, err := l.Runs(ctx)
 	if err != nil {
@@ -135,19 +186,18 @@ func (l *Ledger) recoverInterrupted(ctx context.Context) error {
 		if r.Status != "running" {
 			continue
 		}
-		path := l.lockPath(r.Run)
-		if _, err := os.Stat(path); err != nil {
-			continue // not recorded by a lock-holding process here; leave it
-		}
-		f, err := tryLockFile(path)
+		unlock, ok, err := l.tryLockRun(ctx, r.Run)
 		if err != nil {
-			continue // still held: the run is alive
-		}
-		if err := l.closeInterrupted(ctx, r.Run); err != nil {
-			unlockFile(f, false)
 			return err
 		}
-		unlockFile(f, true)
+		if !ok {
+			continue
+		}
+		if err := l.closeInterrupted(ctx, r.Run); err != nil {
+			unlock(false)
+			return err
+		}
+		unlock(true)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 )
@@ -21,6 +22,24 @@ import (
 // ledger URL for the cluster's empty postgres database, with a fresh local
 // directory for blobs.
 func Postgres(t testing.TB) string {
+	t.Helper()
+	return StartPostgres(t).URL
+}
+
+// PGCluster is a throwaway PostgreSQL cluster that a test may stop and
+// start again, as a server that goes away under its clients.
+type PGCluster struct {
+	// URL is a PostgreSQL ledger URL for the cluster's postgres database,
+	// with a fresh local directory for blobs.
+	URL  string
+	t    testing.TB
+	pg   func(name string, args ...string) error
+	ctl  []string // pg_ctl's arguments before its action
+	data string
+}
+
+// StartPostgres is Postgres, returning the cluster.
+func StartPostgres(t testing.TB) *PGCluster {
 	t.Helper()
 	bin := pgBinDir(t)
 	root, err := os.MkdirTemp("", "rlgate-pg-") // under /tmp, so that nobody can reach it
@@ -35,29 +54,64 @@ func Postgres(t testing.TB) string {
 			t.Fatal(err)
 		}
 	}
-	pg := func(name string, args ...string) {
-		t.Helper()
+	pg := func(name string, args ...string) error {
 		cmd := exec.Command(filepath.Join(bin, name), args...)
 		cmd.Dir = root
 		cmd.Env = append(os.Environ(), "HOME="+root, "LC_ALL=C")
 		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
 		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("%s %v: %v\n%s", name, args, err, out)
+			return fmt.Errorf("%s %v: %v\n%s", name, args, err, out)
 		}
+		return nil
 	}
 	data := filepath.Join(root, "data")
-	pg("initdb", "-D", data, "-U", "rlgate", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync")
+	if err := pg("initdb", "-D", data, "-U", "rlgate", "--auth=trust", "-E", "UTF8", "--locale=C", "--no-sync"); err != nil {
+		t.Fatal(err)
+	}
 	port := pgFreePort(t)
-	pg("pg_ctl", "-D", data, "-l", filepath.Join(root, "log"), "-w", "-o",
-		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, root), "start")
-	t.Cleanup(func() {
-		cmd := exec.Command(filepath.Join(bin, "pg_ctl"), "-D", data, "-m", "immediate", "-w", "stop")
-		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
-		cmd.Run()
-	})
+	c := &PGCluster{t: t, pg: pg, data: data, ctl: []string{"-D", data, "-l", filepath.Join(root, "log"), "-w", "-o",
+		fmt.Sprintf("-p %d -k %s -c listen_addresses=127.0.0.1", port, root)}}
+	c.Start()
+	t.Cleanup(func() { pg("pg_ctl", "-D", data, "-m", "immediate", "-w", "stop") })
 	u := url.URL{Scheme: "postgres", User: url.User("rlgate"), Host: "127.0.0.1:" + strconv.Itoa(port), Path: "/postgres",
 		RawQuery: url.Values{"sslmode": {"disable"}, "blobs": {filepath.Join(t.TempDir(), "local")}}.Encode()}
-	return u.String()
+	c.URL = u.String()
+	return c
+}
+
+// Start starts the stopped cluster again, on the same port, and waits
+// until it accepts connections (after crash recovery, when it was stopped
+// immediately).
+func (c *PGCluster) Start() {
+	c.t.Helper()
+	if err := c.pg("pg_ctl", append(c.ctl, "start")...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// PostmasterPID returns the running server's process id, for a test whose
+// command stops the server itself (kill -QUIT is an immediate stop).
+func (c *PGCluster) PostmasterPID() int {
+	c.t.Helper()
+	b, err := os.ReadFile(filepath.Join(c.data, "postmaster.pid"))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	pid, err := strconv.Atoi(line)
+	if err != nil {
+		c.t.Fatalf("postmaster.pid: %v", err)
+	}
+	return pid
+}
+
+// StopImmediately stops the cluster as a crash would (pg_ctl stop -m
+// immediate): every connection is cut, with no checkpoint.
+func (c *PGCluster) StopImmediately() {
+	c.t.Helper()
+	if err := c.pg("pg_ctl", append(c.ctl, "-m", "immediate", "stop")...); err != nil {
+		c.t.Fatal(err)
+	}
 }
 
 // pgBinDir finds initdb: on PATH, else in Debian's versioned directory.
