@@ -42,7 +42,7 @@
 //
 // A ledger may instead live in PostgreSQL (Init, Open and OpenReadOnly take
 // a postgres:// URL whose blobs parameter names a local directory for
-// blobs and run locks): the same tables with PostgreSQL's types, written
+// blobs; run locks are advisory locks every host sees): the same tables with PostgreSQL's types, written
 // and read by the same SQL through pgConn, every write transaction taking
 // one advisory lock before it reads the head (pg.go; docs/FORMAT.md,
 // "PostgreSQL ledgers"). Its blobs parameter may instead be an S3 location,

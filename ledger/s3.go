@@ -26,7 +26,7 @@ import (
 // x-amz-meta-rlgate-blake3, which lets a writer skip an upload the bucket
 // already holds (see s3Blobs.put). Reads and verify re-hash every byte and
 // never trust that metadata. The store still needs a local directory, for
-// temporary files and run locks: its cache (see S3Options.Cache).
+// temporary files: its cache (see S3Options.Cache).
 //
 // The endpoint, region and path style come from the location's parameters
 // (set from --s3-endpoint, --s3-region, --s3-path-style), else from the
@@ -54,7 +54,7 @@ type S3Options struct {
 	Endpoint  string // URL of the S3 server, http:// or https://
 	Region    string
 	PathStyle bool   // name the bucket in the path, not in the host name
-	Cache     string // local directory for temporary files and run locks
+	Cache     string // local directory for temporary files
 }
 
 // WithS3 returns the S3 blob location blobs with o's non-empty fields as

@@ -113,7 +113,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringFlag{
 				Name:    "blobs",
-				Usage:   "a PostgreSQL ledger's blob store: a local `DIR` (blobs and run locks) or s3://BUCKET/PREFIX",
+				Usage:   "a PostgreSQL ledger's blob store: a local `DIR` (blobs) or s3://BUCKET/PREFIX",
 				Sources: cli.EnvVars(ledger.EnvBlobs),
 			},
 			&cli.StringFlag{
@@ -130,7 +130,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringFlag{
 				Name:    "cache",
-				Usage:   "local `DIR` for temporary files and run locks of --blobs s3://... (default: one per ledger under the user cache directory)",
+				Usage:   "local `DIR` for temporary files of --blobs s3://... (default: one per ledger under the user cache directory)",
 				Sources: cli.EnvVars(ledger.EnvCache),
 			},
 		},
