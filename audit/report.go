@@ -184,4 +184,3 @@ func run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Optio
 	}
 	return nil, fmt.Errorf("audit %q: want one of %s", name, strings.Join(Audits, ", "))
 }
-

@@ -564,4 +564,3 @@ func (r *Report) curve(lr audit.LabeledRun, name string, s *audit.Series) *Curve
 	}
 	return c
 }
-
