@@ -148,20 +148,33 @@ func pgfaultCommitted(t *testing.T, loc string, committed map[int64]string) {
 // host's entries' blobs in its own directory, verify clean.
 func TestPGFaultConcurrentProcesses(t *testing.T) {
 	pg := ledgertest.Postgres(t)
+	hosts := map[string]string{"a-": pgfaultHost(t, pg), "b-": pgfaultHost(t, pg)}
+	committed := pgfaultAppendAtOnce(t, pg, hosts)
+	rep := pgfaultCheckHosts(t, hosts)
+	pgfaultAllCommitted(t, pg, rep, committed)
+}
+
+// pgfaultWriters and pgfaultBatches: 8 processes of 25 batches each.
+const pgfaultWriters, pgfaultBatches = 8, 25
+
+// pgfaultAppendAtOnce creates the ledger at pg and runs pgfaultWriters
+// child processes, alternating between the hosts' locations, each
+// appending pgfaultBatches batches of a fresh blob and entries naming it;
+// it returns the entries they reported committed, by seq.
+func pgfaultAppendAtOnce(t *testing.T, pg string, hosts map[string]string) map[int64]string {
+	t.Helper()
 	l, err := ledger.Init(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
-	hosts := map[string]string{"a-": pgfaultHost(t, pg), "b-": pgfaultHost(t, pg)}
-	const procs, each = 8, 25
 	committed := map[int64]string{}
 	var mu sync.Mutex
 	var wg sync.WaitGroup
 	var cmds []*exec.Cmd
-	for p := range procs {
+	for p := range pgfaultWriters {
 		prefix := []string{"a-", "b-"}[p%2]
-		cmd := childCmd(t, "crash", hosts[prefix], fmt.Sprintf("%swriter-%d", prefix, p), each)
+		cmd := childCmd(t, "crash", hosts[prefix], fmt.Sprintf("%swriter-%d", prefix, p), pgfaultBatches)
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
@@ -180,10 +193,16 @@ func TestPGFaultConcurrentProcesses(t *testing.T) {
 			t.Fatalf("writer %d: %v", p, err)
 		}
 	}
-	rep := pgfaultCheckHosts(t, hosts)
-	if rep.Entries != int64(len(committed))+1 || len(committed) < procs*each {
+	return committed
+}
+
+// pgfaultAllCommitted checks that the chain verify read holds exactly
+// ledger.init and every entry the writers reported committed.
+func pgfaultAllCommitted(t *testing.T, pg string, rep *ledger.VerifyReport, committed map[int64]string) {
+	t.Helper()
+	if rep.Entries != int64(len(committed))+1 || len(committed) < pgfaultWriters*pgfaultBatches {
 		t.Errorf("%d entries on the chain, %d reported committed by %d writers of %d batches: want every batch's entries and ledger.init, no more",
-			rep.Entries, len(committed), procs, each)
+			rep.Entries, len(committed), pgfaultWriters, pgfaultBatches)
 	}
 	pgfaultCommitted(t, pg, committed)
 }
