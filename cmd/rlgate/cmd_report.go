@@ -110,11 +110,11 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 					return err
 				}
 			}
-			_, err := fmt.Fprintf(w, "report %s: %d differences from the ledger at head %s\n", o.Check, len(res.Differences), res.Head)
+			_, err := fmt.Fprintf(w, "report %s: %s from the ledger at head %s\n", o.Check, differences(len(res.Differences)), res.Head)
 			return err
 		})
 		if err == nil && !res.OK {
-			err = checkFailed{fmt.Sprintf("report --check: %d differences between %s and the ledger", len(res.Differences), o.Check)}
+			err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", differences(len(res.Differences)), o.Check)}
 		}
 		return s, err
 	}
@@ -130,4 +130,12 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 		_, err := fmt.Fprintf(w, "%s\nwrote %s into %s (ledger head %s)\n", r.Headline, strings.Join(s.Files, ", "), o.Out, r.Head)
 		return err
 	})
+}
+
+// differences says how many differences --check found, in words.
+func differences(n int) string {
+	if n == 1 {
+		return "1 difference"
+	}
+	return fmt.Sprintf("%d differences", n)
 }
