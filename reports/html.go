@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"strconv"
 	"strings"
 )
 
@@ -243,7 +244,7 @@ func (r *Report) curveChart(metric string) template.HTML {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, curveW, h, curveW, h, template.HTMLEscapeString(metric))
 	fmt.Fprintf(&b, `<rect x="%d" y="10" width="%d" height="%d" fill="none" stroke="#8a93a3"/>`, curveLeft, curveW-curveLeft-curveRight, plotH-10)
 	for _, v := range []float64{y0, (y0 + y1) / 2, y1} {
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%.3g</text>`, curveLeft-6, py(v), v)
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" text-anchor="end" dominant-baseline="middle">%s</text>`, curveLeft-6, py(v), axisLabel(v))
 	}
 	for _, v := range []float64{x0, x1} {
 		fmt.Fprintf(&b, `<text x="%.1f" y="%d" text-anchor="middle">%.0f</text>`, px(v), plotH+16, v)
@@ -266,9 +267,22 @@ func (r *Report) curveChart(metric string) template.HTML {
 		}
 		ly := curveH + 20*i - 8
 		fmt.Fprintf(&b, `<line x1="%d" x2="%d" y1="%d" y2="%d" stroke="%s" stroke-width="2"%s/>`, curveLeft, curveLeft+24, ly, ly, col, dash)
-		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle">%s (%s)</text>`, curveLeft+30, ly, template.HTMLEscapeString(c.Label),
-			template.HTMLEscapeString(c.Run))
+		// The run id is long (stage-time-suffix) and would run past the
+		// chart: the legend names the label, the run is its tooltip and is
+		// in the lineage table.
+		fmt.Fprintf(&b, `<text x="%d" y="%d" dominant-baseline="middle"><title>%s</title>%s</text>`, curveLeft+30, ly,
+			template.HTMLEscapeString(c.Run), template.HTMLEscapeString(c.Label))
 	}
 	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
+}
+
+// axisLabel writes a curve's axis value in three significant digits, and
+// as a whole number from 1,000 up, where %g would write token counts with
+// an exponent (1.99e+03).
+func axisLabel(v float64) string {
+	if a := math.Abs(v); a >= 1000 && a < 1e6 {
+		return strconv.FormatFloat(v, 'f', 0, 64)
+	}
+	return strconv.FormatFloat(v, 'g', 3, 64)
 }
