@@ -33,19 +33,28 @@ func TestPGCopyRoundTrip(t *testing.T) {
 	if n := pgCount(t, pg); n != 19 {
 		t.Errorf("PostgreSQL holds %d entries, want 19", n)
 	}
-	back := filepath.Join(t.TempDir(), "back")
+	copyBackAndGrow(t, src, pg)
+}
+
+// copyBackAndGrow is the second half of a round trip through the
+// PostgreSQL ledger at pg, which holds a copy of src: pg is copied into a
+// new SQLite ledger, then src grows by one entry naming a new blob, and
+// the incremental copies src -> pg -> SQLite each carry exactly that
+// entry and blob; every copy checks against src.
+func copyBackAndGrow(t *testing.T, src *ledger.Ledger, pg string) {
+	t.Helper()
 	pgl, err := ledger.OpenReadOnly(ctx, pg)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer pgl.Close()
+	back := filepath.Join(t.TempDir(), "back")
 	if _, err := ledger.Copy(ctx, pgl, back, ledger.CopyOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	copyCheck(t, src, back)
 
-	b := []byte("one more chunk\n")
-	d, err := src.PutBlobBytes(b)
+	d, err := src.PutBlobBytes([]byte("one more chunk\n"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +69,7 @@ func TestPGCopyRoundTrip(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.Entries != 1 || res.Blobs != 1 {
+		if res.Created || res.Entries != 1 || res.Blobs != 1 {
 			t.Errorf("incremental copy to %s: %+v, want 1 entry and 1 blob", step.to, res)
 		}
 		copyCheck(t, src, step.to)

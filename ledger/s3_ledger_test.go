@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -230,37 +229,7 @@ func TestS3CopyRoundTrip(t *testing.T) {
 	if n := s3CountObjects(t, srv, "copy/"); n != 6 {
 		t.Errorf("the bucket holds %d objects under copy/, want 6", n)
 	}
-	pgl, err := ledger.OpenReadOnly(ctx, pg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pgl.Close()
-	back := filepath.Join(t.TempDir(), "back")
-	if _, err := ledger.Copy(ctx, pgl, back, ledger.CopyOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	copyCheck(t, src, back)
-
-	d, err := src.PutBlobBytes([]byte("one more chunk\n"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := src.Append(ctx, ledger.Record{Kind: "log", Run: "rl0", Body: map[string]int{"offset": 1}, Blobs: []ledger.Digest{d}}); err != nil {
-		t.Fatal(err)
-	}
-	for _, step := range []struct {
-		from *ledger.Ledger
-		to   string
-	}{{src, pg}, {pgl, back}} {
-		res, err := ledger.Copy(ctx, step.from, step.to, ledger.CopyOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if res.Created || res.Entries != 1 || res.Blobs != 1 {
-			t.Errorf("incremental copy to %s: %+v, want 1 entry and 1 blob", step.to, res)
-		}
-		copyCheck(t, src, step.to)
-	}
+	copyBackAndGrow(t, src, pg)
 }
 
 func s3Key(prefix string, d ledger.Digest) string { return prefix + "/" + d.Hex()[:2] + "/" + d.Hex() }
