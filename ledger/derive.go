@@ -173,8 +173,9 @@ func (d *deriver) apply(e *Entry, typed any) error {
 	case KindMetrics:
 		m, ok := typed.(Metrics)
 		if !ok {
-			if err := decodeBody(e, &m); err != nil {
-				return err
+			var err error
+			if m, err = decodeMetrics(e.Body); err != nil {
+				return fmt.Errorf("%w: %s body: %v", ErrBadRecord, e.Kind, err)
 			}
 		}
 		return d.deriveMetrics(e, m)

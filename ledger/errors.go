@@ -44,6 +44,11 @@ var (
 	// ErrServerGone is returned when a PostgreSQL ledger's server could not
 	// be reached or went away during a command.
 	ErrServerGone = errors.New("the PostgreSQL server went away or cannot be reached")
+	// ErrTampered is returned when an entry a decision would read does not
+	// match its hash or its link to the entry before it (see Checked).
+	ErrTampered = errors.New("the ledger's entries were changed after they were written")
+	// ErrReadOnlyView is returned by Append on a checked view (see Checked).
+	ErrReadOnlyView = errors.New("a checked view of a ledger is read-only")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 	// ErrDiverged is returned by Copy when the destination is not an

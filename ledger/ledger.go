@@ -53,6 +53,8 @@ type Ledger struct {
 	shown string
 	// blobs is the blob store: blobs/ in dir, or an S3 bucket (see s3.go).
 	blobs blobStore
+	// view marks a checked read-only view (see Checked): it refuses appends.
+	view bool
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
@@ -71,6 +73,12 @@ func dsn(path, mode string) string {
 	case "ro-immutable":
 		q.Set("mode", "ro")
 		q.Set("immutable", "1")
+	case "scratch":
+		// A private copy nothing else opens, rebuilt whenever it is
+		// needed: durability would only cost time.
+		q.Set("mode", "rwc")
+		q.Add("_pragma", "journal_mode(OFF)")
+		q.Add("_pragma", "synchronous(OFF)")
 	default:
 		q.Set("mode", mode)
 		q.Add("_pragma", "journal_mode(WAL)")
@@ -522,6 +530,9 @@ func (l *Ledger) meta(ctx context.Context, q queryer, key string) (string, error
 // PostgreSQL, one that first takes the ledger's advisory lock, held until
 // it ends.
 func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
+	if l.view {
+		return ErrReadOnlyView
+	}
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -552,7 +563,7 @@ func (l *Ledger) Close() error {
 // location names the ledger in messages: its directory, or its URL
 // without the password.
 func (l *Ledger) location() string {
-	if l.pg {
+	if l.pg || l.view {
 		return l.shown
 	}
 	return l.dir

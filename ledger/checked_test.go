@@ -1,0 +1,135 @@
+package ledger_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// checkedLedger writes a small run with outcomes and returns its directory,
+// closed, so a test can edit ledger.db underneath.
+func checkedLedger(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	l, err := ledger.Init(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	_, err = l.Append(ctx,
+		ledger.Record{Kind: ledger.KindRunStart, Run: "ev", Body: map[string]any{"stage": "eval"}},
+		ledger.Record{Kind: ledger.KindOutcomes, Run: "ev", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "a"}, {TaskID: "b", Correct: true}}}},
+		ledger.Record{Kind: ledger.KindRunEnd, Run: "ev", Body: ledger.RunEnd{Status: "failed", ExitCode: new(7)}},
+		ledger.Record{Kind: "note", Body: map[string]int{"i": 5}},
+	)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func openChecked(t *testing.T, dir string, at int64) (*ledger.Ledger, error) {
+	t.Helper()
+	l, err := ledger.OpenReadOnly(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	c, err := l.Checked(ctx, at)
+	if err == nil {
+		t.Cleanup(func() { c.Close() })
+	}
+	return c, err
+}
+
+// TestCheckedIgnoresEditedDerivedRows: what a decision reads comes from
+// the entries, so rows edited in the derived tables change nothing.
+func TestCheckedIgnoresEditedDerivedRows(t *testing.T) {
+	dir := checkedLedger(t)
+	rawExec(t, dir, `UPDATE outcomes SET correct = 1`)
+	rawExec(t, dir, `UPDATE runs SET status = 'ok', exit_code = 0`)
+	c, err := openChecked(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.Outcomes(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var correct []bool
+	for _, o := range out {
+		correct = append(correct, o.Correct)
+	}
+	if diff := cmp.Diff([]bool{false, true}, correct); diff != "" {
+		t.Errorf("outcomes (-entries +read):\n%s", diff)
+	}
+	r, err := c.RunStatus(ctx, "ev")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Status != "failed" || r.ExitCode == nil || *r.ExitCode != 7 {
+		t.Errorf("run ev reads %s exit %v; its run.end says failed, exit 7", r.Status, r.ExitCode)
+	}
+	if _, err := c.Append(ctx, ledger.Record{Kind: "note", Body: map[string]int{}}); !errors.Is(err, ledger.ErrReadOnlyView) {
+		t.Errorf("append to a checked view: %v, want ErrReadOnlyView", err)
+	}
+}
+
+// TestCheckedRefusesTamperedEntries: an edited entry stops the read,
+// naming its seq.
+func TestCheckedRefusesTamperedEntries(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		tamper  func(t *testing.T, dir string)
+		at      int64
+		seq     int64
+		message string
+	}{
+		{"body edited", func(t *testing.T, dir string) {
+			rawExec(t, dir, `UPDATE entries SET body = replace(body, '"failed"', '"ok"') WHERE seq = 4`)
+		}, 0, 4, "does not match its hash"},
+		{"body and hash column rewritten", func(t *testing.T, dir string) {
+			rewriteChain(t, dir, 3, 3, func(e *ledger.Entry) { e.Body = []byte(`{"items":[{"correct":true,"sample":0,"task_id":"a"}]}`) })
+		}, 0, 4, "is not linked to entry 3"},
+		{"entry deleted", func(t *testing.T, dir string) {
+			rawExec(t, dir, `DELETE FROM entries WHERE seq = 2`)
+		}, 0, 2, "is missing"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := checkedLedger(t)
+			tc.tamper(t, dir)
+			_, err := openChecked(t, dir, tc.at)
+			var te *ledger.TamperedError
+			if !errors.As(err, &te) || !errors.Is(err, ledger.ErrTampered) {
+				t.Fatalf("got %v, want a TamperedError", err)
+			}
+			if te.Seq != tc.seq || !strings.Contains(err.Error(), tc.message) {
+				t.Errorf("got %q (seq %d), want seq %d and %q", err, te.Seq, tc.seq, tc.message)
+			}
+		})
+	}
+}
+
+// TestCheckedAsOf: a view as of an earlier entry holds nothing after it,
+// and entries after it are not read at all.
+func TestCheckedAsOf(t *testing.T) {
+	dir := checkedLedger(t)
+	rawExec(t, dir, `UPDATE entries SET body = '{}' WHERE seq = 5`)
+	c, err := openChecked(t, dir, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h, err := c.Head(ctx)
+	if err != nil || h.Seq != 3 {
+		t.Fatalf("head of a view as of entry 3: %v, %v", h, err)
+	}
+	if r, err := c.RunStatus(ctx, "ev"); err != nil || r.Status != "running" {
+		t.Errorf("as of entry 3 run ev has not ended: %+v, %v", r, err)
+	}
+	if _, err := openChecked(t, dir, 9); !errors.Is(err, ledger.ErrNotFound) {
+		t.Errorf("a view past the head: %v, want ErrNotFound", err)
+	}
+}

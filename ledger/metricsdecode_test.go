@@ -1,0 +1,70 @@
+package ledger
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+// metricBodies are metrics bodies the scanner must read as encoding/json
+// does, or leave to it: canonical ones, and others in every way it checks.
+var metricBodies = []string{
+	`{"points":[[1,"loss",0.5],[2,"loss",null],[2,"kl",1e-7]]}`,
+	`{"cursor":{"a.jsonl":120,"b}":3},"format":"verl","points":[[3,"x",-2.5e+30]],"source":"m.jsonl"}`,
+	`{"points":null}`,
+	`{"points":[]}`,
+	`{"format":"verl","points":[[1,"reward",1]],"source":"r"}`,
+	`{"points":[[1,"a\"b",1]]}`,
+	`{"points":[[1.5,"a",1]]}`,
+	`{"points":[[1,"a",1.]]}`,
+	`{"points":[[1,"a",01]]}`,
+	`{"points":[[1,"a",1e400]]}`,
+	`{"points":[[1,"a",1]],"extra":1}`,
+	"{\"points\":[[1,\"\xff\",1]]}",
+	`{"points":[[-0,"a",-0]]}`,
+	`{"points":[[1,"a",1]]} `,
+}
+
+func TestScanMetricsAgreesWithJSON(t *testing.T) {
+	for _, body := range metricBodies {
+		checkScanMetrics(t, []byte(body))
+	}
+	m := Metrics{Source: "s", Format: "f", Cursor: map[string]int64{"k": 9}}
+	for i := range 1000 {
+		m.Points = append(m.Points, MetricPoint{Step: int64(i), Key: []string{"loss", "kl", "ü/x"}[i%3], Value: math.Pow(1.37, float64(i%300-150))})
+	}
+	m.Points = append(m.Points, MetricPoint{Step: 7, Key: "nan", Value: math.NaN()})
+	b, err := m.canonical()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := scanMetrics(b); !ok {
+		t.Errorf("a canonical body was left to encoding/json")
+	}
+	checkScanMetrics(t, b)
+}
+
+// checkScanMetrics checks that decodeMetrics reads body as encoding/json
+// does: the same points, or an error from both.
+func checkScanMetrics(t *testing.T, body []byte) {
+	t.Helper()
+	var want Metrics
+	werr := json.Unmarshal(body, &want)
+	got, gerr := decodeMetrics(body)
+	if (werr == nil) != (gerr == nil) {
+		t.Fatalf("%s: encoding/json: %v; decodeMetrics: %v", body, werr, gerr)
+	}
+	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); werr == nil && diff != "" {
+		t.Errorf("%.80s (-encoding/json +decodeMetrics):\n%s", body, diff)
+	}
+}
+
+func FuzzScanMetrics(f *testing.F) {
+	for _, b := range metricBodies {
+		f.Add([]byte(b))
+	}
+	f.Fuzz(checkScanMetrics)
+}
