@@ -66,9 +66,46 @@ func benchCPU(b *testing.B) float64 {
 
 // benchGateLedger builds BenchmarkGate's ledger and returns it with the
 // paper-grade policy naming its runs.
+//
+// RLGATE_BENCH_DIR, when set, keeps the ledger and its files in that
+// directory and reuses them on later runs, so a before/after comparison
+// (or a profile) measures both sides on one ledger without rebuilding it.
 func benchGateLedger(b *testing.B) (string, audit.Policy) {
-	dir := b.TempDir()
+	dir := os.Getenv("RLGATE_BENCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	}
 	ldir := filepath.Join(dir, "ledger")
+	done := filepath.Join(dir, "built")
+	if _, err := os.Stat(done); err != nil {
+		benchBuildGateLedger(b, dir, ldir)
+		if err := os.WriteFile(done, nil, 0o644); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var runs, trains []string
+	for _, label := range []string{"sft", "rl", "noupdate"} {
+		trains = append(trains, label+"=train-"+label)
+	}
+	for _, label := range []string{"base", "sft", "rl", "noupdate"} {
+		runs = append(runs, label+"=ev-"+label+".spider-greedy")
+	}
+	subjects := audit.Subjects{}
+	var err error
+	if subjects.Runs, err = parseLabels("runs", strings.Join(runs, ",")); err != nil {
+		b.Fatal(err)
+	}
+	if subjects.Train, err = parseLabels("train", strings.Join(trains, ",")); err != nil {
+		b.Fatal(err)
+	}
+	p := audit.PaperGrade()
+	p.Subjects = subjects
+	return ldir, p
+}
+
+// benchBuildGateLedger records BenchmarkGate's experiment into ldir, with
+// its files beside it in dir.
+func benchBuildGateLedger(b *testing.B, dir, ldir string) {
 	benchRLGate(b, "--ledger", ldir, "init")
 	data := benchSpider1534(b, ldir, dir)
 	train := filepath.Join(dir, "bird")
@@ -106,7 +143,6 @@ func benchGateLedger(b *testing.B) (string, audit.Policy) {
 		}
 		identity[label] = m.Identity.String()
 	}
-	var trains []string
 	for _, label := range []string{"sft", "rl", "noupdate"} {
 		steps, lr := 100, "1e-6"
 		if label == "rl" {
@@ -120,24 +156,11 @@ func benchGateLedger(b *testing.B) (string, audit.Policy) {
 		benchRLGate(b, "--ledger", ldir, "run", "--stage", label, "--run", "train-"+label, "--gpu", "off", "--in", "base="+base, "--in", "data="+train,
 			"--out", "ckpt="+out, "--metrics", metrics+":verl", "--param", "lr="+lr,
 			"--", "sh", "-c", fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s %s", out, weights[label], out, src, metrics))
-		trains = append(trains, label+"=train-"+label)
 	}
-	var runs []string
 	for _, label := range []string{"base", "sft", "rl", "noupdate"} {
 		benchRLGate(b, "--ledger", ldir, "eval", "--tasks", data, "--endpoint", srv.URL, "--model", label, "--model-identity", identity[label],
 			"--run", "ev-"+label, "--n", "8", "--concurrency", "16", "--metric", "spider")
-		runs = append(runs, label+"=ev-"+label+".spider-greedy")
 	}
-	subjects := audit.Subjects{}
-	if subjects.Runs, err = parseLabels("runs", strings.Join(runs, ",")); err != nil {
-		b.Fatal(err)
-	}
-	if subjects.Train, err = parseLabels("train", strings.Join(trains, ",")); err != nil {
-		b.Fatal(err)
-	}
-	p := audit.PaperGrade()
-	p.Subjects = subjects
-	return ldir, p
 }
 
 // benchSpider1534 imports Spider dev with its first 500 questions again
