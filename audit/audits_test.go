@@ -73,7 +73,8 @@ func TestLoadPolicy(t *testing.T) {
 		}
 		return p
 	}
-	p, err := LoadPolicy(write("ok.yaml", "claims: [\"rl > base\", \"rl>noupdate\"]\naudits: [gold, budget]\nseed: 0\noptions: {max_kl_growth: 4, split_by_database: true}\nruns: {rl: ev-rl, base: ev-base}\ntrain:\n  rl: train-rl\n"))
+	src := "claims: [\"rl > base\", \"rl>noupdate\"]\naudits: [gold, budget]\nseed: 0\noptions: {max_kl_growth: 4, split_by_database: true}\nruns: {rl: ev-rl, base: ev-base}\ntrain:\n  rl: train-rl\n"
+	p, err := LoadPolicy(write("ok.yaml", src))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,6 +85,7 @@ func TestLoadPolicy(t *testing.T) {
 	want.Seed = 0
 	want.Options = Options{MaxKLGrowth: 4, SplitByDatabase: true}
 	want.Subjects = Subjects{Runs: []LabeledRun{{"rl", "ev-rl"}, {"base", "ev-base"}}, Train: []LabeledRun{{"rl", "train-rl"}}}
+	want.Source = []byte(src)
 	if diff := cmp.Diff(want, p); diff != "" {
 		t.Errorf("policy (-want +got):\n%s", diff)
 	}

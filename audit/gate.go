@@ -49,20 +49,40 @@ type AuditRef struct {
 }
 
 // Verdict is the gate's result, recorded as a gate.verdict entry bound to
-// the model identity it lets through and to the ledger head it was decided
-// on (the last entry before the verdict). Its JSON form is a stable
-// contract: fields are only ever added.
+// the model it lets through and to the ledger it was decided on. Its JSON
+// form is a stable contract: fields are only ever added.
+//
+// A verdict is never trusted as stored: every command that acts on one
+// (publish, report, report --check, verify-bundle --ledger) re-derives it
+// with Rederive, which re-runs the decision on the entries it read and
+// refuses a verdict that does not come out the same check for check.
 type Verdict struct {
-	OK            bool           `json:"ok"`
-	Failed        int            `json:"failed"`
-	Policy        Policy         `json:"policy"`
-	PolicyDigest  ledger.Digest  `json:"policy_digest"`
+	OK     bool   `json:"ok"`
+	Failed int    `json:"failed"`
+	Policy Policy `json:"policy"`
+	// PolicyDigest is the digest of the policy without its subjects
+	// (Policy.Digest), SubjectsDigest that of the runs it judged, so two
+	// verdicts of one policy on different runs share the first.
+	PolicyDigest   ledger.Digest `json:"policy_digest"`
+	SubjectsDigest ledger.Digest `json:"subjects_digest"`
+	// PolicySource is the blob holding the exact bytes the policy was
+	// read from (a file, or PaperGradeSource for the built-in policy);
+	// the entry names it, so its hash covers them.
+	PolicySource  ledger.Digest  `json:"policy_source"`
 	ModelIdentity *ledger.Digest `json:"model_identity,omitempty"`
-	Head          ledger.Head    `json:"head"`
-	Audits        []AuditRef     `json:"audits"`
-	Claims        []ClaimResult  `json:"claims"`
-	Checks        []GateCheck    `json:"checks"`
-	Seq           int64          `json:"seq,omitempty"`
+	// Run is the rl training run whose output the verdict lets through,
+	// and Manifest that output's checkpoint manifest (every file by
+	// digest): publish ships exactly that run's files.
+	Run      string         `json:"run,omitempty"`
+	Manifest *ledger.Digest `json:"manifest,omitempty"`
+	// Basis is the head of the entries the decision read; the entries
+	// after it up to Head are the gate's own audit and comparison records.
+	Basis  ledger.Head   `json:"basis"`
+	Head   ledger.Head   `json:"head"` // the entry before the verdict
+	Audits []AuditRef    `json:"audits"`
+	Claims []ClaimResult `json:"claims"`
+	Checks []GateCheck   `json:"checks"`
+	Seq    int64         `json:"seq,omitempty"`
 }
 
 // GateOptions change how Gate runs, not what it decides.
@@ -74,20 +94,66 @@ type GateOptions struct {
 	DryRun bool
 }
 
-// Gate runs every audit of the policy and tests every claim, records each
-// audit and comparison, then the verdict, and returns it. A check that
-// fails, or an audit that cannot run for what the ledger holds, fails the
-// gate; an error means the ledger could not be read or written.
+// Gate runs every audit of the policy and tests every claim on a checked
+// view of the ledger (ledger.Checked: every entry re-hashed, the derived
+// rows rebuilt from them), records each audit and comparison, then the
+// verdict with the policy's source bytes as a blob, and returns it. A
+// check that fails, or an audit that cannot run for what the ledger holds,
+// fails the gate; an error means the ledger could not be read or written.
 func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verdict, error) {
-	s := p.Subjects
-	if len(s.Runs) == 0 {
+	if len(p.Subjects.Runs) == 0 {
 		return nil, errors.New("gate: name the evaluations to gate (runs), on the command line or in the policy")
 	}
-	pd, err := ledger.CanonicalJSON(p)
+	if len(p.Source) == 0 {
+		return nil, errors.New("gate: the policy has no source bytes to record (read it with ParsePolicy or LoadPolicy)")
+	}
+	r, err := l.Checked(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
-	v := &Verdict{Policy: p, PolicyDigest: ledger.Sum(pd), Audits: []AuditRef{}, Claims: []ClaimResult{}, Checks: []GateCheck{}}
+	defer r.Close()
+	w := l
+	if o.DryRun {
+		w = nil
+	}
+	v, err := decide(ctx, r, w, p)
+	if err != nil {
+		return nil, err
+	}
+	if v.Basis, err = r.Head(ctx); err != nil {
+		return nil, err
+	}
+	if o.DryRun {
+		v.Head = v.Basis
+		return v, nil
+	}
+	if v.PolicySource, err = l.PutBlobBytes(p.Source); err != nil {
+		return nil, fmt.Errorf("record the gate's policy: %w", err)
+	}
+	if v.Head, err = l.Head(ctx); err != nil {
+		return nil, err
+	}
+	es, err := l.Append(ctx, ledger.Record{Kind: KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
+	if err != nil {
+		return nil, fmt.Errorf("record gate verdict: %w", err)
+	}
+	v.Seq = es[0].Seq
+	return v, nil
+}
+
+// decide runs the policy's audits and claims reading only r, and records
+// each audit and comparison in w unless w is nil (a dry run, or a
+// re-derivation). Everything it returns follows from r's entries and p.
+func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error) {
+	s := p.Subjects
+	v := &Verdict{Policy: p, Audits: []AuditRef{}, Claims: []ClaimResult{}, Checks: []GateCheck{}}
+	var err error
+	if v.PolicyDigest, err = p.Digest(); err != nil {
+		return nil, err
+	}
+	if v.SubjectsDigest, err = s.Digest(); err != nil {
+		return nil, err
+	}
 	// The audits run at once (each is mostly sequential) and are recorded
 	// in the policy's order.
 	cache := &scanCache{}
@@ -95,7 +161,7 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	var g errgroup.Group
 	for i, name := range p.Audits {
 		g.Go(func() error {
-			reps[i], errs[i] = run(ctx, l, name, s, p.Options, cache)
+			reps[i], errs[i] = run(ctx, r, name, s, p.Options, cache)
 			return nil
 		})
 	}
@@ -111,8 +177,8 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 			continue
 		}
 		seqs := []int64{}
-		if !o.DryRun {
-			if err := rep.Record(ctx, l); err != nil {
+		if w != nil {
+			if err := rep.Record(ctx, w); err != nil {
 				return nil, err
 			}
 			seqs = append(seqs, rep.Seq)
@@ -122,23 +188,10 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 			v.add(GateCheck{Name: "audit " + name + ": " + f.Check, OK: f.OK, Message: f.Message, Seqs: append(slices.Clone(f.Seqs), seqs...)})
 		}
 	}
-	if err := v.claims(ctx, l, p, o.DryRun); err != nil {
+	if err := v.claims(ctx, r, w, p); err != nil {
 		return nil, err
 	}
-	if v.ModelIdentity, err = gatedIdentity(ctx, l, s); err != nil {
-		return nil, err
-	}
-	if v.Head, err = l.Head(ctx); err != nil {
-		return nil, err
-	}
-	if o.DryRun {
-		return v, nil
-	}
-	es, err := l.Append(ctx, ledger.Record{Kind: KindVerdict, Body: v})
-	if err != nil {
-		return nil, fmt.Errorf("record gate verdict: %w", err)
-	}
-	v.Seq = es[0].Seq
+	v.gated(ctx, r, s)
 	return v, nil
 }
 
@@ -154,7 +207,7 @@ func (v *Verdict) add(c GateCheck) {
 
 // claims compares each claim's runs, Holm-adjusts the exact McNemar p
 // across the claims, and adds a check per claim.
-func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy, dryRun bool) error {
+func (v *Verdict) claims(ctx context.Context, r, w *ledger.Ledger, p Policy) error {
 	var ps []float64
 	var tested []int
 	for _, c := range p.Claims {
@@ -165,7 +218,7 @@ func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy, dryRun
 			v.Claims = append(v.Claims, cr)
 			continue
 		}
-		cmp, err := Compare(ctx, l, CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power})
+		cmp, err := Compare(ctx, r, CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -174,8 +227,8 @@ func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy, dryRun
 			v.Claims = append(v.Claims, cr)
 			continue
 		}
-		if !dryRun {
-			if err := cmp.Record(ctx, l); err != nil {
+		if w != nil {
+			if err := cmp.Record(ctx, w); err != nil {
 				return err
 			}
 		}
@@ -225,24 +278,30 @@ func (v *Verdict) claims(ctx context.Context, l *ledger.Ledger, p Policy, dryRun
 	return nil
 }
 
-// gatedIdentity is the model identity a passing verdict lets through: the
-// one the rl evaluation recorded, else the rl training run's output.
-func gatedIdentity(ctx context.Context, l *ledger.Ledger, s Subjects) (*ledger.Digest, error) {
+// gated sets what a passing verdict lets through: the model identity the
+// rl evaluation recorded, else the rl training run's output; and the rl
+// training run with its output checkpoint's manifest, which publish ships.
+func (v *Verdict) gated(ctx context.Context, r *ledger.Ledger, s Subjects) {
 	if run := labeled(s.Runs, LabelRL); run != "" {
-		evals, err := loadEvals(ctx, l, []LabeledRun{{LabelRL, run}})
+		evals, err := loadEvals(ctx, r, []LabeledRun{{LabelRL, run}})
 		if err == nil && evals[0].rollout.ModelIdentity != nil {
-			return evals[0].rollout.ModelIdentity, nil
+			v.ModelIdentity = evals[0].rollout.ModelIdentity
 		}
 	}
-	if run := labeled(s.Train, LabelRL); run != "" {
-		trains, err := loadTrains(ctx, l, []LabeledRun{{LabelRL, run}})
-		if err == nil {
-			if a := trains[0].checkpoint("output", "ckpt"); a != nil {
-				return &a.Digest, nil
-			}
+	run := labeled(s.Train, LabelRL)
+	if run == "" {
+		return
+	}
+	trains, err := loadTrains(ctx, r, []LabeledRun{{LabelRL, run}})
+	if err != nil {
+		return
+	}
+	if a := trains[0].checkpoint("output", "ckpt"); a != nil {
+		v.Run, v.Manifest = run, a.Manifest
+		if v.ModelIdentity == nil {
+			v.ModelIdentity = &a.Digest
 		}
 	}
-	return nil, nil
 }
 
 // Summary says in one line how the verdict came out and where it is.

@@ -47,6 +47,9 @@ type Policy struct {
 	Power     float64  `json:"power"` // at which the minimum detectable effect is given
 	Options   Options  `json:"options"`
 	Subjects  Subjects `json:"subjects"`
+	// Source is the exact bytes the policy was read from; the gate
+	// records them with its verdict, so the verdict can be re-derived.
+	Source []byte `json:"-"`
 }
 
 // PaperGrade is the built-in policy: rl > base, rl > noupdate and
@@ -61,6 +64,7 @@ func PaperGrade() Policy {
 		Resamples: stats.DefaultResamples,
 		Seed:      1,
 		Power:     0.8,
+		Source:    []byte(paperGradeSource),
 	}
 }
 
@@ -86,6 +90,12 @@ func LoadPolicy(path string) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy: %w", err)
 	}
+	return ParsePolicy(path, raw)
+}
+
+// ParsePolicy reads a YAML policy from raw over the built-in one; path
+// names it in errors and is its name when it gives none.
+func ParsePolicy(path string, raw []byte) (Policy, error) {
 	var f policyFile
 	dec := yaml.NewDecoder(bytes.NewReader(raw))
 	dec.KnownFields(true)
@@ -93,6 +103,7 @@ func LoadPolicy(path string) (Policy, error) {
 		return Policy{}, fmt.Errorf("read policy %s: %w", path, err)
 	}
 	p := PaperGrade()
+	p.Source = raw
 	if f.Name != "" {
 		p.Name = f.Name
 	} else {
@@ -129,6 +140,7 @@ func LoadPolicy(path string) (Policy, error) {
 		p.Power = f.Power
 	}
 	p.Options = f.Options
+	var err error
 	if p.Subjects.Runs, err = labeledNode(&f.Runs); err != nil {
 		return Policy{}, fmt.Errorf("read policy %s: runs: %w", path, err)
 	}

@@ -1,0 +1,235 @@
+package audit
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// ErrVerdictRefused is wrapped by every error Rederive returns for a
+// verdict it will not stand behind.
+var ErrVerdictRefused = errors.New("the gate verdict does not hold")
+
+// VerdictError says which verdict was refused and why, naming the first
+// thing that differs. It wraps ErrVerdictRefused.
+type VerdictError struct {
+	Seq int64
+	Why string
+}
+
+func (e *VerdictError) Error() string {
+	return fmt.Sprintf("gate verdict entry %d is refused: %s. Nothing was published, reported or confirmed under it. Try: rlgate gate again on these runs", e.Seq, e.Why)
+}
+
+func (e *VerdictError) Unwrap() error { return ErrVerdictRefused }
+
+// Rederive returns the gate verdict recorded at entry seq of l only if it
+// holds: the ledger's entries up to it are intact (ledger.Checked), the
+// verdict agrees with itself (its ok with its failed count and checks, its
+// head with the entry before it), its policy is the one its recorded
+// source bytes give, and the gate's decision, run again on the entries it
+// read with that policy, reproduces it check for check. Publish, report,
+// report --check and verify-bundle --ledger act on a verdict only through
+// Rederive, so neither a flipped field, a verdict appended with correct
+// hashes, nor an edited derived row can let anything through.
+func Rederive(ctx context.Context, l *ledger.Ledger, seq int64) (*Verdict, error) {
+	r, err := l.Checked(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	defer r.Close()
+	return rederive(ctx, r, seq)
+}
+
+// rederive is Rederive on a checked view whose head is the verdict.
+func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error) {
+	refuse := func(format string, args ...any) error {
+		return &VerdictError{Seq: seq, Why: fmt.Sprintf(format, args...)}
+	}
+	e, err := r.EntryBySeq(ctx, seq)
+	if err != nil {
+		return nil, err
+	}
+	if e.Kind != KindVerdict {
+		return nil, refuse("it is a %s entry, not a %s", e.Kind, KindVerdict)
+	}
+	var v Verdict
+	if err := json.Unmarshal(e.Body, &v); err != nil {
+		return nil, refuse("its body does not read as a verdict: %v", err)
+	}
+	v.Seq = seq
+	if why := v.inconsistency(ctx, r, e); why != "" {
+		return nil, refuse("%s", why)
+	}
+	raw, err := r.ReadBlob(v.PolicySource)
+	if err != nil {
+		return nil, refuse("its policy source %s cannot be read: %v", v.PolicySource, err)
+	}
+	p, err := policyFromSource(v.Policy.Name, raw)
+	if err != nil {
+		return nil, refuse("its recorded policy source does not load: %v", err)
+	}
+	// The command line may name the runs and tune the audits' options
+	// over a policy file; both are recorded in the verdict.
+	p.Subjects, p.Options = v.Policy.Subjects, v.Policy.Options
+	if diff := cmp.Diff(v.Policy, p, cmp.FilterPath(func(ps cmp.Path) bool { return ps.Last().String() == ".Source" }, cmp.Ignore())); diff != "" {
+		return nil, refuse("its policy is not the one its recorded source %s gives: %s", v.PolicySource, firstLine(diff))
+	}
+	again, err := decide(ctx, r, nil, p)
+	if err != nil {
+		return nil, refuse("its decision cannot be re-run: %v", err)
+	}
+	if why := v.reproducedBy(again); why != "" {
+		return nil, refuse("it does not reproduce: %s", why)
+	}
+	return &v, nil
+}
+
+// inconsistency says how v, the body of entry e, disagrees with itself or
+// with the entries around it; "" when it does not.
+func (v *Verdict) inconsistency(ctx context.Context, r *ledger.Ledger, e ledger.Entry) string {
+	if v.PolicySource == (ledger.Digest{}) {
+		return "it records no policy source (an rlgate from before verdicts were re-derived wrote it)"
+	}
+	if !slices.Contains(e.Blobs, v.PolicySource) {
+		return fmt.Sprintf("its entry does not name its policy source %s as a blob", v.PolicySource)
+	}
+	failed := 0
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed++
+		}
+	}
+	switch {
+	case failed != v.Failed:
+		return fmt.Sprintf("it says %d checks failed, and %d of its checks failed", v.Failed, failed)
+	case v.OK != (failed == 0):
+		return fmt.Sprintf("it says ok=%v with %d failed checks", v.OK, failed)
+	case len(v.Checks) == 0:
+		return "it holds no checks"
+	}
+	for _, cr := range v.Claims {
+		i := slices.IndexFunc(v.Checks, func(c GateCheck) bool { return c.Name == "claim "+cr.Claim })
+		if i < 0 || v.Checks[i].OK != cr.OK {
+			return fmt.Sprintf("its claim %s says ok=%v, and its check says otherwise", cr.Claim, cr.OK)
+		}
+	}
+	for _, a := range v.Audits {
+		if a.OK != (a.Failed == 0 && a.Error == "") {
+			return fmt.Sprintf("its audit %s says ok=%v with %d failed findings", a.Audit, a.OK, a.Failed)
+		}
+	}
+	if v.Head.LedgerID != r.ID() || v.Head.Seq != e.Seq-1 || e.Prev != v.Head.Hash {
+		return fmt.Sprintf("its head %s is not the entry before it (%s/%d/%s)", v.Head, r.ID(), e.Seq-1, e.Prev)
+	}
+	if v.Basis.LedgerID != r.ID() || v.Basis.Seq < 1 || v.Basis.Seq > v.Head.Seq {
+		return fmt.Sprintf("its basis %s is not an entry before it", v.Basis)
+	}
+	// The entries between the basis and the verdict are the gate's own
+	// audit and comparison records; anything else would have been read
+	// by a re-derivation and not by the gate.
+	for o, err := range r.Entries(ctx, ledger.Filter{AfterSeq: v.Basis.Seq - 1}) {
+		if err != nil {
+			return err.Error()
+		}
+		switch {
+		case o.Seq == v.Basis.Seq:
+			if o.Hash != v.Basis.Hash {
+				return fmt.Sprintf("its basis %s is not entry %d of this ledger", v.Basis, o.Seq)
+			}
+		case o.Seq >= e.Seq:
+			return ""
+		case !strings.HasPrefix(o.Kind, KindAuditPrefix) && o.Kind != KindComparison:
+			return fmt.Sprintf("entry %d (%s) lies between the entries it read (up to %d) and it, and the gate writes no such entry", o.Seq, o.Kind, v.Basis.Seq)
+		}
+	}
+	return ""
+}
+
+// reproducedBy says where again, the decision re-run, differs from v;
+// "" when it reproduces v check for check. The entries the gate recorded
+// itself (after the basis) are left out of the comparison: a re-run
+// records nothing.
+func (v *Verdict) reproducedBy(again *Verdict) string {
+	own := func(seqs []int64) []int64 {
+		return slices.DeleteFunc(slices.Clone(seqs), func(s int64) bool { return s > v.Basis.Seq && s < v.Seq })
+	}
+	for i, c := range v.Checks {
+		if i >= len(again.Checks) {
+			return fmt.Sprintf("check %d (%s) is not among the %d checks the policy gives", i+1, c.Name, len(again.Checks))
+		}
+		a := again.Checks[i]
+		switch {
+		case a.Name != c.Name:
+			return fmt.Sprintf("check %d is %q, re-derived %q", i+1, c.Name, a.Name)
+		case a.OK != c.OK:
+			return fmt.Sprintf("check %q: recorded %s, re-derived %s (%s)", c.Name, passFailWord(c.OK), passFailWord(a.OK), a.Message)
+		case a.Message != c.Message:
+			return fmt.Sprintf("check %q: recorded %q, re-derived %q", c.Name, c.Message, a.Message)
+		case !slices.Equal(own(c.Seqs), a.Seqs):
+			return fmt.Sprintf("check %q cites entries %v, re-derived %v", c.Name, own(c.Seqs), a.Seqs)
+		}
+	}
+	if len(again.Checks) > len(v.Checks) {
+		return fmt.Sprintf("the policy gives check %q, which it lacks", again.Checks[len(v.Checks)].Name)
+	}
+	ignoreSeq := cmp.FilterPath(func(ps cmp.Path) bool { return ps.Last().String() == ".Seq" }, cmp.Ignore())
+	for _, f := range []struct {
+		what      string
+		rec, redo any
+	}{
+		{"audits", v.Audits, again.Audits}, {"claims", v.Claims, again.Claims},
+		{"model identity", v.ModelIdentity, again.ModelIdentity}, {"run", v.Run, again.Run}, {"manifest", v.Manifest, again.Manifest},
+		{"policy digest", v.PolicyDigest, again.PolicyDigest}, {"subjects digest", v.SubjectsDigest, again.SubjectsDigest},
+	} {
+		if diff := cmp.Diff(f.rec, f.redo, ignoreSeq); diff != "" {
+			return fmt.Sprintf("its %s differs from the re-derived one: %s", f.what, firstLine(diff))
+		}
+	}
+	return ""
+}
+
+// firstLine is the first changed line of a cmp.Diff, trimmed: enough to
+// name a difference in a one-line error.
+func firstLine(diff string) string {
+	for _, line := range strings.Split(diff, "\n") {
+		if t := strings.TrimSpace(line); strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+") {
+			return t
+		}
+	}
+	return strings.TrimSpace(diff)
+}
+
+func passFailWord(ok bool) string {
+	if ok {
+		return "PASS"
+	}
+	return "FAIL"
+}
+
+// Verdicts lists the gate verdicts of l for model identity id (every
+// verdict when id is nil), oldest first, as recorded: callers that act on
+// one re-derive it with Rederive.
+func Verdicts(ctx context.Context, l *ledger.Ledger, id *ledger.Digest) ([]*Verdict, error) {
+	var out []*Verdict
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindVerdict}) {
+		if err != nil {
+			return nil, err
+		}
+		v := &Verdict{}
+		if err := json.Unmarshal(e.Body, v); err != nil {
+			return nil, &VerdictError{Seq: e.Seq, Why: fmt.Sprintf("its body does not read as a verdict: %v", err)}
+		}
+		v.Seq = e.Seq
+		if id == nil || (v.ModelIdentity != nil && *v.ModelIdentity == *id) {
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
