@@ -196,6 +196,20 @@ var settings = []setting{
 		want: "an http:// or https:// URL with a host and no user or password, at most 2,048 characters"},
 }
 
+// CheckOption refuses a value of the audit option key (as a policy file's
+// options: name it) outside the range a policy file may give it; the
+// flags that set options check their values through it as they are read.
+func CheckOption(key string, v any) error {
+	i := slices.IndexFunc(settings, func(s setting) bool { return s.option && s.key == key })
+	if i < 0 {
+		return fmt.Errorf("unknown option %q: want one of %s", key, strings.Join(optionKeys(), ", "))
+	}
+	if s := settings[i]; s.ok != nil && !s.ok(v) {
+		return fmt.Errorf("want %s", s.want)
+	}
+	return nil
+}
+
 // endpointOK accepts "" (the recorded replies) or a plain http(s) URL: the
 // policy is stored in every verdict, so it must not carry credentials.
 func endpointOK(s string) bool {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -317,5 +318,21 @@ func TestPolicyDigest(t *testing.T) {
 	}
 	if _, err := PaperGrade().Digest(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestEveryOptionHasARange: a field added to Options is refused by the
+// policy parser until it is given a range here.
+func TestEveryOptionHasARange(t *testing.T) {
+	typ := reflect.TypeFor[Options]()
+	for i := range typ.NumField() {
+		f := typ.Field(i)
+		key := f.Tag.Get("yaml")
+		if err := CheckOption(key, reflect.Zero(f.Type).Interface()); err != nil && !strings.HasPrefix(err.Error(), "want ") {
+			t.Errorf("Options.%s: %v", f.Name, err)
+		}
+	}
+	if err := CheckOption("threshold", 0.5); err == nil {
+		t.Error("an unknown option was accepted")
 	}
 }
