@@ -31,10 +31,19 @@ func (c Claim) String() string { return c.Better + " > " + c.Than }
 func ParseClaim(s string) (Claim, error) {
 	a, b, ok := strings.Cut(s, ">")
 	c := Claim{Better: strings.TrimSpace(a), Than: strings.TrimSpace(b)}
-	if !ok || CheckLabel(c.Better) != nil || CheckLabel(c.Than) != nil || c.Better == c.Than {
-		return Claim{}, fmt.Errorf("claim %q: want LABEL > LABEL, two different plain labels, e.g. rl > base", s)
+	if !ok || !c.plain() {
+		return Claim{}, badClaim(s)
 	}
 	return c, nil
+}
+
+// plain reports whether the claim is of two different plain labels.
+func (c Claim) plain() bool {
+	return CheckLabel(c.Better) == nil && CheckLabel(c.Than) == nil && c.Better != c.Than
+}
+
+func badClaim(s string) error {
+	return fmt.Errorf("claim %q: want LABEL > LABEL, two different plain labels, e.g. rl > base", s)
 }
 
 // maxLabel bounds a label's length.
@@ -285,7 +294,7 @@ type fieldError struct {
 func (e *fieldError) Error() string { return e.err.Error() }
 
 // Check refuses a policy that says nothing or more than it can hold: no
-// claims, no audits, an unknown or repeated audit, a repeated claim, a
+// name, no claims, no audits, an unknown or repeated audit, a repeated claim, a
 // label that is not plain or is given twice, a setting out of its range
 // (docs/GATE.md lists them), or a re-play endpoint without a re-play.
 // ParsePolicy runs it on every policy it returns; run it again after
@@ -294,12 +303,15 @@ func (p Policy) Check() error {
 	field := func(key string, format string, args ...any) error {
 		return &fieldError{key, fmt.Errorf(format, args...)}
 	}
+	if p.Name == "" {
+		return field("name", "no name; Try: name: MY-POLICY")
+	}
 	if len(p.Claims) == 0 {
 		return field("claims", `claims: none; a policy must claim something, e.g. claims: ["rl > base"]`)
 	}
 	for i, c := range p.Claims {
-		if _, err := ParseClaim(c.String()); err != nil {
-			return field("claims", "claims: %w", err)
+		if !c.plain() {
+			return field("claims", "claims: %w", badClaim(c.String()))
 		}
 		if slices.Contains(p.Claims[:i], c) {
 			return field("claims", "claims: %s given twice", c)

@@ -336,3 +336,30 @@ func TestEveryOptionHasARange(t *testing.T) {
 		t.Error("an unknown option was accepted")
 	}
 }
+
+// TestPolicyCheck: a policy put together in code (flags over a file) is
+// held to what a file is.
+func TestPolicyCheck(t *testing.T) {
+	if err := PaperGrade().Check(); err != nil {
+		t.Fatalf("paper-grade: %v", err)
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*Policy)
+		want   string
+	}{
+		{"no name", func(p *Policy) { p.Name = "" }, "no name; Try: name: MY-POLICY"},
+		{"no claims", func(p *Policy) { p.Claims = nil }, `claims: none; a policy must claim something, e.g. claims: ["rl > base"]`},
+		{"label not plain in a claim", func(p *Policy) { p.Claims = []Claim{{"rl", "base "}} }, `claims: claim "rl > base ": want LABEL > LABEL`},
+		{"label twice in runs", func(p *Policy) { p.Subjects.Runs = []LabeledRun{{"rl", "a"}, {"rl", "b"}} }, `runs: label "rl" given twice`},
+		{"empty run id in train", func(p *Policy) { p.Subjects.Train = []LabeledRun{{"rl", ""}} }, `train: label "rl": no run id`},
+		{"option out of range", func(p *Policy) { p.Options.NearDuplicate = 5 }, "near_duplicate 5: want 0.5 ≤ near_duplicate ≤ 1"},
+		{"alpha 0", func(p *Policy) { p.Alpha = 0 }, "alpha 0: want 0 < alpha ≤ 0.1"},
+	} {
+		p := PaperGrade()
+		tc.change(&p)
+		if err := p.Check(); err == nil || !strings.HasPrefix(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want %s", tc.name, err, tc.want)
+		}
+	}
+}
