@@ -170,15 +170,13 @@ type setting struct {
 	want   string         // the allowed range, as errors and docs/GATE.md state it
 }
 
-// num adapts a range on float64 to a setting's value of any number type.
+// num adapts a range on float64 to a setting's float64 or int value.
 func num(in func(x float64) bool) func(any) bool {
 	return func(v any) bool {
 		switch x := v.(type) {
 		case float64:
 			return in(x)
 		case int:
-			return in(float64(x))
-		case uint64:
 			return in(float64(x))
 		}
 		return false
