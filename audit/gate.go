@@ -104,8 +104,12 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	if len(p.Subjects.Runs) == 0 {
 		return nil, errors.New("gate: name the evaluations to gate (runs), on the command line or in the policy")
 	}
-	if len(p.Source) == 0 {
-		return nil, errors.New("gate: the policy has no source bytes to record (read it with ParsePolicy or LoadPolicy)")
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	src, err := p.source()
+	if err != nil {
+		return nil, err
 	}
 	r, err := l.Checked(ctx, 0)
 	if err != nil {
@@ -127,7 +131,7 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 		v.Head = v.Basis
 		return v, nil
 	}
-	if v.PolicySource, err = l.PutBlobBytes(p.Source); err != nil {
+	if v.PolicySource, err = l.PutBlobBytes(src); err != nil {
 		return nil, fmt.Errorf("record the gate's policy: %w", err)
 	}
 	if v.Head, err = l.Head(ctx); err != nil {

@@ -71,13 +71,17 @@ func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error
 	if err != nil {
 		return nil, refuse("its policy source %s cannot be read: %v", v.PolicySource, err)
 	}
-	p, err := policyFromSource(v.Policy.Name, raw)
+	p, err := ParsePolicy(v.Policy.Name, raw)
 	if err != nil {
 		return nil, refuse("its recorded policy source does not load: %v", err)
 	}
 	// The command line may name the runs and tune the audits' options
 	// over a policy file; both are recorded in the verdict.
 	p.Subjects, p.Options = v.Policy.Subjects, v.Policy.Options
+	if err := p.Check(); err != nil {
+		return nil, refuse("its policy, with the runs and options it records, is not one the gate accepts: %v", err)
+	}
+	p.Source = raw
 	if diff := cmp.Diff(v.Policy, p, cmp.FilterPath(func(ps cmp.Path) bool { return ps.Last().String() == ".Source" }, cmp.Ignore())); diff != "" {
 		return nil, refuse("its policy is not the one its recorded source %s gives: %s", v.PolicySource, firstLine(diff))
 	}

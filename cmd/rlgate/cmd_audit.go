@@ -195,17 +195,25 @@ func subjectsFlags(required bool) []cli.Flag {
 	}
 }
 
-// auditOptionFlags tune the ledger audits.
+// auditOptionFlags tune the ledger audits, each held to the range a policy
+// file's option of the same name has (docs/GATE.md).
 func auditOptionFlags() []cli.Flag {
 	return []cli.Flag{
-		&cli.FloatFlag{Name: "max-kl-growth", Value: audit.DefaultMaxKLGrowth, Usage: "reward: bound `RATIO` on KL growth"},
-		&cli.IntFlag{Name: "self-grade-sample", Value: audit.DefaultSelfGradeSample, Usage: "reward: `N` gold queries graded against themselves"},
-		&cli.IntFlag{Name: "gold-substring", Value: audit.DefaultGoldSubstring, Usage: "gold: fragment length `L` in normalised characters"},
-		&cli.FloatFlag{Name: "near-duplicate", Value: audit.DefaultNearDuplicate, Usage: "split: bigram Jaccard `J` from which questions are the same"},
+		&cli.FloatFlag{Name: "max-kl-growth", Value: audit.DefaultMaxKLGrowth, Usage: "reward: bound `RATIO` on KL growth", Validator: optionRange[float64]("max-kl-growth")},
+		&cli.IntFlag{Name: "self-grade-sample", Value: audit.DefaultSelfGradeSample, Usage: "reward: `N` gold queries graded against themselves", Validator: optionRange[int]("self-grade-sample")},
+		&cli.IntFlag{Name: "gold-substring", Value: audit.DefaultGoldSubstring, Usage: "gold: fragment length `L` in normalised characters", Validator: optionRange[int]("gold-substring")},
+		&cli.FloatFlag{Name: "near-duplicate", Value: audit.DefaultNearDuplicate, Usage: "split: bigram Jaccard `J` from which questions are the same", Validator: optionRange[float64]("near-duplicate")},
 		&cli.BoolFlag{Name: "split-by-database", Usage: "split: train and eval must share no database"},
-		&cli.IntFlag{Name: "mutate", Usage: "gold: re-play `K` sampled tasks of each evaluation beside a mutated gold"},
-		&cli.StringFlag{Name: "mutate-endpoint", Usage: "gold: re-play against this live endpoint `URL` at temperature 0 instead of the recorded replies"},
+		&cli.IntFlag{Name: "mutate", Usage: "gold: re-play `K` sampled tasks of each evaluation beside a mutated gold", Validator: optionRange[int]("mutate")},
+		&cli.StringFlag{Name: "mutate-endpoint", Usage: "gold: re-play against this live endpoint `URL` at temperature 0 instead of the recorded replies", Validator: optionRange[string]("mutate-endpoint")},
 	}
+}
+
+// optionRange checks the flag --name against the range of the policy
+// option it sets (name with _ for -).
+func optionRange[T any](name string) func(T) error {
+	key := strings.ReplaceAll(name, "-", "_")
+	return func(v T) error { return audit.CheckOption(key, v) }
 }
 
 // subjectsFrom reads --runs and --train.

@@ -57,20 +57,19 @@ func parseLabeledRuns(s string) ([]audit.LabeledRun, error) {
 	return out, err
 }
 
-// parseLabels reads the LABEL=RUN,... value of flag --name.
+// parseLabels reads the LABEL=RUN,... value of flag --name, the spaces
+// around labels and run ids trimmed (audit.AddLabeledRun).
 func parseLabels(name, s string) ([]audit.LabeledRun, error) {
 	var out []audit.LabeledRun
-	seen := map[string]bool{}
 	for _, part := range strings.Split(s, ",") {
-		label, run, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok || label == "" || run == "" {
-			return nil, usagef("--%s: %q is not LABEL=RUN", name, part)
+		label, run, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, usagef("--%s: %q is not LABEL=RUN", name, strings.TrimSpace(part))
 		}
-		if seen[label] {
-			return nil, usagef("--%s: label %q given twice", name, label)
+		var err error
+		if out, err = audit.AddLabeledRun(out, label, run); err != nil {
+			return nil, usagef("--%s: %v", name, err)
 		}
-		seen[label] = true
-		out = append(out, audit.LabeledRun{Label: label, Run: run})
 	}
 	return out, nil
 }

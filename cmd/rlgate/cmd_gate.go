@@ -64,6 +64,9 @@ func newGateCommand() *cli.Command {
 				return usagef("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
 			}
 			p.Options = auditOptionsFrom(cmd, p.Options)
+			if err := p.Check(); err != nil {
+				return usagef("gate: %v", err)
+			}
 			_, err = runGate(ctx, gateOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), JUnit: cmd.String("junit"), Policy: p,
 				DryRun: cmd.Bool("dry-run")}, cmd.Root().Writer)
 			return err

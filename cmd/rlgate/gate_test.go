@@ -319,6 +319,7 @@ func TestGate(t *testing.T) {
 	t.Run("each fault fails for its reason", func(t *testing.T) { gateFaults(t, x) })
 	t.Run("audit commands", func(t *testing.T) { gateAuditCommands(t, x.fork(t)) })
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
+	t.Run("policy and --runs as handed in", func(t *testing.T) { gatePolicyFlags(t, x.fork(t)) })
 }
 
 func gateCleanPasses(t *testing.T, x *gateExperiment) {
