@@ -4,24 +4,35 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"iter"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
 )
 
 // Checked returns a read-only view of the ledger as of entry at (0: its
-// head) that decisions read instead of the ledger itself. Every entry up to
-// at is read once, re-hashed, checked against its link to the entry before
-// it (and the first against this ledger's id), and copied into a private
-// database whose derived tables are rebuilt from those entries alone. So a
-// row that someone edited in the ledger's own tables (an outcome set to
-// correct, a run's status set to ok, a body or hash column rewritten)
-// cannot reach a gate, a report or a publish: either the entries disagree
-// with their hashes, and Checked refuses naming the first such seq
-// (ErrTampered), or the derived rows come from the entries and not from
-// the tables that were edited.
+// head) that decisions read instead of the ledger itself.
+//
+// Opening the view reads every entry up to at once, re-hashes it and
+// checks its link to the entry before it (and the first against this
+// ledger's id). From then on every entry the view returns is read again
+// and re-hashed against that walk, and every derived row it returns (runs,
+// artifacts, outcomes, metric series) was derived from those entries into
+// a private database, never read from the ledger's own tables. So a row
+// someone edited in ledger.db (an outcome set to correct, a run's status
+// set to ok, a body or hash column rewritten) cannot reach a gate, a report
+// or a publish: either an entry disagrees with its hash, and the view
+// refuses naming the first such seq (ErrTampered), or the rows come from
+// the entries and not from the tables that were edited. Runs and artifacts
+// are derived during the walk; a run's outcomes and metrics, the bulk of a
+// ledger, when first asked for.
 //
 // The view shares the ledger's blob store (every blob read is re-hashed)
-// and refuses appends. Close removes its private database.
+// and refuses appends; it must not outlive l. Close removes its private
+// database. Checked of a view as of its own head is the view itself,
+// whose Close then leaves it open for its owner.
 func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 	head, err := l.Head(ctx)
 	if err != nil {
@@ -33,13 +44,24 @@ func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 	if at < 1 || at > head.Seq {
 		return nil, fmt.Errorf("read ledger %s as of entry %d: %w: its head is entry %d", l.location(), at, ErrNotFound, head.Seq)
 	}
+	if l.chk != nil && at == head.Seq {
+		v := *l
+		v.borrowed = true
+		return &v, nil
+	}
+	src := l
+	if l.chk != nil {
+		src = l.chk.src
+	}
 	scratch, err := os.MkdirTemp("", "rlgate-checked-")
 	if err != nil {
-		return nil, fmt.Errorf("read ledger %s: a private copy to check it in: %w. Try: set TMPDIR to a writable directory", l.location(), err)
+		return nil, fmt.Errorf("read ledger %s: a private database to derive its rows in: %w. Try: set TMPDIR to a writable directory", l.location(), err)
 	}
 	db, err := sql.Open("sqlite", dsn(filepath.Join(scratch, dbName), "scratch"))
+	v := &Ledger{dir: l.dir, db: db, id: l.id, scratch: scratch, shown: l.location(), blobs: l.blobs,
+		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, metrics: map[string][]Entry{}}}
 	if err == nil {
-		err = l.copyChecked(ctx, db, at)
+		err = v.walk(ctx)
 	}
 	if err != nil {
 		if db != nil {
@@ -48,61 +70,66 @@ func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 		os.RemoveAll(scratch)
 		return nil, err
 	}
-	return &Ledger{dir: l.dir, db: db, id: l.id, scratch: scratch, shown: l.location(), blobs: l.blobs, view: true}, nil
+	return v, nil
 }
 
-// copyChecked fills db, a new database, with the entries 1..at of l, each
-// checked as Checked says, and derives its tables from them.
-func (l *Ledger) copyChecked(ctx context.Context, db *sql.DB, at int64) error {
-	if _, err := db.ExecContext(ctx, coreDDL+derivedDDL); err != nil {
+// checkedIndex is what a checked view knows of the entries up to at: each
+// one's hash, kind and run (index seq-1), which the walk checked.
+type checkedIndex struct {
+	src    *Ledger
+	at     int64
+	hashes []Digest
+	kinds  []string
+	runs   []string
+	// derived names the (kind, run) pairs whose rows are in the view's
+	// database: outcomes and metrics are derived when first read.
+	mu      sync.Mutex
+	derived map[string]bool
+	metrics map[string][]Entry // by run
+}
+
+// lazyKinds are derived only when a run's rows are first asked for: a
+// run's outcomes into the view's database, its metrics entries kept in
+// memory (see checkedSeries).
+var lazyKinds = []string{KindOutcomes, KindMetrics}
+
+// walk reads the entries 1..at of the source once, checking each, and
+// derives the rows of every entry but the lazy kinds.
+func (l *Ledger) walk(ctx context.Context) error {
+	c := l.chk
+	if _, err := l.db.ExecContext(ctx, derivedDDL); err != nil {
 		return err
 	}
-	tx, err := db.BeginTx(ctx, nil)
+	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer tx.Rollback()
-	if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES ('ledger_id', ?)", l.id); err != nil {
-		return err
-	}
 	d := newDeriver(ctx, tx)
 	defer d.close()
-	var last int64
-	var lastHash Digest
-	for last < at {
-		page, err := queryRaw(ctx, l.db, "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", last, at, entryPage)
+	c.hashes, c.kinds, c.runs = make([]Digest, 0, c.at), make([]string, 0, c.at), make([]string, 0, c.at)
+	for int64(len(c.hashes)) < c.at {
+		last := int64(len(c.hashes))
+		page, err := queryRaw(ctx, c.src.db, "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", last, c.at, entryPage)
 		if err != nil {
 			return fmt.Errorf("read ledger %s: %w", l.location(), err)
 		}
 		if len(page) == 0 {
 			return l.tampered(last+1, "is missing (the chain ends at entry %d)", last)
 		}
-		entries := make([]Entry, len(page))
-		for i, r := range page {
+		for _, r := range page {
 			e, err := r.entry()
 			if err != nil {
 				return l.tampered(r.seq, "is unreadable: %v", err)
 			}
-			if err := l.checkLink(&e, last, lastHash); err != nil {
+			if err := l.checkLink(&e, int64(len(c.hashes))); err != nil {
 				return err
 			}
-			entries[i] = e
-			last, lastHash = e.Seq, e.Hash
-		}
-		for start := 0; start < len(entries); start += insertChunk {
-			chunk := entries[start:min(start+insertChunk, len(entries))]
-			args := make([]any, 0, 8*len(chunk))
-			for i := range chunk {
-				e := &chunk[i]
-				args = append(args, e.Seq, e.Prev.Hex(), e.Hash.Hex(), e.Kind, e.Run, e.At, joinDigests(e.Blobs), string(e.Body))
-			}
-			if _, err := d.exec(insertEntries(len(chunk)), args...); err != nil {
-				return err
-			}
-		}
-		for i := range entries {
-			if err := d.apply(&entries[i], nil); err != nil {
-				return l.tampered(entries[i].Seq, "cannot be read (%s): %v", entries[i].Kind, err)
+			c.hashes, c.kinds, c.runs = append(c.hashes, e.Hash), append(c.kinds, e.Kind), append(c.runs, e.Run)
+			if !slices.Contains(lazyKinds, e.Kind) {
+				if err := d.apply(&e, nil); err != nil {
+					return l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
+				}
 			}
 		}
 		if err := ctx.Err(); err != nil {
@@ -115,24 +142,174 @@ func (l *Ledger) copyChecked(ctx context.Context, db *sql.DB, at int64) error {
 	return tx.Commit()
 }
 
-// checkLink checks that e is the entry after (seq, hash): the next seq,
-// linked to that hash, hashing to its own hash, and, first of all, this
-// ledger's genesis entry.
-func (l *Ledger) checkLink(e *Entry, seq int64, hash Digest) error {
+// checkLink checks that e is the entry after seq in the view: the next
+// seq, linked to the hash the walk found for seq, hashing to its own hash,
+// and, first of all, this ledger's genesis entry. Whether a body is
+// canonical JSON is left to verify: whoever can write a body that hashes
+// right can write a canonical one as well, so checking it here would cost
+// time and stop nobody.
+func (l *Ledger) checkLink(e *Entry, seq int64) error {
+	var prev Digest
+	if seq > 0 {
+		prev = l.chk.hashes[seq-1]
+	}
 	switch {
 	case e.Seq != seq+1:
 		return l.tampered(seq+1, "is missing (the chain jumps from entry %d to %d)", seq, e.Seq)
-	case e.Prev != hash:
-		return l.tampered(e.Seq, "is not linked to entry %d: its prev is %s, entry %d hashes to %s", seq, e.Prev, seq, hash)
+	case e.Prev != prev:
+		return l.tampered(e.Seq, "is not linked to entry %d: its prev is %s, entry %d hashes to %s", seq, e.Prev, seq, prev)
 	case computeHash(e) != e.Hash:
 		return l.tampered(e.Seq, "does not match its hash: its kind, run, time, blobs or body were changed after it was written")
 	case e.Seq == 1 && !isGenesisOf(e, l.id):
 		return l.tampered(1, "is not this ledger's %s entry for ledger id %s", KindInit, l.id)
 	}
-	// Whether the body is canonical JSON is left to verify: whoever can
-	// write a body that hashes right can write a canonical one as well, so
-	// checking it here would cost time and stop nobody.
 	return nil
+}
+
+// checkRead checks an entry read again after the walk: it must be, byte
+// for byte, the entry the walk checked at its seq.
+func (l *Ledger) checkRead(e *Entry) error {
+	c := l.chk
+	if e.Seq < 1 || e.Seq > c.at {
+		return l.tampered(e.Seq, "lies outside the entries 1..%d the view read", c.at)
+	}
+	if e.Hash != c.hashes[e.Seq-1] || computeHash(e) != e.Hash || (e.Seq > 1 && e.Prev != c.hashes[e.Seq-2]) {
+		return l.tampered(e.Seq, "changed while it was being read: it no longer matches its hash")
+	}
+	return nil
+}
+
+// checkedEntries yields the entries of the view that match f, each read
+// from the source and checked against the walk; an entry the source no
+// longer returns is an error too.
+func (l *Ledger) checkedEntries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
+	c := l.chk
+	return func(yield func(Entry, error) bool) {
+		var want []int64
+		flush := func() bool {
+			if len(want) == 0 {
+				return true
+			}
+			where, args := "WHERE seq >= ? AND seq <= ?", []any{want[0], want[len(want)-1]}
+			if f.Kind != "" {
+				where, args = where+" AND kind = ?", append(args, f.Kind)
+			}
+			if f.Run != "" {
+				where, args = where+" AND run = ?", append(args, f.Run)
+			}
+			got, err := queryEntries(ctx, c.src.db, where+" ORDER BY seq", args...)
+			if err != nil {
+				return yield(Entry{}, err)
+			}
+			for i, seq := range want {
+				if i >= len(got) || got[i].Seq != seq {
+					return yield(Entry{}, l.tampered(seq, "is no longer in the ledger as it was when the view read it"))
+				}
+				if err := l.checkRead(&got[i]); err != nil {
+					return yield(Entry{}, err)
+				}
+				if !yield(got[i], nil) {
+					return false
+				}
+			}
+			want = want[:0]
+			return true
+		}
+		for seq := max(f.AfterSeq, 0) + 1; seq <= c.at; seq++ {
+			if (f.Kind != "" && c.kinds[seq-1] != f.Kind) || (f.Run != "" && c.runs[seq-1] != f.Run) {
+				continue
+			}
+			if want = append(want, seq); len(want) == entryPage && !flush() {
+				return
+			}
+		}
+		flush()
+	}
+}
+
+// derive makes sure the view's database holds run's rows of a lazy kind.
+func (l *Ledger) derive(ctx context.Context, kind, run string) error {
+	c := l.chk
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := kind + "\x00" + run
+	if c.derived[key] {
+		return nil
+	}
+	tx, err := l.db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	d := newDeriver(ctx, tx)
+	defer d.close()
+	for e, err := range l.checkedEntries(ctx, Filter{Kind: kind, Run: run}) {
+		if err != nil {
+			return err
+		}
+		if err := d.apply(&e, nil); err != nil {
+			return l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
+		}
+	}
+	if err := d.flush(); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	c.derived[key] = true
+	return nil
+}
+
+// checkedSeries reads one key's points of run, in ledger order, from the
+// run's metrics entries, which it reads and checks once and keeps: a
+// report or an audit asks for several keys of one run, and scanning kept
+// bodies for one key costs a fraction of deriving every key into rows.
+func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
+	c := l.chk
+	c.mu.Lock()
+	es, ok := c.metrics[run]
+	if !ok {
+		for e, err := range l.checkedEntries(ctx, Filter{Kind: KindMetrics, Run: run}) {
+			if err != nil {
+				c.mu.Unlock()
+				return nil, nil, err
+			}
+			es = append(es, e)
+		}
+		c.metrics[run] = es
+	}
+	c.mu.Unlock()
+	var pts []MetricPoint
+	var seqs []int64
+	for _, e := range es {
+		m, err := decodeMetricsKey(e.Body, key)
+		if err != nil {
+			return nil, nil, l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
+		}
+		for _, p := range m.Points {
+			p.Value = asRecorded(p.Value)
+			pts, seqs = append(pts, p), append(seqs, e.Seq)
+		}
+	}
+	return pts, seqs, nil
+}
+
+// checkedByHash finds the entry of the view whose hash starts with the
+// hex digits p.
+func (l *Ledger) checkedByHash(ctx context.Context, p string) (Entry, error) {
+	var found []int64
+	for i, h := range l.chk.hashes {
+		if strings.HasPrefix(h.Hex(), p) {
+			if found = append(found, int64(i+1)); len(found) == 2 {
+				return Entry{}, fmt.Errorf("entry %s: %w: seq %d and %d both match; give more digits", p, ErrAmbiguous, found[0], found[1])
+			}
+		}
+	}
+	if len(found) == 0 {
+		return Entry{}, fmt.Errorf("entry %s: %w", p, ErrNotFound)
+	}
+	return l.EntryBySeq(ctx, found[0])
 }
 
 // tampered is the error for an entry that fails its checks.

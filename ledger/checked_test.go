@@ -22,6 +22,7 @@ func checkedLedger(t *testing.T) string {
 	_, err = l.Append(ctx,
 		ledger.Record{Kind: ledger.KindRunStart, Run: "ev", Body: map[string]any{"stage": "eval"}},
 		ledger.Record{Kind: ledger.KindOutcomes, Run: "ev", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "a"}, {TaskID: "b", Correct: true}}}},
+		ledger.Record{Kind: ledger.KindMetrics, Run: "ev", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 2, Key: "loss", Value: 0.5}, {Step: 1, Key: "loss", Value: 0.9}, {Step: 1, Key: "kl", Value: 1}}}},
 		ledger.Record{Kind: ledger.KindRunEnd, Run: "ev", Body: ledger.RunEnd{Status: "failed", ExitCode: new(7)}},
 		ledger.Record{Kind: "note", Body: map[string]int{"i": 5}},
 	)
@@ -37,7 +38,7 @@ func openChecked(t *testing.T, dir string, at int64) (*ledger.Ledger, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	t.Cleanup(func() { l.Close() })
 	c, err := l.Checked(ctx, at)
 	if err == nil {
 		t.Cleanup(func() { c.Close() })
@@ -51,6 +52,7 @@ func TestCheckedIgnoresEditedDerivedRows(t *testing.T) {
 	dir := checkedLedger(t)
 	rawExec(t, dir, `UPDATE outcomes SET correct = 1`)
 	rawExec(t, dir, `UPDATE runs SET status = 'ok', exit_code = 0`)
+	rawExec(t, dir, `UPDATE metrics SET vals = zeroblob(8 * n)`)
 	c, err := openChecked(t, dir, 0)
 	if err != nil {
 		t.Fatal(err)
@@ -73,6 +75,10 @@ func TestCheckedIgnoresEditedDerivedRows(t *testing.T) {
 	if r.Status != "failed" || r.ExitCode == nil || *r.ExitCode != 7 {
 		t.Errorf("run ev reads %s exit %v; its run.end says failed, exit 7", r.Status, r.ExitCode)
 	}
+	pts, seqs, err := c.Series(ctx, "ev", "loss")
+	if diff := cmp.Diff([]ledger.MetricPoint{{Step: 1, Key: "loss", Value: 0.9}, {Step: 2, Key: "loss", Value: 0.5}}, pts); err != nil || diff != "" || len(seqs) != 2 || seqs[0] != 4 {
+		t.Errorf("series loss: %v, seqs %v (-entries +read):\n%s", err, seqs, diff)
+	}
 	if _, err := c.Append(ctx, ledger.Record{Kind: "note", Body: map[string]int{}}); !errors.Is(err, ledger.ErrReadOnlyView) {
 		t.Errorf("append to a checked view: %v, want ErrReadOnlyView", err)
 	}
@@ -89,8 +95,8 @@ func TestCheckedRefusesTamperedEntries(t *testing.T) {
 		message string
 	}{
 		{"body edited", func(t *testing.T, dir string) {
-			rawExec(t, dir, `UPDATE entries SET body = replace(body, '"failed"', '"ok"') WHERE seq = 4`)
-		}, 0, 4, "does not match its hash"},
+			rawExec(t, dir, `UPDATE entries SET body = replace(body, '"failed"', '"ok"') WHERE seq = 5`)
+		}, 0, 5, "does not match its hash"},
 		{"body and hash column rewritten", func(t *testing.T, dir string) {
 			rewriteChain(t, dir, 3, 3, func(e *ledger.Entry) { e.Body = []byte(`{"items":[{"correct":true,"sample":0,"task_id":"a"}]}`) })
 		}, 0, 4, "is not linked to entry 3"},
@@ -117,7 +123,7 @@ func TestCheckedRefusesTamperedEntries(t *testing.T) {
 // and entries after it are not read at all.
 func TestCheckedAsOf(t *testing.T) {
 	dir := checkedLedger(t)
-	rawExec(t, dir, `UPDATE entries SET body = '{}' WHERE seq = 5`)
+	rawExec(t, dir, `UPDATE entries SET body = '{}' WHERE seq = 6`)
 	c, err := openChecked(t, dir, 3)
 	if err != nil {
 		t.Fatal(err)
@@ -129,7 +135,34 @@ func TestCheckedAsOf(t *testing.T) {
 	if r, err := c.RunStatus(ctx, "ev"); err != nil || r.Status != "running" {
 		t.Errorf("as of entry 3 run ev has not ended: %+v, %v", r, err)
 	}
-	if _, err := openChecked(t, dir, 9); !errors.Is(err, ledger.ErrNotFound) {
+	if _, err := openChecked(t, dir, 99); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("a view past the head: %v, want ErrNotFound", err)
 	}
+}
+
+// TestCheckedRereadsEntries: an entry edited after the view was opened is
+// refused when it is read, and so is one deleted.
+func TestCheckedRereadsEntries(t *testing.T) {
+	dir := checkedLedger(t)
+	c, err := openChecked(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rawExec(t, dir, `UPDATE entries SET body = replace(body, '"correct":true', '"correct":false') WHERE seq = 3`)
+	if _, err := c.Outcomes(ctx, "ev"); !errors.Is(err, ledger.ErrTampered) || !strings.Contains(err.Error(), "entry 3 ") {
+		t.Errorf("outcomes after entry 3 changed: %v, want ErrTampered naming entry 3", err)
+	}
+	if _, err := c.EntryBySeq(ctx, 3); !errors.Is(err, ledger.ErrTampered) {
+		t.Errorf("entry 3 after it changed: %v, want ErrTampered", err)
+	}
+	rawExec(t, dir, `DELETE FROM entries WHERE seq = 5`)
+	for _, err := range c.Entries(ctx, ledger.Filter{Run: "ev"}) {
+		if err != nil {
+			if !errors.Is(err, ledger.ErrTampered) {
+				t.Errorf("entries of run ev: %v, want ErrTampered", err)
+			}
+			return
+		}
+	}
+	t.Errorf("entries of run ev after entry 4 was deleted: no error")
 }

@@ -53,8 +53,10 @@ type Ledger struct {
 	shown string
 	// blobs is the blob store: blobs/ in dir, or an S3 bucket (see s3.go).
 	blobs blobStore
-	// view marks a checked read-only view (see Checked): it refuses appends.
-	view bool
+	// chk is set on a checked read-only view (see Checked), which refuses
+	// appends; borrowed marks a view shared with its owner, who closes it.
+	chk      *checkedIndex
+	borrowed bool
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
@@ -530,7 +532,7 @@ func (l *Ledger) meta(ctx context.Context, q queryer, key string) (string, error
 // PostgreSQL, one that first takes the ledger's advisory lock, held until
 // it ends.
 func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
-	if l.view {
+	if l.chk != nil {
 		return ErrReadOnlyView
 	}
 	tx, err := l.db.BeginTx(ctx, nil)
@@ -553,6 +555,9 @@ func (l *Ledger) withTx(ctx context.Context, fn func(*sql.Tx) error) error {
 // Close closes the database and removes a read-only open's private copy.
 // Blobs need no closing.
 func (l *Ledger) Close() error {
+	if l.borrowed {
+		return nil
+	}
 	err := l.db.Close()
 	if l.scratch != "" {
 		os.RemoveAll(l.scratch)
@@ -563,7 +568,7 @@ func (l *Ledger) Close() error {
 // location names the ledger in messages: its directory, or its URL
 // without the password.
 func (l *Ledger) location() string {
-	if l.pg || l.view {
+	if l.pg || l.chk != nil {
 		return l.shown
 	}
 	return l.dir

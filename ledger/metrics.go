@@ -176,6 +176,14 @@ func asRecorded(v float64) float64 {
 // twice keeps both, in ledger order), with the seq of the entry behind
 // each point.
 func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
+	if l.chk != nil {
+		pts, seqs, err := l.checkedSeries(ctx, run, key)
+		if err != nil {
+			return nil, nil, err
+		}
+		sp, ss := byStep(pts, seqs)
+		return sp, ss, nil
+	}
 	rows, err := l.db.QueryContext(ctx, "SELECT seq, n, steps, vals FROM metrics WHERE run = ? AND key = ? ORDER BY seq", run, key)
 	if err != nil {
 		return nil, nil, err
@@ -202,6 +210,13 @@ func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
 	}
+	sp, ss := byStep(pts, seqs)
+	return sp, ss, nil
+}
+
+// byStep sorts a series, with the seqs behind its points, by step,
+// keeping ledger order within a step.
+func byStep(pts []MetricPoint, seqs []int64) ([]MetricPoint, []int64) {
 	idx := make([]int, len(pts))
 	for i := range idx {
 		idx[i] = i
@@ -211,5 +226,5 @@ func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []
 	for i, j := range idx {
 		sp[i], ss[i] = pts[j], seqs[j]
 	}
-	return sp, ss, nil
+	return sp, ss
 }

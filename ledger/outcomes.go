@@ -56,6 +56,11 @@ type OutcomeRow struct {
 
 // Outcomes lists a run's outcomes ordered by task id and sample.
 func (l *Ledger) Outcomes(ctx context.Context, run string) ([]OutcomeRow, error) {
+	if l.chk != nil {
+		if err := l.derive(ctx, KindOutcomes, run); err != nil {
+			return nil, err
+		}
+	}
 	rows, err := l.db.QueryContext(ctx, "SELECT task_id, sample, correct, reward, seq FROM outcomes WHERE run = ? ORDER BY task_id, sample", run)
 	if err != nil {
 		return nil, err

@@ -97,6 +97,9 @@ func ParseHead(s string) (Head, error) {
 
 // Head returns the ledger's last entry as a Head.
 func (l *Ledger) Head(ctx context.Context) (Head, error) {
+	if c := l.chk; c != nil {
+		return Head{LedgerID: l.id, Seq: c.at, Hash: c.hashes[c.at-1]}, nil
+	}
 	es, err := queryEntries(ctx, l.db, "ORDER BY seq DESC LIMIT 1")
 	if err != nil {
 		return Head{}, fmt.Errorf("read head: %w", err)
@@ -109,12 +112,27 @@ func (l *Ledger) Head(ctx context.Context) (Head, error) {
 
 // EntryBySeq returns the entry with the given sequence number.
 func (l *Ledger) EntryBySeq(ctx context.Context, seq int64) (Entry, error) {
-	es, err := queryEntries(ctx, l.db, "WHERE seq = ?", seq)
+	db := l.db
+	if c := l.chk; c != nil {
+		if seq < 1 || seq > c.at {
+			return Entry{}, fmt.Errorf("entry %d: %w", seq, ErrNotFound)
+		}
+		db = c.src.db
+	}
+	es, err := queryEntries(ctx, db, "WHERE seq = ?", seq)
 	if err != nil {
 		return Entry{}, err
 	}
 	if len(es) == 0 {
+		if l.chk != nil {
+			return Entry{}, l.tampered(seq, "is no longer in the ledger as it was when the view read it")
+		}
 		return Entry{}, fmt.Errorf("entry %d: %w", seq, ErrNotFound)
+	}
+	if l.chk != nil {
+		if err := l.checkRead(&es[0]); err != nil {
+			return Entry{}, err
+		}
 	}
 	return es[0], nil
 }
@@ -140,6 +158,9 @@ func (l *Ledger) EntryByHash(ctx context.Context, prefix string) (Entry, error) 
 	if len(p) < 4 || len(p) > 64 || strings.Trim(p, "0123456789abcdef") != "" {
 		return Entry{}, fmt.Errorf("entry %q: want 4 to 64 hex digits of an entry hash", prefix)
 	}
+	if l.chk != nil {
+		return l.checkedByHash(ctx, p)
+	}
 	es, err := queryEntries(ctx, l.db, "WHERE hash >= ? AND hash <= ? ORDER BY seq LIMIT 2", p, p+strings.Repeat("f", 64-len(p)))
 	if err != nil {
 		return Entry{}, err
@@ -163,6 +184,9 @@ type Filter struct {
 // Entries yields the entries that match f in seq order, reading a page at a
 // time, so it can walk a large ledger in little memory.
 func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
+	if l.chk != nil {
+		return l.checkedEntries(ctx, f)
+	}
 	return func(yield func(Entry, error) bool) {
 		after := f.AfterSeq
 		for {
