@@ -27,7 +27,7 @@ var (
 	// (Options.ModelIdentity) or than the one the resumed run recorded,
 	// or report different ones: the run would record episodes of one
 	// model under another's identity.
-	ErrIdentity = errors.New("the endpoint serves another model")
+	ErrIdentity = errors.New("model identity refused")
 
 	// ErrIncomplete is returned by Run when episodes ended on a transport
 	// failure: they are recorded as unfinished (StopTransport), the run is
