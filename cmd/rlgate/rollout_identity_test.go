@@ -3,13 +3,17 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
@@ -128,5 +132,79 @@ func TestPlayingCommandsCheckServedIdentity(t *testing.T) {
 		if d := cmp.Diff(c.want, recordedIdentity(t, ldir, c.run)); d != "" {
 			t.Errorf("%s: recorded identity, source (-want +got):\n%s", c.run, d)
 		}
+	}
+}
+
+// gateIdentitySources: with the rl evaluation played against an endpoint
+// that reports the rl model's identity and the others against the
+// experiment's scripted endpoint, which reports none, the identity audit
+// states per evaluation that rl's identity was reported by the endpoint
+// and the others' only asserted (both pass), and the report's lineage
+// marks each model identity server or asserted.
+func gateIdentitySources(t *testing.T, x *gateExperiment) {
+	served := rollouttest.New(t, rollouttest.ThreeTurns(nil))
+	served.ReportModels(fmt.Sprintf(`{"object": "list", "data": [{"id": "rl", "object": "model", "identity": %q}]}`, x.identity["rl"]))
+	scripted := x.endpoint
+	x.endpoint = served.URL
+	x.evalRun(t, "rl", "ev-rl-served", x.data, x.identity["rl"])
+	x.endpoint = scripted
+	want := map[string]string{"base": rollout.IdentityAsserted, "sft": rollout.IdentityAsserted, "rl": rollout.IdentityServer, "noupdate": rollout.IdentityAsserted}
+
+	code, out, errOut := rlgate(t, "--ledger", x.ledger, "audit", "identity", "--runs", x.runs, "--train", x.train, "--json")
+	var r audit.Report
+	if err := json.Unmarshal([]byte(out), &r); code != exitOK || err != nil {
+		t.Fatalf("audit identity: exit %d, %v:\n%s%s", code, err, out, errOut)
+	}
+	said := map[string]string{rollout.IdentityServer: "(reported by the endpoint)", rollout.IdentityAsserted: "(asserted with --model-identity, not confirmed by the endpoint)"}
+	got := map[string]string{}
+	for _, f := range r.Findings {
+		if f.Check != audit.CheckEvaluatedIsBase && f.Check != audit.CheckEvaluatedIsTrained {
+			continue
+		}
+		label, _, _ := strings.Cut(f.Message, ":")
+		ev, _ := f.Evidence.(map[string]any)
+		source, _ := ev["source"].(string)
+		got[label] = source
+		if !strings.Contains(f.Message, said[source]) {
+			t.Errorf("%s: the finding does not say %q: %s", label, said[source], f.Message)
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("identity sources in the audit's evidence (-want +got):\n%s", d)
+	}
+
+	dir := reportWrite(t, x.ledger, "--runs", x.runs, "--train", x.train, "--format", "md,json")
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rep reports.Report
+	if err := json.Unmarshal(raw, &rep); err != nil {
+		t.Fatal(err)
+	}
+	got = map[string]string{}
+	for _, row := range rep.Lineage {
+		if row.Name == "model_identity" {
+			got[row.Label] = row.Source
+		}
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("identity sources in the report's lineage (-want +got):\n%s", d)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	shown := map[string]string{}
+	for _, line := range strings.Split(string(md), "\n") {
+		if cells := strings.Split(line, "|"); len(cells) > 7 && strings.HasPrefix(strings.TrimSpace(cells[6]), "model_identity") {
+			shown[strings.TrimSpace(cells[1])] = strings.TrimSpace(cells[6])
+		}
+	}
+	for label, source := range want {
+		want[label] = "model_identity (" + source + ")"
+	}
+	if d := cmp.Diff(want, shown); d != "" {
+		t.Errorf("model identities in report.md's lineage (-want +got):\n%s", d)
 	}
 }
