@@ -14,6 +14,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/stages/demo"
 	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
@@ -207,4 +208,25 @@ func gateIdentitySources(t *testing.T, x *gateExperiment) {
 	if d := cmp.Diff(want, shown); d != "" {
 		t.Errorf("model identities in report.md's lineage (-want +got):\n%s", d)
 	}
+}
+
+// demoIdentitySources reads where each evaluation of the demo in dir got
+// its model identity: the demo plays them against serve-policy, which
+// reports it, so each should be the server's.
+func demoIdentitySources(t *testing.T, dir string) map[string]string {
+	t.Helper()
+	l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	out := map[string]string{}
+	for _, label := range demo.Labels {
+		st, err := rollout.ReadStart(context.Background(), l, demo.Options{}.EvalRun(label))
+		if err != nil {
+			t.Fatal(err)
+		}
+		out[label] = st.Source()
+	}
+	return out
 }
