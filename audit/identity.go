@@ -6,11 +6,21 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // CheckEvaluatedIsBase passes when the model identity the base evaluation
 // served is the checkpoint training started from.
 const CheckEvaluatedIsBase = "evaluated-is-base"
+
+// EvaluatedIdentity is the evidence of an evaluated-is-trained or
+// evaluated-is-base finding: the model identity the rollout recorded and
+// where it came from (rollout.IdentityServer or IdentityAsserted; empty
+// with no identity).
+type EvaluatedIdentity struct {
+	Identity *ledger.Digest `json:"identity,omitempty"`
+	Source   string         `json:"source,omitempty"`
+}
 
 // Identity checks, from the checkpoint artifacts the stage runs recorded
 // (their model identities and tensor manifests) and the identities the
@@ -18,7 +28,12 @@ const CheckEvaluatedIsBase = "evaluated-is-base"
 // (rl, sft, noupdate: the training run's output; base: the input training
 // started from); the No-update control's output has every tensor digest
 // of its input, which is the base the trained run started from; and the
-// trained run's output differs from its input. Only digests are compared:
+// trained run's output differs from its input. Each evaluation's finding
+// says whether its identity was reported by the endpoint or only asserted
+// by the user: an asserted identity that matches passes, since servers
+// other than rlgate's (vLLM, SGLang) report none and cannot be held to
+// it, but the finding, and so the gate's output and the report, shows
+// that nothing confirmed it. Only digests are compared:
 // the element rule of rlgate audit weights needs the tensor bytes, which
 // the ledger does not hold.
 func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error) {
@@ -72,12 +87,15 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		}
 		seqs := []int64{e.rolloutRun.StartedSeq, want.a.Seq}
 		got := e.rollout.ModelIdentity
+		ev := EvaluatedIdentity{Identity: got, Source: e.rollout.Source()}
+		said := map[string]string{rollout.IdentityServer: "reported by the endpoint",
+			rollout.IdentityAsserted: "asserted with --model-identity, not confirmed by the endpoint"}[ev.Source]
 		switch {
 		case got == nil:
-			r.fail(check, nil, seqs, "%s: rollout %s recorded no model identity, so the evaluated model cannot be tied to %s. Try: rlgate eval --model-identity blake3:... (rlgate ckpt digest prints it)",
+			r.fail(check, ev, seqs, "%s: rollout %s recorded no model identity, so the evaluated model cannot be tied to %s. Try: rlgate eval --model-identity blake3:... (rlgate ckpt digest prints it)",
 				e.Label, e.grade.Rollout, want.what)
 		case *got != want.a.Digest:
-			msg := fmt.Sprintf("%s: rollout %s served model %s, not %s (%s)", e.Label, e.grade.Rollout, got, want.what, want.a.Digest)
+			msg := fmt.Sprintf("%s: rollout %s served model %s (%s), not %s (%s)", e.Label, e.grade.Rollout, got, said, want.what, want.a.Digest)
 			for label, c := range expected {
 				if c.a != nil && label != e.Label && c.a.Digest == *got {
 					msg += "; it is " + c.what
@@ -85,9 +103,9 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 					break
 				}
 			}
-			r.fail(check, nil, seqs, "%s", msg)
+			r.fail(check, ev, seqs, "%s", msg)
 		default:
-			r.pass(check, nil, seqs, "%s: rollout %s served %s, %s", e.Label, e.grade.Rollout, got, want.what)
+			r.pass(check, ev, seqs, "%s: rollout %s served %s (%s), %s", e.Label, e.grade.Rollout, got, said, want.what)
 		}
 	}
 

@@ -164,7 +164,11 @@ type LineageRow struct {
 	Role   string        `json:"role"`
 	Name   string        `json:"name"`
 	Digest ledger.Digest `json:"digest"`
-	Seq    int64         `json:"seq"`
+	// Source, of an evaluation's model identity, says where it came from:
+	// "server" (reported by the endpoint) or "asserted" (given by the
+	// user, not confirmed).
+	Source string `json:"source,omitempty"`
+	Seq    int64  `json:"seq"`
 }
 
 // curveMetrics are the training curves a report draws, by their name in
@@ -485,7 +489,8 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "task_set", Digest: s.TaskSet, Seq: rr.StartedSeq},
 			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "protocol", Digest: s.ProtocolDigest, Seq: rr.StartedSeq})
 		if s.ModelIdentity != nil {
-			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "model_identity", Digest: *s.ModelIdentity, Seq: rr.StartedSeq})
+			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "model_identity", Digest: *s.ModelIdentity,
+				Source: s.Source(), Seq: rr.StartedSeq})
 		}
 		var gold struct {
 			Stage string        `json:"stage"`

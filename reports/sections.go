@@ -193,10 +193,14 @@ func (r *Report) sections() []section {
 	}
 	out = append(out, curves)
 
-	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it.",
+	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it. An evaluation's model identity was reported by the endpoint (server) or only asserted by the user (asserted).",
 		Header: []string{"model", "kind", "run", "stage", "role", "name", "digest", "entry"}}
 	for _, x := range r.Lineage {
-		lineage.Rows = append(lineage.Rows, []string{x.Label, x.Kind, x.Run, x.Stage, x.Role, x.Name, x.Digest.String(), fmt.Sprint(x.Seq)})
+		name := x.Name
+		if x.Source != "" {
+			name += " (" + x.Source + ")"
+		}
+		lineage.Rows = append(lineage.Rows, []string{x.Label, x.Kind, x.Run, x.Stage, x.Role, name, x.Digest.String(), fmt.Sprint(x.Seq)})
 	}
 	out = append(out, lineage)
 	return out

@@ -30,15 +30,23 @@ const rolloutHelp = "Plays every task --n times against an OpenAI-compatible /v1
 	"each turn played now by mean, p50 and p95 (NumPy's linear percentiles).\n\n" +
 	"Before anything is recorded, GET <endpoint>/models checks that the endpoint\n" +
 	"can be used: no connection, a URL that is not http(s), 401, 403 or a 5xx is\n" +
-	"an error naming the cause; any other answer, 404 included, passes. Transport\n" +
+	"an error naming the cause; any other answer, 404 included, passes. It also\n" +
+	"asks which model the endpoint serves: rlgate serve-policy and serve-replay\n" +
+	"report the model identity (vLLM, SGLang and llama.cpp report none). An\n" +
+	"identity other than --model-identity, or endpoints of a fleet reporting two,\n" +
+	"refuse the run (exit 2) before anything is recorded; without --model-identity\n" +
+	"the reported one is recorded. The run.start records the identity with its\n" +
+	"source: server (reported) or asserted (--model-identity, no endpoint reported\n" +
+	"one); the identity audit and the report show which. Transport\n" +
 	"failures of a request (connection refused or reset, timeout, 5xx, 429, a reply\n" +
 	"that is not a chat completion) are retried up to --max-attempts times; when\n" +
 	"every attempt fails, the episode is recorded as unfinished (transport_error)\n" +
 	"and the run goes on, then ends failed (exit 1) with the count. A 4xx ends an\n" +
 	"episode as finished (http_error), as the model's own failures do.\n\n" +
 	"Run the same command again after a failure, a crash or Ctrl-C: the run resumes\n" +
-	"and plays only the episodes it has not finished. A run that ended ok is\n" +
-	"reported complete.\n\n" +
+	"and plays only the episodes it has not finished, refused (exit 2) when the\n" +
+	"endpoint serves another model identity than the run recorded. A run that\n" +
+	"ended ok is reported complete.\n\n" +
 	"A fleet: repeat --endpoint (servers of the same model, e.g. several vLLM\n" +
 	"instances). Each must pass the probe, or nothing is played. Each request goes\n" +
 	"to the endpoint with the fewest requests in flight (ties to the first given).\n" +
@@ -90,7 +98,7 @@ func policyServerFlags() []cli.Flag {
 		&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
 		&cli.StringSliceFlag{Name: "endpoint", Required: true, Usage: "OpenAI-compatible server `URL`, e.g. http://127.0.0.1:8000/v1; repeat it (or separate URLs with commas) for a fleet of servers of one model"},
 		&cli.StringFlag{Name: "model", Required: true, Usage: "model `NAME` the server serves (recorded)"},
-		&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (rlgate ckpt digest prints it; recorded for the identity audit)"},
+		&cli.StringFlag{Name: "model-identity", Usage: "model identity `blake3:HEX` of the checkpoint the server serves (rlgate ckpt digest prints it; recorded for the identity audit); must be the one the server reports, if it reports one"},
 		&cli.StringFlag{Name: "api-key-env", Usage: "environment `VAR` holding the API key, sent as a bearer token and never recorded"},
 		&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one; unknown fields are refused"},
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "`C` episodes played at once"},

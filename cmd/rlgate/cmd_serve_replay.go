@@ -27,6 +27,8 @@ func newServeReplayCommand() *cli.Command {
 			"served again. A rollout over the same tasks with the same protocol and model\n" +
 			"against this endpoint reproduces the recorded run; the response header\n" +
 			"X-Rlgate-Replay says whether each request matched the recorded one exactly.\n" +
+			"GET /v1/models reports the run's model identity when the endpoint it was\n" +
+			"recorded against reported it (source server), not one only asserted.\n" +
 			"A request outside the recording gets 404. Serves until interrupted (Ctrl-C).\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "run", Required: true, Usage: "rollout run `ID` to replay"},

@@ -16,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/demo"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // demoExe is an executable that runs this test binary as the rlgate
@@ -99,6 +100,13 @@ func TestDemo(t *testing.T) {
 	}
 	if d := cmp.Diff(ids, sums[1].Identities); d != "" {
 		t.Errorf("two demos with seed 1 served other models (-first +second):\n%s", d)
+	}
+	served := map[string]string{}
+	for _, label := range demo.Labels {
+		served[label] = rollout.IdentityServer
+	}
+	if d := cmp.Diff(served, demoIdentitySources(t, dirs[0])); d != "" {
+		t.Errorf("model identity sources of the demo's evaluations (-want +got):\n%s", d)
 	}
 	if d := cmp.Diff(demoOutcomes(t, dirs[0]), demoOutcomes(t, dirs[1])); d != "" {
 		t.Errorf("two demos with seed 1 graded differently (-first +second):\n%s", d)

@@ -318,6 +318,7 @@ func TestGate(t *testing.T) {
 	t.Run("dry run records nothing", func(t *testing.T) { gateDryRun(t, x.fork(t)) })
 	t.Run("each fault fails for its reason", func(t *testing.T) { gateFaults(t, x) })
 	t.Run("audit commands", func(t *testing.T) { gateAuditCommands(t, x.fork(t)) })
+	t.Run("identity sources", func(t *testing.T) { gateIdentitySources(t, x.fork(t)) })
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
 	t.Run("policy and --runs as handed in", func(t *testing.T) { gatePolicyFlags(t, x.fork(t)) })
 }

@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -62,7 +63,7 @@ func exitCode(ctx context.Context, err error) int {
 		return exitOK
 	case ctx.Err() != nil || errors.Is(err, context.Canceled):
 		return exitInterrupted
-	case errors.As(err, &ue):
+	case errors.As(err, &ue), errors.Is(err, rollout.ErrIdentity): // --model-identity names a model the endpoint does not serve
 		return exitUsage
 	case errors.As(err, &cf):
 		return exitCheckFailed

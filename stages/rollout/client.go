@@ -155,25 +155,27 @@ func (c *client) close() {
 // name the endpoint of each attempt.
 func (c *client) fleet() bool { return len(c.endpoints) > 1 }
 
-// probe checks every endpoint, all at once, before any episode. A fleet
-// is used only when each of its endpoints passes: a server that is down
-// before the run starts is a mistake in the list, not a failure to ride
-// out.
-func (c *client) probe(ctx context.Context) error {
+// probe checks every endpoint, all at once, before any episode, and
+// returns the model identity each reported for model (nil: none; see
+// reportedIdentity), in the order given. A fleet is used only when each
+// of its endpoints passes: a server that is down before the run starts is
+// a mistake in the list, not a failure to ride out.
+func (c *client) probe(ctx context.Context, model string) ([]*ledger.Digest, error) {
 	errs := make([]error, len(c.endpoints))
+	ids := make([]*ledger.Digest, len(c.endpoints))
 	var wg sync.WaitGroup
 	for i, e := range c.endpoints {
-		wg.Go(func() { errs[i] = c.probeOne(ctx, e.given) })
+		wg.Go(func() { ids[i], errs[i] = c.probeOne(ctx, e, model) })
 	}
 	wg.Wait()
 	err := errors.Join(errs...)
 	switch {
 	case err == nil:
-		return nil
+		return ids, nil
 	case ctx.Err() != nil:
-		return ctx.Err()
+		return nil, ctx.Err()
 	case !c.fleet():
-		return errs[0]
+		return nil, errs[0]
 	}
 	bad := 0
 	for _, e := range errs {
@@ -181,7 +183,7 @@ func (c *client) probe(ctx context.Context) error {
 			bad++
 		}
 	}
-	return fmt.Errorf("%d of %d endpoints failed the probe; each --endpoint must pass (drop one that cannot serve):\n%w", bad, len(errs), err)
+	return nil, fmt.Errorf("%d of %d endpoints failed the probe; each --endpoint must pass (drop one that cannot serve):\n%w", bad, len(errs), err)
 }
 
 // probeOne checks once that an endpoint can be used: GET <base>/models
@@ -189,9 +191,10 @@ func (c *client) probe(ctx context.Context) error {
 // transport: any HTTP answer passes, 404 included (some servers have no
 // models route), except 401 and 403 (the key is refused) and a 5xx (the
 // server is not serving). Otherwise every episode would end on the same
-// failure.
-func (c *client) probeOne(ctx context.Context, endpoint string) error {
-	url := modelsURL(endpoint)
+// failure. A 200 reply is read for the model identity the endpoint
+// reports.
+func (c *client) probeOne(ctx context.Context, e *endpoint, model string) (*ledger.Digest, error) {
+	url := modelsURL(e.given)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -201,21 +204,33 @@ func (c *client) probeOne(ctx context.Context, endpoint string) error {
 		}
 		var res *http.Response
 		if res, err = c.http.Do(req); err == nil {
-			io.Copy(io.Discard, io.LimitReader(res.Body, 1<<20))
+			reply, rerr := io.ReadAll(io.LimitReader(res.Body, maxModelsReply+1))
 			res.Body.Close()
 			switch {
 			case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
-				return fmt.Errorf("%w: GET %s: status %d. Try: --api-key-env VAR naming a key the server accepts", ErrEndpoint, url, res.StatusCode)
+				return nil, fmt.Errorf("%w: GET %s: status %d. Try: --api-key-env VAR naming a key the server accepts", ErrEndpoint, url, res.StatusCode)
 			case res.StatusCode >= 500:
-				return fmt.Errorf("%w: GET %s: status %d. Try: wait until the server serves the model, then run again", ErrEndpoint, url, res.StatusCode)
+				return nil, fmt.Errorf("%w: GET %s: status %d. Try: wait until the server serves the model, then run again", ErrEndpoint, url, res.StatusCode)
+			case res.StatusCode != http.StatusOK || rerr != nil || len(reply) > maxModelsReply:
+				return nil, nil
 			}
-			return nil
+			return reportedIdentity(e.name, reply, model)
 		}
 	}
 	if errors.Is(ctx.Err(), context.Canceled) {
-		return ctx.Err()
+		return nil, ctx.Err()
 	}
-	return fmt.Errorf("%w: %w. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, err)
+	return nil, fmt.Errorf("%w: %w. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, err)
+}
+
+// names returns the endpoints as records name them (redacted), in the
+// order given.
+func (c *client) names() []string {
+	out := make([]string, len(c.endpoints))
+	for i, e := range c.endpoints {
+		out[i] = e.name
+	}
+	return out
 }
 
 // recordable is an attempt's error as the ledger may keep it: Go's HTTP

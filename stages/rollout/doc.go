@@ -48,6 +48,18 @@
 // refuses the run with ErrEndpoint before anything is recorded; any other
 // answer, 404 included (some servers have no models route), passes.
 //
+// The same reply says which model the endpoint serves, where it says:
+// rlgate serve-policy and serve-replay add "identity" (blake3:HEX) to the
+// model's entry of the OpenAI model list; vLLM, SGLang and llama.cpp add
+// nothing. A reported identity is recorded in run.start with
+// model_identity_source "server"; Options.ModelIdentity, the user's
+// assertion, must then be the same. With no endpoint reporting one, the
+// assertion is recorded as "asserted". Before anything is recorded,
+// ErrIdentity refuses an assertion the endpoint contradicts, a fleet whose
+// endpoints report different identities (or some report one and some
+// none, without an assertion), and a resume under another identity than
+// the run recorded.
+//
 // # Fleet
 //
 // Options.Endpoints plays one run across several servers of the same

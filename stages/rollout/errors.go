@@ -22,6 +22,13 @@ var (
 	// refused the API key or answered the probe with a server error.
 	ErrEndpoint = errors.New("endpoint unusable")
 
+	// ErrIdentity is returned before anything is recorded when the
+	// endpoints report a model identity other than the one asserted
+	// (Options.ModelIdentity) or than the one the resumed run recorded,
+	// or report different ones: the run would record episodes of one
+	// model under another's identity.
+	ErrIdentity = errors.New("model identity refused")
+
 	// ErrIncomplete is returned by Run when episodes ended on a transport
 	// failure: they are recorded as unfinished (StopTransport), the run is
 	// closed as failed, and running it again plays them.

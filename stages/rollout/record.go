@@ -72,8 +72,11 @@ type Start struct {
 
 	// ModelIdentity, when given, is the model identity of the checkpoint
 	// the endpoint serves, which the identity audit compares with what
-	// training wrote.
-	ModelIdentity *ledger.Digest `json:"model_identity,omitempty"`
+	// training wrote. IdentitySource says where it came from
+	// (IdentityServer, IdentityAsserted); bodies without it read as
+	// asserted (Source).
+	ModelIdentity  *ledger.Digest `json:"model_identity,omitempty"`
+	IdentitySource string         `json:"model_identity_source,omitempty"`
 }
 
 // resumeBody is the body of the run.resume entry a continued rollout

@@ -24,10 +24,14 @@ const ReplayHeader = "X-Rlgate-Replay"
 // connection where the recorded attempt got no response. A pair served is
 // its finished episode, or its last unfinished one, whose transport
 // failure is then served again. Replaying a run with the same protocol,
-// tasks and model therefore reproduces it.
+// tasks and model therefore reproduces it. Its models route reports the
+// run's model identity when the run recorded it as the server's: the
+// replies are that model's; an identity the user only asserted is not
+// passed on as confirmed.
 type Replay struct {
 	run      string
 	model    string
+	identity *ledger.Digest // reported; nil unless the run recorded a server-reported one
 	episodes int
 	turns    map[replayKey]replayTurn
 }
@@ -72,6 +76,9 @@ func NewReplay(ctx context.Context, l *ledger.Ledger, run string) (*Replay, erro
 		return nil, fmt.Errorf("replay %s: %w: the run recorded no episodes", run, ErrReplay)
 	}
 	r := &Replay{run: run, model: start.Model, episodes: len(eps), turns: map[replayKey]replayTurn{}}
+	if start.Source() == IdentityServer {
+		r.identity = start.ModelIdentity
+	}
 	for _, ep := range eps {
 		for _, t := range ep.Turns {
 			r.turns[replayKey{ep.TaskID, ep.Sample, t.Index}] = replayTurn{status: t.Status, body: t.Response, request: ledger.Sum(t.Request)}
@@ -89,7 +96,11 @@ func (r *Replay) Model() string { return r.model }
 func (r *Replay) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	switch {
 	case req.URL.Path == "/v1/models" || req.URL.Path == "/models":
-		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{map[string]any{"id": r.model, "object": "model", "owned_by": "rlgate-replay"}}})
+		m := map[string]any{"id": r.model, "object": "model", "owned_by": "rlgate-replay"}
+		if r.identity != nil {
+			m["identity"] = r.identity.String()
+		}
+		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []any{m}})
 		return
 	case !strings.HasSuffix(req.URL.Path, "/chat/completions"):
 		replayError(w, http.StatusNotFound, "no such path "+req.URL.Path+"; POST /v1/chat/completions")

@@ -47,8 +47,11 @@ type Options struct {
 	Terminal      bool
 	ProgressEvery time.Duration
 
-	// ModelIdentity is the served checkpoint's model identity; recorded
-	// when not nil.
+	// ModelIdentity is the served checkpoint's model identity as the
+	// user asserts it, or nil. The endpoints are asked which model they
+	// serve first: an identity they report is recorded as the server's,
+	// and one that differs from this refuses the run (ErrIdentity); when
+	// they report none, this is recorded as asserted.
 	ModelIdentity *ledger.Digest
 }
 
@@ -122,7 +125,8 @@ type job struct {
 // only the pairs without a finished episode; a run that ended ok is
 // reported complete and nothing is played. Before a run is started or
 // resumed, every endpoint is probed; an unusable one is an ErrEndpoint and
-// records nothing.
+// records nothing, and so is an endpoint that serves another model than
+// the one asserted or recorded (ErrIdentity; see resolveIdentity).
 //
 // Once started, the run is always closed: ok when every pair has a
 // finished episode; failed, with the reason, when episodes ended on a
@@ -139,13 +143,13 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 
 	r, err := l.RunStatus(ctx, o.Run)
 	exists := err == nil
+	var prev *Start // of the run resumed
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 	case err != nil:
 		return nil, err
 	default:
-		prev, err := ReadStart(ctx, l, o.Run)
-		if err != nil {
+		if prev, err = ReadStart(ctx, l, o.Run); err != nil {
 			return nil, err
 		}
 		if err := sameEvaluation(prev, start); err != nil {
@@ -166,11 +170,18 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	}
 	cl := newClient(o.Endpoints, o.APIKey, o.Client, o.Concurrency)
 	defer cl.close()
-	if err := cl.probe(ctx); err != nil {
+	reported, err := cl.probe(ctx, o.Model)
+	if err != nil {
+		return nil, fmt.Errorf("rollout %s: %w", o.Run, err)
+	}
+	if start.ModelIdentity, start.IdentitySource, err = resolveIdentity(o.ModelIdentity, cl.names(), reported); err != nil {
 		return nil, fmt.Errorf("rollout %s: %w", o.Run, err)
 	}
 	var active *ledger.ActiveRun
 	if exists {
+		if err := sameIdentity(prev, start.ModelIdentity, start.IdentitySource); err != nil {
+			return nil, fmt.Errorf("resume rollout %s: %w", o.Run, err)
+		}
 		body := resumeBody{Endpoint: start.Endpoint, Endpoints: start.Endpoints, Client: start.Client, Parallel: start.Parallel, Done: len(done)}
 		if active, err = l.ResumeRun(ctx, o.Run, body); err != nil {
 			return nil, err
@@ -363,7 +374,7 @@ func (o *Options) start() (Start, error) {
 	return Start{RunStart: ledger.RunStart{Stage: Stage}, Protocol: o.Protocol, ProtocolDigest: pd, Model: o.Model,
 		Endpoint: ledger.Redact("", o.Endpoints[0]), Endpoints: fleet,
 		Tasks: o.TasksPath, TasksDigest: o.TasksDigest, TaskSet: tasks.SetDigest(ids), Count: len(ids), DBRoot: o.DBRoot,
-		Client: o.Client.record(), Parallel: o.Concurrency, ModelIdentity: o.ModelIdentity}, nil
+		Client: o.Client.record(), Parallel: o.Concurrency}, nil
 }
 
 // sameEvaluation refuses to continue a run under other settings. The

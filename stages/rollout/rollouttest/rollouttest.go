@@ -73,19 +73,26 @@ type Reply struct {
 type Script func(*Request) Reply
 
 // Server is a scripted endpoint; URL is its root. It answers GET
-// /v1/models with one model, or 404 after HideModels.
+// /v1/models with one model, "scripted", without a model identity unless
+// ReportModels sets the list; or 404 after HideModels.
 type Server struct {
 	*httptest.Server
 	Requests atomic.Int64 // chat completion requests
 	Probes   atomic.Int64 // models requests
 
 	hideModels atomic.Bool
+	models     atomic.Value // string: the models reply ReportModels set
 	mu         sync.Mutex
 	attempts   map[string]int
 }
 
 // HideModels makes /v1/models answer 404, as some servers do.
 func (s *Server) HideModels() { s.hideModels.Store(true) }
+
+// ReportModels makes /v1/models answer 200 with reply, as written: a
+// list whose entries carry an "identity" (as rlgate serve-policy's do),
+// or anything a server might send.
+func (s *Server) ReportModels(reply string) { s.models.Store(reply) }
 
 // Refusing returns the root URL of a loopback port where nothing listens:
 // connecting to it is refused.
@@ -114,8 +121,12 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request, script Script) {
 			http.NotFound(w, r)
 			return
 		}
+		reply, _ := s.models.Load().(string)
+		if reply == "" {
+			reply = `{"object": "list", "data": [{"id": "scripted", "object": "model"}]}`
+		}
 		w.Header().Set("Content-Type", "application/json")
-		w.Write([]byte(`{"object": "list", "data": [{"id": "scripted", "object": "model"}]}`))
+		w.Write([]byte(reply))
 		return
 	}
 	s.Requests.Add(1)
