@@ -8,7 +8,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 )
 
@@ -82,8 +81,8 @@ func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error
 		return nil, refuse("its policy, with the runs and options it records, is not one the gate accepts: %v", err)
 	}
 	p.Source = raw
-	if diff := cmp.Diff(v.Policy, p, cmp.FilterPath(func(ps cmp.Path) bool { return ps.Last().String() == ".Source" }, cmp.Ignore())); diff != "" {
-		return nil, refuse("its policy is not the one its recorded source %s gives: %s", v.PolicySource, firstLine(diff))
+	if !sameJSON(v.Policy, p) {
+		return nil, refuse("its policy is not the one its recorded source %s gives", v.PolicySource)
 	}
 	again, err := decide(ctx, r, nil, p)
 	if err != nil {
@@ -183,31 +182,39 @@ func (v *Verdict) reproducedBy(again *Verdict) string {
 	if len(again.Checks) > len(v.Checks) {
 		return fmt.Sprintf("the policy gives check %q, which it lacks", again.Checks[len(v.Checks)].Name)
 	}
-	ignoreSeq := cmp.FilterPath(func(ps cmp.Path) bool { return ps.Last().String() == ".Seq" }, cmp.Ignore())
+	for i, c := range v.Claims {
+		c.Seq = 0
+		if i >= len(again.Claims) || !sameJSON(c, again.Claims[i]) {
+			return fmt.Sprintf("its claim %s differs from the re-derived one", c.Claim)
+		}
+	}
+	for i, a := range v.Audits {
+		a.Seq = 0
+		if i >= len(again.Audits) || !sameJSON(a, again.Audits[i]) {
+			return fmt.Sprintf("its audit %s differs from the re-derived one", a.Audit)
+		}
+	}
 	for _, f := range []struct {
 		what      string
 		rec, redo any
 	}{
-		{"audits", v.Audits, again.Audits}, {"claims", v.Claims, again.Claims},
+		{"claims", len(v.Claims), len(again.Claims)}, {"audits", len(v.Audits), len(again.Audits)},
 		{"model identity", v.ModelIdentity, again.ModelIdentity}, {"run", v.Run, again.Run}, {"manifest", v.Manifest, again.Manifest},
 		{"policy digest", v.PolicyDigest, again.PolicyDigest}, {"subjects digest", v.SubjectsDigest, again.SubjectsDigest},
 	} {
-		if diff := cmp.Diff(f.rec, f.redo, ignoreSeq); diff != "" {
-			return fmt.Sprintf("its %s differs from the re-derived one: %s", f.what, firstLine(diff))
+		if !sameJSON(f.rec, f.redo) {
+			return fmt.Sprintf("its %s differs from the re-derived one", f.what)
 		}
 	}
 	return ""
 }
 
-// firstLine is the first changed line of a cmp.Diff, trimmed: enough to
-// name a difference in a one-line error.
-func firstLine(diff string) string {
-	for _, line := range strings.Split(diff, "\n") {
-		if t := strings.TrimSpace(line); strings.HasPrefix(t, "-") || strings.HasPrefix(t, "+") {
-			return t
-		}
-	}
-	return strings.TrimSpace(diff)
+// sameJSON tells whether a and b have the same canonical JSON: what the
+// ledger would record for each.
+func sameJSON(a, b any) bool {
+	ja, erra := ledger.CanonicalJSON(a)
+	jb, errb := ledger.CanonicalJSON(b)
+	return erra == nil && errb == nil && string(ja) == string(jb)
 }
 
 func passFailWord(ok bool) string {

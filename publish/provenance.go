@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
@@ -46,6 +47,14 @@ type ProvenancePredicate struct {
 	Stages         []Stage       `json:"stages"`
 	Gate           GateClaim     `json:"gate"`
 	LedgerHead     ledger.Head   `json:"ledger_head"`
+	// Policy states the claims and audits the verdict's policy held and,
+	// for a custom policy, how it differs from paper-grade.
+	Policy string `json:"policy"`
+	// Verdicts are every gate verdict for the model, failures first.
+	Verdicts []VerdictRef `json:"verdicts"`
+	// AfterFailed is the publisher's reason for publishing although an
+	// earlier verdict for the model failed.
+	AfterFailed string `json:"after_failed_verdict,omitempty"`
 }
 
 // GateClaim is the gate.verdict entry that let the model through.
@@ -53,6 +62,17 @@ type GateClaim struct {
 	Seq     int64         `json:"seq"`
 	Hash    ledger.Digest `json:"hash"` // the entry's hash, which covers the verdict
 	Verdict audit.Verdict `json:"verdict"`
+	// History is every verdict for the model, failures first.
+	History []VerdictRef `json:"-"`
+}
+
+// VerdictRef is one gate verdict for a published model.
+type VerdictRef struct {
+	Seq    int64  `json:"seq"`
+	OK     bool   `json:"ok"`
+	Failed int    `json:"failed"`
+	Checks int    `json:"checks"`
+	Policy string `json:"policy"`
 }
 
 // Stage is one stage run of the published model's lineage.
@@ -268,7 +288,11 @@ func (v *Verification) modelIdentity(ctx context.Context, dir string, p *Provena
 const (
 	CheckLedgerHead    = "ledger: head"
 	CheckLedgerVerdict = "ledger: verdict"
-	CheckLedgerPublish = "ledger: publish"
+	// CheckLedgerRederived: the verdict, re-derived from the ledger
+	// (audit.Rederive), is the one the provenance states, lets this run
+	// and manifest through, and every verdict for the model is listed.
+	CheckLedgerRederived = "ledger: verdict re-derived"
+	CheckLedgerPublish   = "ledger: publish"
 )
 
 // CheckLedger holds what the bundle's provenance claims against l: l is
@@ -282,6 +306,11 @@ func (v *Verification) CheckLedger(ctx context.Context, l *ledger.Ledger) error 
 		v.add(CheckLedgerHead, false, "the bundle has no verified %s, so it claims nothing to check against the ledger", ProvenanceFile)
 		return nil
 	}
+	l, err := l.Checked(ctx, 0)
+	if err != nil {
+		return err
+	}
+	defer l.Close()
 	entryIs := func(check string, seq int64, hash ledger.Digest, what string) error {
 		e, err := l.EntryBySeq(ctx, seq)
 		switch {
@@ -304,6 +333,9 @@ func (v *Verification) CheckLedger(ctx context.Context, l *ledger.Ledger) error 
 	if err := entryIs(CheckLedgerVerdict, p.Gate.Seq, p.Gate.Hash, "gate verdict"); err != nil {
 		return err
 	}
+	if err := v.checkRederived(ctx, l, p); err != nil {
+		return err
+	}
 	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindPublish, AfterSeq: p.LedgerHead.Seq}) {
 		if err != nil {
 			return err
@@ -318,5 +350,58 @@ func (v *Verification) CheckLedger(ctx context.Context, l *ledger.Ledger) error 
 		}
 	}
 	v.add(CheckLedgerPublish, false, "no publish entry after the head records root digest sha256:%s", v.RootDigest)
+	return nil
+}
+
+// checkRederived re-derives the verdict the provenance names and checks it
+// is the one the bundle states: the signer's statement of a verdict is
+// not taken for the verdict itself.
+func (v *Verification) checkRederived(ctx context.Context, l *ledger.Ledger, p *ProvenancePredicate) error {
+	rv, err := audit.Rederive(ctx, l, p.Gate.Seq)
+	var ve *audit.VerdictError
+	if errors.As(err, &ve) {
+		v.add(CheckLedgerRederived, false, "%v", err)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	stated := p.Gate.Verdict
+	stated.Seq = rv.Seq
+	want, err := ledger.CanonicalJSON(rv)
+	if err != nil {
+		return err
+	}
+	got, err := ledger.CanonicalJSON(stated)
+	if err != nil {
+		return err
+	}
+	all, err := audit.Verdicts(ctx, l, rv.ModelIdentity)
+	if err != nil {
+		return err
+	}
+	listed := map[int64]bool{}
+	for _, r := range p.Verdicts {
+		listed[r.Seq] = true
+	}
+	var missing []string
+	for _, w := range all {
+		if w.Seq <= p.LedgerHead.Seq && !listed[w.Seq] {
+			missing = append(missing, fmt.Sprint(w.Seq))
+		}
+	}
+	switch {
+	case string(want) != string(got):
+		v.add(CheckLedgerRederived, false, "gate verdict entry %d re-derives, and is not the verdict the bundle states", rv.Seq)
+	case !rv.OK:
+		v.add(CheckLedgerRederived, false, "gate verdict entry %d re-derives as failed", rv.Seq)
+	case rv.Run != p.Run || rv.Manifest == nil || *rv.Manifest != p.ManifestDigest:
+		v.add(CheckLedgerRederived, false, "gate verdict entry %d lets through run %s and another manifest, not run %s's %s", rv.Seq, rv.Run, p.Run, p.ManifestDigest)
+	case len(missing) > 0:
+		v.add(CheckLedgerRederived, false, "the bundle leaves out gate verdicts %s for model %s", strings.Join(missing, ", "), p.ModelIdentity)
+	default:
+		v.add(CheckLedgerRederived, true, "gate verdict entry %d re-derived from the ledger check for check (%d checks, passed); the bundle lists all %d verdicts for the model",
+			rv.Seq, len(rv.Checks), len(p.Verdicts))
+	}
 	return nil
 }

@@ -1,6 +1,7 @@
 package publish
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,8 +10,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
@@ -29,6 +32,10 @@ type Options struct {
 	// Request is the publish.request entry this fulfils; 0: asked for
 	// directly (rlgate publish).
 	Request int64
+	// AfterFailed is the reason the publisher gives for publishing a
+	// model an earlier gate verdict failed; without one such a publish
+	// is refused. It is recorded and heads the bundle's provenance.
+	AfterFailed string
 }
 
 // Result is what Publish wrote, recorded as the publish entry. Its JSON
@@ -43,7 +50,11 @@ type Result struct {
 	Verdict       int64         `json:"verdict_seq"`
 	Head          ledger.Head   `json:"head"` // the ledger head the provenance names
 	Request       int64         `json:"request_seq,omitempty"`
-	Seq           int64         `json:"seq,omitempty"` // the publish entry
+	// AfterFailed is Options.AfterFailed, and FailedVerdicts the earlier
+	// failed verdicts for the model it was given for.
+	AfterFailed    string  `json:"after_failed_verdict,omitempty"`
+	FailedVerdicts []int64 `json:"failed_verdicts,omitempty"`
+	Seq            int64   `json:"seq,omitempty"` // the publish entry
 }
 
 // Publish writes o.Run's output checkpoint to o.To as a signed bundle and
@@ -51,10 +62,14 @@ type Result struct {
 // recorded), that manifest, the report of the passing verdict's runs
 // written from the ledger (report/, which rlgate report --check
 // re-derives), model.sig (OMS v1.0 over
-// all of them) and rlgate.provenance.json. It refuses, with ErrNotGated,
-// unless the latest gate verdict for the checkpoint's model identity
-// passed. The bundle is built beside o.To and renamed into place, so o.To
-// never holds half a bundle.
+// all of them) and rlgate.provenance.json. Everything it reads comes from
+// a checked view of the ledger (ledger.Checked). It refuses, with
+// ErrNotGated, unless the latest gate verdict for the checkpoint's model
+// identity re-derives (audit.Rederive) and passed, lets through exactly
+// this run (its rl training run, which ended ok, with this output
+// manifest), and no earlier verdict for the model failed (unless
+// o.AfterFailed gives a reason). The bundle is built beside o.To and
+// renamed into place, so o.To never holds half a bundle.
 func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
 	to, err := CheckTarget(o.To)
 	if err != nil {
@@ -64,11 +79,16 @@ func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
-	ck, err := outputCheckpoint(ctx, l, o.Run)
+	r, err := l.Checked(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
-	gate, err := passingVerdict(ctx, l, o.Run, ck.Digest)
+	defer r.Close()
+	ck, err := outputCheckpoint(ctx, r, o.Run)
+	if err != nil {
+		return nil, err
+	}
+	gate, err := gatedVerdict(ctx, r, o, ck)
 	if err != nil {
 		return nil, err
 	}
@@ -76,7 +96,7 @@ func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) 
 	if err != nil {
 		return nil, fmt.Errorf("publish: %w", err)
 	}
-	res, err := build(ctx, l, o, tmp, to, ck, gate, s)
+	res, err := build(ctx, r, o, tmp, to, ck, gate, s)
 	if err == nil {
 		err = place(tmp, to)
 	}
@@ -134,13 +154,14 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	if err != nil {
 		return nil, err
 	}
-	if diff := cmp.Diff(want, *got); diff != "" {
-		return nil, fmt.Errorf("%w: %s is not what run %s recorded (-recorded +now):\n%s", ErrCheckpointChanged, ck.Path, o.Run, diff)
+	if d := manifestDifference(&want, got); d != "" {
+		return nil, fmt.Errorf("%w: %s is not what run %s recorded: %s", ErrCheckpointChanged, ck.Path, o.Run, d)
 	}
 	if err := os.WriteFile(filepath.Join(tmp, ManifestFile), recorded, 0o644); err != nil {
 		return nil, err
 	}
-	p := &ProvenancePredicate{Run: o.Run, ModelIdentity: ck.Digest, Manifest: ManifestFile, ManifestDigest: *ck.Manifest, Gate: *gate, Report: ReportDir}
+	p := &ProvenancePredicate{Run: o.Run, ModelIdentity: ck.Digest, Manifest: ManifestFile, ManifestDigest: *ck.Manifest, Gate: *gate, Report: ReportDir,
+		Policy: reports.PolicyStatement(gate.Verdict.Policy), Verdicts: gate.History, AfterFailed: o.AfterFailed}
 	if p.Stages, err = lineage(ctx, l, o.Run); err != nil {
 		return nil, err
 	}
@@ -149,7 +170,7 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	}
 	// The report states the verdict's runs as of the head the provenance
 	// names, so a reviewer's report --check re-derives it from that head.
-	ro := reports.Options{Subjects: gate.Verdict.Policy.Subjects, Head: &p.LedgerHead}
+	ro := reports.Options{Subjects: gate.Verdict.Policy.Subjects, Head: &p.LedgerHead, Rederived: &gate.Verdict}
 	if _, err := reports.Write(ctx, l, ro, filepath.Join(tmp, ReportDir)); err != nil {
 		return nil, fmt.Errorf("write the bundle's report: %w", err)
 	}
@@ -167,8 +188,17 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 			return nil, err
 		}
 	}
-	return &Result{Run: o.Run, To: to, ModelIdentity: ck.Digest, RootDigest: root, Files: len(rs), KeyHint: s.Hint,
-		Verdict: gate.Seq, Head: p.LedgerHead, Request: o.Request}, nil
+	res := &Result{Run: o.Run, To: to, ModelIdentity: ck.Digest, RootDigest: root, Files: len(rs), KeyHint: s.Hint,
+		Verdict: gate.Seq, Head: p.LedgerHead, Request: o.Request}
+	if o.AfterFailed != "" {
+		res.AfterFailed = o.AfterFailed
+		for _, h := range gate.History {
+			if !h.OK {
+				res.FailedVerdicts = append(res.FailedVerdicts, h.Seq)
+			}
+		}
+	}
+	return res, nil
 }
 
 // copyInto copies a checkpoint (a directory, or one .safetensors file)
@@ -259,30 +289,107 @@ func runDir(ctx context.Context, l *ledger.Ledger, run string) (string, error) {
 	return start.Dir, nil
 }
 
-// passingVerdict returns the latest gate verdict for model identity id,
-// and ErrNotGated when there is none or it failed: a later failing gate
-// withdraws an earlier pass.
-func passingVerdict(ctx context.Context, l *ledger.Ledger, run string, id ledger.Digest) (*GateClaim, error) {
-	var last *GateClaim
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: audit.KindVerdict}) {
-		if err != nil {
-			return nil, err
-		}
-		var v audit.Verdict
-		if err := json.Unmarshal(e.Body, &v); err != nil {
-			return nil, fmt.Errorf("gate verdict entry %d: %w", e.Seq, err)
-		}
-		if v.ModelIdentity != nil && *v.ModelIdentity == id {
-			v.Seq = e.Seq
-			last = &GateClaim{Seq: e.Seq, Hash: e.Hash, Verdict: v}
-		}
+// gatedVerdict returns the gate verdict that lets o.Run's checkpoint ck
+// through, refusing with ErrNotGated (or audit.ErrVerdictRefused) unless
+// the latest verdict for its model identity re-derives and passed, names
+// o.Run as its rl training run, that run ended ok and its output manifest
+// is the one the verdict bound, and no earlier verdict for the model
+// failed unless o.AfterFailed says why to publish anyway. Its History
+// lists every verdict for the model, failures first.
+func gatedVerdict(ctx context.Context, r *ledger.Ledger, o Options, ck *runArtifact) (*GateClaim, error) {
+	refuse := func(format string, args ...any) error {
+		return fmt.Errorf("publish run %s: %w: %s; nothing was published", o.Run, ErrNotGated, fmt.Sprintf(format, args...))
+	}
+	all, err := audit.Verdicts(ctx, r, &ck.Digest)
+	if err != nil {
+		return nil, err
+	}
+	if len(all) == 0 {
+		return nil, fmt.Errorf("publish run %s: %w: no gate verdict is for model %s, its output. Try: rlgate gate --runs ... --train rl=%s", o.Run, ErrNotGated, ck.Digest, o.Run)
+	}
+	v, err := audit.Rederive(ctx, r, all[len(all)-1].Seq)
+	if err != nil {
+		return nil, err
 	}
 	switch {
-	case last == nil:
-		return nil, fmt.Errorf("publish run %s: %w: no gate verdict is for model %s, its output. Try: rlgate gate --runs ... --train rl=%s", run, ErrNotGated, id, run)
-	case !last.Verdict.OK:
-		return nil, fmt.Errorf("publish run %s: %w: the latest gate verdict for model %s %s; nothing was published. Try: fix what the gate found and run rlgate gate again",
-			run, ErrNotGated, id, last.Verdict.Summary())
+	case !v.OK:
+		return nil, refuse("the latest gate verdict for model %s %s. Try: fix what the gate found and run rlgate gate again", ck.Digest, v.Summary())
+	case v.Run == "":
+		return nil, refuse("gate verdict entry %d names no rl training run, so it lets no run's files through. Try: rlgate gate with --train rl=%s", v.Seq, o.Run)
+	case v.Run != o.Run:
+		return nil, refuse("gate verdict entry %d lets through run %s, not %s (the same weights do not make the same run). Try: rlgate publish --run %s", v.Seq, v.Run, o.Run, v.Run)
+	case v.Manifest == nil || ck.Manifest == nil || *v.Manifest != *ck.Manifest:
+		return nil, refuse("run %s's output manifest is not the one gate verdict entry %d bound", o.Run, v.Seq)
 	}
-	return last, nil
+	run, err := r.RunStatus(ctx, o.Run)
+	if err != nil {
+		return nil, err
+	}
+	if run.Status != "ok" {
+		return nil, refuse("run %s ended %s, not ok", o.Run, run.Status)
+	}
+	claim := &GateClaim{Seq: v.Seq, Verdict: *v}
+	e, err := r.EntryBySeq(ctx, v.Seq)
+	if err != nil {
+		return nil, err
+	}
+	claim.Hash = e.Hash
+	var failed []string
+	for _, w := range all {
+		claim.History = append(claim.History, VerdictRef{Seq: w.Seq, OK: w.OK, Failed: w.Failed, Checks: len(w.Checks), Policy: reports.PolicyStatement(w.Policy)})
+		if !w.OK {
+			failed = append(failed, fmt.Sprint(w.Seq))
+		}
+	}
+	slices.SortStableFunc(claim.History, func(a, b VerdictRef) int { return cmp.Compare(boolRank(a.OK), boolRank(b.OK)) })
+	if len(failed) > 0 && strings.TrimSpace(o.AfterFailed) == "" {
+		return nil, refuse("earlier gate verdicts for model %s failed (entries %s). Try: publish it anyway with --after-failed-verdict \"REASON\", which is recorded and heads the bundle",
+			ck.Digest, strings.Join(failed, ", "))
+	}
+	return claim, nil
+}
+
+// boolRank orders failures (false) before passes.
+func boolRank(ok bool) int {
+	if ok {
+		return 1
+	}
+	return 0
+}
+
+// manifestDifference names, in one line, the first way a checkpoint's
+// manifest now differs from the recorded one; "" when it does not.
+func manifestDifference(want, got *manifests.CheckpointManifest) string {
+	files := map[string]manifests.CheckpointFile{}
+	for _, f := range got.Files {
+		files[f.Path] = f
+	}
+	for _, f := range want.Files {
+		g, ok := files[f.Path]
+		switch {
+		case !ok:
+			return fmt.Sprintf("file %s is missing", f.Path)
+		case g.Digest != f.Digest || g.Size != f.Size:
+			return fmt.Sprintf("file %s changed (recorded %s, %d bytes; now %s, %d bytes)", f.Path, f.Digest, f.Size, g.Digest, g.Size)
+		}
+		delete(files, f.Path)
+	}
+	for _, f := range got.Files {
+		if _, extra := files[f.Path]; extra {
+			return fmt.Sprintf("file %s was not recorded", f.Path)
+		}
+	}
+	tensors := map[string]manifests.CheckpointTensor{}
+	for _, t := range got.Tensors {
+		tensors[t.Name] = t
+	}
+	for _, t := range want.Tensors {
+		if g, ok := tensors[t.Name]; !ok || g.Digest != t.Digest {
+			return fmt.Sprintf("tensor %s changed", t.Name)
+		}
+	}
+	if !reflect.DeepEqual(want, got) {
+		return fmt.Sprintf("its manifest (model identity %s) is not the recorded one (%s)", got.Identity, want.Identity)
+	}
+	return ""
 }

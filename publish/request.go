@@ -3,6 +3,7 @@ package publish
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"path/filepath"
 
@@ -84,7 +85,11 @@ func AfterGate(ctx context.Context, l *ledger.Ledger, v *audit.Verdict) ([]Outco
 		o := Outcome{Request: p.seq, Run: p.run, To: p.To}
 		if !v.OK {
 			o.Withheld = fmt.Sprintf("the gate failed (verdict entry %d)", v.Seq)
-		} else if o.Result, err = Publish(ctx, l, Options{Run: p.run, To: p.To, Key: p.KeyFile, Request: p.seq}); err != nil {
+		} else if o.Result, err = Publish(ctx, l, Options{Run: p.run, To: p.To, Key: p.KeyFile, Request: p.seq}); errors.Is(err, ErrNotGated) {
+			// Passed, and still not to be published unattended: another
+			// run is gated, or an earlier verdict for the model failed.
+			o.Withheld = err.Error()
+		} else if err != nil {
 			o.Error = err.Error()
 			if first == nil {
 				first = fmt.Errorf("publish request entry %d: %w", p.seq, err)

@@ -37,6 +37,10 @@ type Options struct {
 	// head: entries after it are not read. Check sets it to the head the
 	// report records.
 	Head *ledger.Head `json:"-"`
+	// Rederived, when set, is a verdict its caller has just re-derived
+	// (audit.Rederive) on this ledger: if it is the verdict the report
+	// rests on, Build does not re-derive it again.
+	Rederived *audit.Verdict `json:"-"`
 }
 
 // Report is everything a report states, each number with the ledger
@@ -55,16 +59,20 @@ type Report struct {
 	Request     Options        `json:"request"`
 	Subjects    audit.Subjects `json:"subjects"`
 	Verdict     *VerdictRef    `json:"verdict"`
-	Params      Params         `json:"params"`
-	Claims      []Claim        `json:"claims"`
-	Tables      []ModelTable   `json:"model_tables"`
-	Audits      []AuditRow     `json:"audits"`
-	Budget      []BudgetRow    `json:"budget"`
-	Curves      []Curve        `json:"curves"`
-	Lineage     []LineageRow   `json:"lineage"`
+	// Verdicts are every gate verdict for the verdict's model, failures
+	// first.
+	Verdicts []VerdictRef `json:"verdicts"`
+	Params   Params       `json:"params"`
+	Claims   []Claim      `json:"claims"`
+	Tables   []ModelTable `json:"model_tables"`
+	Audits   []AuditRow   `json:"audits"`
+	Budget   []BudgetRow  `json:"budget"`
+	Curves   []Curve      `json:"curves"`
+	Lineage  []LineageRow `json:"lineage"`
 }
 
-// VerdictRef is the gate verdict a report rests on.
+// VerdictRef is a gate verdict: the one a report rests on, or another
+// verdict for the same model.
 type VerdictRef struct {
 	Seq           int64          `json:"seq"`
 	OK            bool           `json:"ok"`
@@ -74,6 +82,43 @@ type VerdictRef struct {
 	PolicyDigest  ledger.Digest  `json:"policy_digest"`
 	ModelIdentity *ledger.Digest `json:"model_identity,omitempty"`
 	DecidedOn     ledger.Head    `json:"decided_on"`
+	// Held states the claims and audits the policy held; Differences how
+	// a custom policy differs from paper-grade (none for paper-grade).
+	Held        string   `json:"held"`
+	Differences []string `json:"differences"`
+}
+
+func verdictRef(v *audit.Verdict) VerdictRef {
+	return VerdictRef{Seq: v.Seq, OK: v.OK, Failed: v.Failed, Checks: len(v.Checks), Policy: v.Policy.Name,
+		PolicyDigest: v.PolicyDigest, ModelIdentity: v.ModelIdentity, DecidedOn: v.Head,
+		Held: v.Policy.Held(), Differences: append([]string{}, v.Policy.Differences()...)}
+}
+
+// modelVerdicts lists every gate verdict for v's model up to the report's
+// head, failures first (then by seq), so a pass that followed failures
+// under other policies cannot be shown alone.
+func modelVerdicts(ctx context.Context, l *ledger.Ledger, v *audit.Verdict) ([]VerdictRef, error) {
+	if v.ModelIdentity == nil {
+		return []VerdictRef{verdictRef(v)}, nil
+	}
+	all, err := audit.Verdicts(ctx, l, v.ModelIdentity)
+	if err != nil {
+		return nil, err
+	}
+	out := []VerdictRef{}
+	for _, w := range all {
+		out = append(out, verdictRef(w))
+	}
+	slices.SortStableFunc(out, func(a, b VerdictRef) int {
+		if a.OK != b.OK {
+			if !a.OK {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Seq, b.Seq)
+	})
+	return out, nil
 }
 
 // Params are the statistics' parameters, from the verdict's policy.
@@ -207,22 +252,38 @@ func Build(ctx context.Context, l *ledger.Ledger, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
+	at := head.Seq
 	if o.Head != nil {
-		at, err := l.EntryBySeq(ctx, o.Head.Seq)
-		if err != nil || o.Head.LedgerID != head.LedgerID || at.Hash != o.Head.Hash {
-			return nil, &ledger.Error{Op: "report as of head " + o.Head.String(), Path: l.Dir(),
-				Err: errors.New("this ledger does not extend that head"), Hint: "check the report against the ledger it was made from"}
-		}
-		head = *o.Head
+		at = o.Head.Seq
 	}
+	// Everything a report states is read from a checked view: entries
+	// re-hashed, rows derived from them, nothing after the head it is for.
+	view, err := l.Checked(ctx, at)
+	if errors.Is(err, ledger.ErrNotFound) && o.Head != nil {
+		view, err = nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if view != nil {
+		defer view.Close()
+		if head, err = view.Head(ctx); err != nil {
+			return nil, err
+		}
+	}
+	if o.Head != nil && (view == nil || head != *o.Head) {
+		return nil, &ledger.Error{Op: "report as of head " + o.Head.String(), Path: l.Dir(),
+			Err: errors.New("this ledger does not extend that head"), Hint: "check the report against the ledger it was made from"}
+	}
+	l = view
 	r := &Report{Format: FormatVersion, Head: head, Request: o, Unsupported: []string{}, Claims: []Claim{}, Tables: []ModelTable{},
-		Audits: []AuditRow{}, Budget: []BudgetRow{}, Curves: []Curve{}, Lineage: []LineageRow{}}
+		Audits: []AuditRow{}, Budget: []BudgetRow{}, Curves: []Curve{}, Lineage: []LineageRow{}, Verdicts: []VerdictRef{}}
 	r.Request.Formats = formats(o.Formats)
 	subjects := o.Subjects
 	if len(subjects.Runs) == 0 && o.Policy != nil {
 		subjects = o.Policy.Subjects
 	}
-	v, err := latestVerdict(ctx, l, head.Seq, subjects)
+	v, err := latestVerdict(ctx, l, subjects)
 	if err != nil {
 		return nil, err
 	}
@@ -231,13 +292,23 @@ func Build(ctx context.Context, l *ledger.Ledger, o Options) (*Report, error) {
 		policy = *o.Policy
 	}
 	if v != nil {
+		// A verdict is stated only when it re-derives; one that does not
+		// stops the report (audit.Rederive).
+		if o.Rederived != nil && o.Rederived.Seq == v.Seq {
+			v = o.Rederived
+		} else if v, err = audit.Rederive(ctx, l, v.Seq); err != nil {
+			return nil, err
+		}
 		policy, subjects = v.Policy, v.Policy.Subjects
-		r.Verdict = &VerdictRef{Seq: v.Seq, OK: v.OK, Failed: v.Failed, Checks: len(v.Checks), Policy: v.Policy.Name,
-			PolicyDigest: v.PolicyDigest, ModelIdentity: v.ModelIdentity, DecidedOn: v.Head}
+		ref := verdictRef(v)
+		r.Verdict = &ref
 		for _, c := range v.Checks {
 			if strings.HasPrefix(c.Name, "audit ") {
 				r.Audits = append(r.Audits, c)
 			}
+		}
+		if r.Verdicts, err = modelVerdicts(ctx, l, v); err != nil {
+			return nil, err
 		}
 	}
 	if len(subjects.Runs) == 0 {
@@ -273,27 +344,19 @@ func formats(fs []string) []string {
 	return out
 }
 
-// latestVerdict returns the last gate.verdict at or before seq, of the
-// runs s names when it names any.
-func latestVerdict(ctx context.Context, l *ledger.Ledger, seq int64, s audit.Subjects) (*audit.Verdict, error) {
-	var last *audit.Verdict
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: audit.KindVerdict}) {
-		if err != nil {
-			return nil, err
-		}
-		if e.Seq > seq {
-			break
-		}
-		var v audit.Verdict
-		if err := json.Unmarshal(e.Body, &v); err != nil {
-			return nil, fmt.Errorf("read gate verdict %d: %w", e.Seq, err)
-		}
-		v.Seq = e.Seq
-		if len(s.Runs) == 0 || sameSubjects(s, v.Policy.Subjects) {
-			last = &v
+// latestVerdict returns the last gate verdict of l (a view as of the
+// report's head), of the runs s names when it names any.
+func latestVerdict(ctx context.Context, l *ledger.Ledger, s audit.Subjects) (*audit.Verdict, error) {
+	all, err := audit.Verdicts(ctx, l, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if len(s.Runs) == 0 || sameSubjects(s, all[i].Policy.Subjects) {
+			return all[i], nil
 		}
 	}
-	return last, nil
+	return nil, nil
 }
 
 // sameSubjects tells whether two namings of runs agree, in any order.
@@ -334,15 +397,26 @@ func (r *Report) claims(p audit.Policy, v *audit.Verdict) {
 		r.Headline = fmt.Sprintf("UNSUPPORTED: no gate verdict covers these runs, so the claims %s are unsupported and this report states no gain (rlgate gate decides them).",
 			strings.Join(r.Unsupported, ", "))
 	case !v.OK:
-		r.Headline = fmt.Sprintf("UNSUPPORTED: the gate failed %d of %d checks (verdict entry %d), so the claims %s are unsupported and this report states no gain.",
-			v.Failed, len(v.Checks), v.Seq, strings.Join(r.Unsupported, ", "))
+		r.Headline = fmt.Sprintf("UNSUPPORTED: the gate failed %d of %d checks (verdict entry %d, %s), so the claims %s are unsupported and this report states no gain.",
+			v.Failed, len(v.Checks), v.Seq, PolicyStatement(v.Policy), strings.Join(r.Unsupported, ", "))
 	default:
 		var held []string
 		for _, c := range r.Claims {
 			held = append(held, c.Claim)
 		}
-		r.Headline = fmt.Sprintf("SUPPORTED: the gate passed all %d checks (verdict entry %d, policy %s): %s.", len(v.Checks), v.Seq, v.Policy.Name, strings.Join(held, ", "))
+		r.Headline = fmt.Sprintf("SUPPORTED: the gate passed all %d checks (verdict entry %d, %s): %s.", len(v.Checks), v.Seq, PolicyStatement(v.Policy), strings.Join(held, ", "))
 	}
+}
+
+// PolicyStatement says in a phrase which policy a verdict held and, for a
+// custom one, how it differs from paper-grade: a reader of the headline
+// sees what "passed" meant without opening the policy.
+func PolicyStatement(p audit.Policy) string {
+	s := "policy " + p.Name + ": " + p.Held()
+	if d := p.Differences(); len(d) > 0 {
+		s += "; differs from " + audit.PaperGradeName + ": " + strings.Join(d, ", ")
+	}
+	return s
 }
 
 // outcomeDetail is what a grader records per item beside the derived

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/stats"
 )
 
@@ -95,6 +96,25 @@ func (r *Report) sections() []section {
 		{"statistics", fmt.Sprintf("alpha %g (%s intervals), %d bootstrap resamples, seed %d, MDE at power %g, baseline %s",
 			r.Params.Alpha, level, r.Params.Resamples, r.Params.Seed, r.Params.Power, r.Params.Baseline)},
 	}})
+
+	if len(r.Verdicts) > 0 {
+		vs := section{ID: "verdicts", Title: "Gate verdicts for this model",
+			Intro: "Every gate verdict recorded for the model this report's verdict lets through, failures first: " +
+				"a pass under one policy does not hide a failure under another.",
+			Header: []string{"entry", "result", "policy", "held", "differs from " + audit.PaperGradeName, "decided on head"}}
+		for _, w := range r.Verdicts {
+			res := "PASSED"
+			if !w.OK {
+				res = fmt.Sprintf("FAILED (%d of %d checks)", w.Failed, w.Checks)
+			}
+			diff := "–"
+			if len(w.Differences) > 0 {
+				diff = strings.Join(w.Differences, "; ")
+			}
+			vs.Rows = append(vs.Rows, []string{fmt.Sprint(w.Seq), res, w.Policy, w.Held, diff, w.DecidedOn.String()})
+		}
+		out = append(out, vs)
+	}
 
 	claims := section{ID: "claims", Title: "Claims",
 		Intro: "Each claim A > B pairs the two evaluations' greedy outcomes by task, as the gate decided it (its Holm p is adjusted across the claims); " +

@@ -192,9 +192,15 @@ func Check(ctx context.Context, l *ledger.Ledger, dir string) (*CheckResult, err
 	return res, nil
 }
 
-// diffLines compares a written file with the one the ledger gives, line
-// by line; a line of the same shape is reported by its differing values.
+// diffLines compares a written file with the one the ledger gives. Bytes
+// decide: any line that differs in any byte is a difference. Tokens only
+// describe it: a line of the same shape is reported by its differing
+// values, and a line whose values agree while its bytes do not (an edited
+// '>' or quote, markup turned into text) is reported whole.
 func diffLines(name string, got, want []byte) []Difference {
+	if bytes.Equal(got, want) {
+		return nil
+	}
 	g, w := strings.Split(string(got), "\n"), strings.Split(string(want), "\n")
 	var out []Difference
 	for i := range max(len(g), len(w)) {
@@ -204,17 +210,27 @@ func diffLines(name string, got, want []byte) []Difference {
 		case i >= len(w):
 			out = append(out, Difference{File: name, Line: i + 1, Report: quote(g[i]), Ledger: "(no line)"})
 		case g[i] != w[i]:
-			gt, wt := tokens(g[i]), tokens(w[i])
-			if len(gt) != len(wt) {
-				out = append(out, Difference{File: name, Line: i + 1, Report: quote(g[i]), Ledger: quote(w[i])})
-				continue
-			}
-			for j := range gt {
-				if gt[j] != wt[j] {
-					out = append(out, Difference{File: name, Line: i + 1, Report: gt[j], Ledger: wt[j]})
-				}
+			out = append(out, lineDifferences(name, i+1, g[i], w[i])...)
+		}
+	}
+	return out
+}
+
+// lineDifferences describes one line that differs: by its differing
+// values when both have the same values in the same places and some
+// differ, else whole.
+func lineDifferences(name string, line int, g, w string) []Difference {
+	gt, wt := tokens(g), tokens(w)
+	var out []Difference
+	if len(gt) == len(wt) {
+		for j := range gt {
+			if gt[j] != wt[j] {
+				out = append(out, Difference{File: name, Line: line, Report: gt[j], Ledger: wt[j]})
 			}
 		}
+	}
+	if len(out) == 0 {
+		out = append(out, Difference{File: name, Line: line, Report: quote(g), Ledger: quote(w)})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
+	"github.com/rlgate/rlgate/reports"
 	"github.com/urfave/cli/v3"
 )
 
@@ -203,6 +204,6 @@ func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 	if v.Seq == 0 {
 		entry = "dry run, nothing recorded,"
 	}
-	_, err := fmt.Fprintf(w, "gate %s (policy %s); %s for %s at ledger head %s\n", verdict, v.Policy.Name, entry, model, v.Head)
+	_, err := fmt.Fprintf(w, "gate %s (%s); %s for %s at ledger head %s\n", verdict, reports.PolicyStatement(v.Policy), entry, model, v.Head)
 	return err
 }

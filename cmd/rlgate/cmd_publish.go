@@ -29,16 +29,21 @@ func newPublishCommand() *cli.Command {
 			"inputs by digest, the gate verdict with its checks and the ledger head.\n" +
 			"Records a publish entry. See docs/PUBLISH.md.\n\n" +
 			"Refuses (exit 3) unless the latest gate verdict for the checkpoint's model\n" +
-			"identity passed (rlgate gate); refuses a DIR that exists and is not empty.\n" +
+			"identity re-derives from the ledger and passed, names RUN as its rl training\n" +
+			"run (which ended ok, with the output manifest the verdict bound), and no\n" +
+			"earlier verdict for the model failed; --after-failed-verdict REASON publishes\n" +
+			"after a failed verdict, and the reason heads the bundle's provenance.\n" +
+			"Refuses a DIR that exists and is not empty.\n" +
 			"The bundle is built beside DIR and renamed into place.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
 			&cli.StringFlag{Name: "key", Value: defaultKey, Usage: "ECDSA private key PEM `FILE` (rlgate keygen)"},
+			&cli.StringFlag{Name: "after-failed-verdict", Usage: "publish although an earlier gate verdict for the model failed, for this `REASON` (recorded, shown in the bundle)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runPublish(ctx, publishOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Options: publish.Options{
-				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key")}}, cmd.Root().Writer)
+				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key"), AfterFailed: cmd.String("after-failed-verdict")}}, cmd.Root().Writer)
 			return err
 		},
 	}

@@ -97,14 +97,39 @@ func printVerification(w io.Writer, v *publish.Verification) error {
 		return err
 	}
 	if p := v.Claims; p != nil {
+		if p.AfterFailed != "" {
+			fmt.Fprintf(w, "PUBLISHED AFTER A FAILED GATE VERDICT: %q (the publisher's reason)\n", p.AfterFailed)
+		}
 		result := "passed"
 		if !p.Gate.Verdict.OK {
 			result = "failed"
 		}
-		_, err := fmt.Fprintf(w, "bundle %s claims: run %s, model %s, gate verdict entry %d (%s, policy %s, hash %s), ledger head %s\n",
-			v.Dir, p.Run, p.ModelIdentity, p.Gate.Seq, result, p.Gate.Verdict.Policy.Name, p.Gate.Hash, p.LedgerHead)
+		fmt.Fprintf(w, "bundle %s claims: run %s, model %s, gate verdict entry %d (%s, %s, hash %s), ledger head %s\n",
+			v.Dir, p.Run, p.ModelIdentity, p.Gate.Seq, result, p.Policy, p.Gate.Hash, p.LedgerHead)
+		for _, h := range p.Verdicts {
+			res := "passed"
+			if !h.OK {
+				res = fmt.Sprintf("FAILED %d of %d checks", h.Failed, h.Checks)
+			}
+			fmt.Fprintf(w, "  gate verdict entry %d for this model: %s (%s)\n", h.Seq, res, h.Policy)
+		}
+		_, err := fmt.Fprintln(w, rederivedNote(v))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "bundle %s has no verified %s: it claims no gate verdict and no ledger head\n", v.Dir, publish.ProvenanceFile)
 	return err
+}
+
+// rederivedNote says whether the verdict above is the signer's statement
+// or was re-derived from a ledger.
+func rederivedNote(v *publish.Verification) string {
+	for _, c := range v.Checks {
+		if c.Name == publish.CheckLedgerRederived {
+			if c.OK {
+				return "The verdict was re-derived from the ledger given with --ledger."
+			}
+			return "The verdict did NOT re-derive from the ledger given with --ledger (see the failed check)."
+		}
+	}
+	return "These are the signer's statements, checked only for their signature: run again with --ledger DIR to re-derive the verdict from the ledger."
 }

@@ -402,7 +402,7 @@ func gateCleanPasses(t *testing.T, x *gateExperiment) {
 
 	// The text form is one table with the verdict under it.
 	code, out, _ = rlgate(t, "--ledger", x.ledger, "gate", "--runs", x.runs, "--train", x.train, "--self-grade-sample", "40")
-	if code != exitOK || !strings.Contains(out, "claim rl > base") || !strings.Contains(out, "gate PASSED (policy paper-grade)") {
+	if code != exitOK || !strings.Contains(out, "claim rl > base") || !strings.Contains(out, "gate PASSED (policy paper-grade: claims rl > base, rl > noupdate, sft > base; audits gold, split, budget, reward, training, identity; α 0.05; differs from paper-grade: options: self_grade_sample 40 (default 200))") {
 		t.Errorf("text: exit %d:\n%s", code, out)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"syscall"
 
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/urfave/cli/v3"
@@ -65,7 +66,9 @@ func exitCode(ctx context.Context, err error) int {
 		return exitInterrupted
 	case errors.As(err, &ue), errors.Is(err, rollout.ErrIdentity): // --model-identity names a model the endpoint does not serve
 		return exitUsage
-	case errors.As(err, &cf):
+	case errors.As(err, &cf),
+		errors.Is(err, ledger.ErrTampered),      // an entry a decision would read fails its hash
+		errors.Is(err, audit.ErrVerdictRefused): // a verdict that does not re-derive
 		return exitCheckFailed
 	case errors.As(err, &se):
 		return se.code

@@ -53,7 +53,7 @@ func gatePolicyFlags(t *testing.T, x *gateExperiment) {
 		spaced = append(spaced, " "+label+" = "+run+" ")
 	}
 	code, out, errOut = rlgate(t, "--ledger", x.ledger, "gate", "--policy", holds, "--runs", strings.Join(spaced, ","), "--train", strings.ReplaceAll(x.train, "=", " = "))
-	if code != exitOK || !strings.Contains(out, "gate PASSED (policy rl-over-base)") {
+	if code != exitOK || !strings.Contains(out, "gate PASSED (policy rl-over-base: claims rl > base; audits training; α 0.05; differs from paper-grade: drops claims rl > noupdate, sft > base, drops audits gold, split, budget, reward, identity)") {
 		t.Errorf("--runs %q: exit %d:\n%s%s", strings.Join(spaced, ","), code, out, errOut)
 	}
 	code, _, errOut = rlgate(t, "--ledger", x.ledger, "gate", "--policy", holds, "--runs", "rl=ev-rl.spider-greedy, rl =ev-base.spider-greedy")

@@ -150,6 +150,7 @@ func TestPublishGated(t *testing.T) {
 	x.trainRun(t, "rl", "train-rl-pub", x.written["rl"], "1e-6", 0.25, "--param", "lr=1e-6", "--publish-to", auto, "--publish-key", key)
 	passingTrain := x.train
 	x.trainRun(t, "rl", "train-rl-lr0", x.written["rl"], "0", 0.25, "--param", "lr=1e-6")
+	beforeFailing := x.fork(t)
 	code, failSeq, ok, outcomes := publishGate(t, x)
 	if code != exitCheckFailed || ok || len(outcomes) != 1 || outcomes[0].Withheld == "" || outcomes[0].Run != "train-rl-pub" {
 		t.Fatalf("failing gate: exit %d, ok %v, outcomes %+v", code, ok, outcomes)
@@ -163,7 +164,7 @@ func TestPublishGated(t *testing.T) {
 	}
 
 	t.Run("a passing gate: stage of repro publishes", func(t *testing.T) {
-		y := x.fork(t)
+		y := beforeFailing
 		y.train = passingTrain
 		publishRepro(t, y, auto, pub)
 		if err := os.RemoveAll(auto); err != nil { // for the gate below
@@ -171,23 +172,29 @@ func TestPublishGated(t *testing.T) {
 		}
 	})
 
-	// A passing gate for the model publishes it, once.
+	// A passing gate after a failed one for the same model does not
+	// publish unattended: the publisher must say why (no verdict
+	// shopping), and the bundle states it.
 	x.train = passingTrain
 	code, passSeq, ok, outcomes := publishGate(t, x)
-	if code != exitOK || !ok || len(outcomes) != 1 || outcomes[0].Result == nil || outcomes[0].Result.Verdict != passSeq {
-		t.Fatalf("passing gate: exit %d, ok %v, outcomes %+v", code, ok, outcomes)
+	if code != exitOK || !ok || len(outcomes) != 1 || !strings.Contains(outcomes[0].Withheld, fmt.Sprintf("failed (entries %d)", failSeq)) {
+		t.Fatalf("passing gate after a failed one: exit %d, ok %v, outcomes %+v", code, ok, outcomes)
 	}
-	if code, _, _, outcomes := publishGate(t, x); code != exitOK || len(outcomes) != 0 {
-		t.Errorf("a second passing gate: exit %d, outcomes %+v", code, outcomes)
+	const reason = "the failed verdict gated an lr-0 run by mistake"
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-pub", "--to", auto, "--key", key, "--after-failed-verdict", reason); code != exitOK {
+		t.Fatalf("publish --after-failed-verdict: exit %d: %s", code, errOut)
 	}
 	code, out, _ := rlgate(t, "--ledger", x.ledger, "verify-bundle", auto, "--public-key", pub)
+	if !strings.HasPrefix(out[strings.Index(out, "PUBLISHED AFTER"):], fmt.Sprintf("PUBLISHED AFTER A FAILED GATE VERDICT: %q", reason)) {
+		t.Errorf("verify-bundle does not lead with the reason:\n%s", out)
+	}
 	if code != exitOK || !strings.Contains(out, fmt.Sprintf("gate verdict entry %d (passed", passSeq)) {
 		t.Errorf("verify-bundle of the published run: exit %d:\n%s", code, out)
 	}
 
 	// By hand, now that the gate passed.
 	bundle := filepath.Join(t.TempDir(), "bundle")
-	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitOK {
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-pub", "--to", bundle, "--key", key, "--after-failed-verdict", reason); code != exitOK {
 		t.Fatalf("publish: exit %d: %s", code, errOut)
 	}
 	// The bundle's report was written from the ledger: a reviewer
@@ -198,7 +205,7 @@ func TestPublishGated(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(bundle, publish.ReportDir, "report.md")); err != nil || strings.HasPrefix(string(md), "UNSUPPORTED") {
 		t.Errorf("the bundle's report.md (err %v) starts %.80q", err, md)
 	}
-	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitError || !strings.Contains(errOut, "not empty") {
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-pub", "--to", bundle, "--key", key, "--after-failed-verdict", reason); code != exitError || !strings.Contains(errOut, "not empty") {
 		t.Errorf("publish into a bundle: exit %d: %s", code, errOut)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -158,6 +159,19 @@ func reportCheckEdits(t *testing.T, x *reportExperiment, written string) {
 			}
 			return []reports.Difference{{File: "report.html", Report: "lacks this file", Ledger: "gives it"}}
 		}},
+		// Edits that change no value the tokens see: bytes decide.
+		{"a claim reversed in report.md", func(t *testing.T, dir string) []reports.Difference {
+			line := reportEdit(t, dir, "report.md", "| rl > base", "rl > base", "rl < base")
+			return reportWholeLine(t, dir, "report.md", line, "rl < base", "rl > base")
+		}},
+		{"a boolean turned into a string in report.json", func(t *testing.T, dir string) []reports.Difference {
+			line := reportEdit(t, dir, "report.json", `"supported": `, "false", `"false"`)
+			return reportWholeLine(t, dir, "report.json", line, `"false"`, "false")
+		}},
+		{"markup turned into text in report.html", func(t *testing.T, dir string) []reports.Difference {
+			line := reportEdit(t, dir, "report.html", `class="headline`, `unsupported">`, `unsupported" `)
+			return reportWholeLine(t, dir, "report.html", line, `unsupported" `, `unsupported">`)
+		}},
 		{"an extra file", func(t *testing.T, dir string) []reports.Difference {
 			gateWrite(t, filepath.Join(dir, "notes.txt"), "typed in by hand\n")
 			return []reports.Difference{{File: "notes.txt", Report: "has this file", Ledger: "gives no such file"}}
@@ -209,4 +223,23 @@ func reportCheckEdits(t *testing.T, x *reportExperiment, written string) {
 func jsonInt(i int64) string {
 	b, _ := json.Marshal(i)
 	return string(b)
+}
+
+// reportWholeLine is the difference report --check gives for a line whose
+// values agree while its bytes do not: the whole line, as written and as
+// the ledger gives it (edited back from new to old).
+func reportWholeLine(t *testing.T, dir, file string, line int, new, old string) []reports.Difference {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := strings.Split(string(raw), "\n")[line-1]
+	quote := func(s string) string { // as report --check shows a line
+		if len(s) > 160 {
+			s = s[:157] + "..."
+		}
+		return fmt.Sprintf("%q", s)
+	}
+	return []reports.Difference{{File: file, Line: line, Report: quote(got), Ledger: quote(strings.Replace(got, new, old, 1))}}
 }
