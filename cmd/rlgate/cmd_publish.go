@@ -27,10 +27,13 @@ func newPublishCommand() *cli.Command {
 			"every file in DIR signed with --key, and rlgate.provenance.json, a signed\n" +
 			"in-toto statement about the bundle's root digest naming the stages, their\n" +
 			"inputs by digest, the gate verdict with its checks and the ledger head.\n" +
-			"Records a publish entry. See docs/PUBLISH.md.\n\n" +
+			"Records a publish entry.\n\n" +
 			"Refuses (exit 3) unless the latest gate verdict for the checkpoint's model\n" +
-			"identity passed (rlgate gate); refuses a DIR that exists and is not empty.\n" +
-			"The bundle is built beside DIR and renamed into place.\n\n" + exitCodesHelp,
+			"identity passed (rlgate gate); refuses a DIR that exists and is not empty,\n" +
+			"and one inside the checkpoint. The bundle is built beside DIR and renamed\n" +
+			"into place; a publish that was killed is finished by the next one to the\n" +
+			"same DIR (its leftovers deleted, a complete bundle without its entry\n" +
+			"recorded, or rebuilt for a newer verdict). See docs/PUBLISH.md.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
