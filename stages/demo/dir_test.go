@@ -51,6 +51,7 @@ func earlierDemo(t *testing.T) string {
 func TestDemoForceReplacesOnlyAnEarlierDemo(t *testing.T) {
 	ctx := context.Background()
 	earlier := earlierDemo(t)
+	os.WriteFile(filepath.Join(earlier, ManifestFile+".tmp"), []byte("{"), 0o644) // a Record killed mid-write
 	if err := Prepare(ctx, earlier, true); err != nil {
 		t.Fatal(err)
 	}

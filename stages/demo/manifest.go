@@ -152,7 +152,8 @@ func readManifest(dir string) (*Manifest, error) {
 // m's head ("ledger entries 120–123").
 func sortOut(ctx context.Context, dir string, m *Manifest) (ours, theirs []string, err error) {
 	err = walkFiles(dir, func(rel, p string, d fs.DirEntry) error {
-		mine := ledgerFile(rel)
+		// A manifest's temporary file is what a Record killed mid-write left.
+		mine := ledgerFile(rel) || rel == ManifestFile+".tmp"
 		switch {
 		case mine:
 		case d.Type()&fs.ModeSymlink != 0:
