@@ -63,8 +63,8 @@ func WithBlobs(loc, dir string) string {
 
 // pgLocation splits a PostgreSQL ledger URL into what the driver connects
 // to, the local directory, the blob store (blobs/ in the local directory,
-// or an S3 bucket whose cache is the local directory) and the URL to show
-// (password hidden). A read-only open asks the server to refuse every write.
+// or an S3 bucket whose cache is the local directory; nil when the URL
+// names none) and the URL to show (password hidden). A read-only open asks the server to refuse every write.
 func pgLocation(loc string, readOnly bool) (conn, dir, shown string, blobs blobStore, err error) {
 	u, err := url.Parse(loc)
 	if err != nil {
@@ -75,19 +75,10 @@ func pgLocation(loc string, readOnly bool) (conn, dir, shown string, blobs blobS
 	q.Del(pgBlobsParam)
 	u.RawQuery = q.Encode()
 	shown = u.Redacted()
-	switch {
-	case dir == "":
-		return "", "", "", nil, &Error{Op: "open ledger", Path: shown, Err: errors.New("no blob store"),
-			Hint: "give one with --blobs DIR or --blobs s3://BUCKET/PREFIX (or " + EnvBlobs + ")"}
-	case IsS3(dir):
-		if blobs, dir, err = parseS3(dir, shown); err != nil {
+	if dir != "" { // else the one the ledger records (pgBlobStore)
+		if blobs, dir, err = blobStoreAt(dir, shown); err != nil {
 			return "", "", "", nil, err
 		}
-	default:
-		if dir, err = filepath.Abs(dir); err != nil {
-			return "", "", "", nil, err
-		}
-		blobs = localBlobs{filepath.Join(dir, blobsDir)}
 	}
 	if readOnly {
 		q.Set("default_transaction_read_only", "on")
@@ -219,6 +210,10 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 	if err != nil {
 		return nil, err
 	}
+	if blobs == nil {
+		db.Close()
+		return nil, errNoBlobStore(shown)
+	}
 	l := &Ledger{dir: dir, db: db, id: id, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
@@ -237,7 +232,7 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 		return nil, err
 	}
 	err = l.withTx(ctx, func(tx *sql.Tx) error {
-		return l.initTx(ctx, tx, pgDDL, map[string]string{"schema_version": strconv.Itoa(SchemaVersion)}, genesis)
+		return l.initTx(ctx, tx, pgDDL, map[string]string{"schema_version": strconv.Itoa(SchemaVersion), pgBlobStoreKey: blobLocation(blobs, dir)}, genesis)
 	})
 	if err != nil {
 		return fail(err, "")
@@ -278,6 +273,11 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	if err := db.QueryRowContext(ctx, "SELECT value FROM meta WHERE key = 'ledger_id'").Scan(&l.id); err != nil {
 		return fail(fmt.Errorf("%w: no ledger id: %v", ErrNotLedger, err), "")
 	}
+	if l.blobs, l.dir, err = l.pgBlobStore(ctx, blobs, dir); err != nil {
+		db.Close()
+		return nil, err
+	}
+	blobs, dir = l.blobs, l.dir
 	if !readOnly {
 		if err := os.MkdirAll(filepath.Join(dir, blobsDir, tmpDir), 0o755); err != nil {
 			return fail(err, "check that "+dir+" (--blobs, or --cache for S3) is writable")

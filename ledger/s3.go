@@ -90,6 +90,9 @@ type s3Blobs struct {
 	bucket string
 	prefix string // without a trailing slash; "" for the bucket's root
 	shown  string // s3://BUCKET/PREFIX at the endpoint, for messages
+	// location is the store's location as a PostgreSQL ledger's meta
+	// records it (see pgBlobStoreKey): no cache, no credential.
+	location string
 	// known holds the digests this process stored or found stored, whose
 	// objects need no second look before an entry names them.
 	known sync.Map
@@ -146,6 +149,7 @@ func parseS3(loc, ledger string) (*s3Blobs, string, error) {
 			return bad(fmt.Errorf("path-style=%q: %w", v, err), "give --s3-path-style alone, or path-style=true")
 		}
 	}
+	region := firstOf(q.Get("region"), os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION"))
 	lookup := minio.BucketLookupAuto
 	if pathStyle {
 		lookup = minio.BucketLookupPath
@@ -153,7 +157,7 @@ func parseS3(loc, ledger string) (*s3Blobs, string, error) {
 	client, err := minio.New(ep.Host, &minio.Options{
 		Creds:        credentials.NewEnvAWS(),
 		Secure:       ep.Scheme == "https",
-		Region:       firstOf(q.Get("region"), os.Getenv("AWS_REGION"), os.Getenv("AWS_DEFAULT_REGION")),
+		Region:       region,
 		BucketLookup: lookup,
 	})
 	if err != nil {
@@ -161,6 +165,14 @@ func parseS3(loc, ledger string) (*s3Blobs, string, error) {
 	}
 	s := &s3Blobs{client: client, bucket: u.Host, prefix: strings.Trim(u.Path, "/")}
 	s.shown = s3Scheme + path.Join(s.bucket, s.prefix) + " at " + ep.Scheme + "://" + ep.Host
+	rec := url.Values{"endpoint": {ep.Scheme + "://" + ep.Host}}
+	if region != "" {
+		rec.Set("region", region)
+	}
+	if pathStyle {
+		rec.Set("path-style", "true")
+	}
+	s.location = s3Scheme + path.Join(s.bucket, s.prefix) + "?" + rec.Encode()
 	cache := q.Get("cache")
 	if cache == "" {
 		base, err := os.UserCacheDir()

@@ -68,10 +68,21 @@ type Result struct {
 // identity re-derives (audit.Rederive) and passed, lets through exactly
 // this run (its rl training run, which ended ok, with this output
 // manifest), and no earlier verdict for the model failed (unless
-// o.AfterFailed gives a reason). The bundle is built beside o.To and
-// renamed into place, so o.To never holds half a bundle.
+// o.AfterFailed gives a reason); it refuses a target inside the
+// checkpoint or holding it. The bundle is built beside o.To and renamed
+// into place, so o.To never holds half a bundle; what a killed publish
+// left beside it is deleted first. When a publish was killed after the
+// rename, before its entry, o.To holds a bundle of o.Run signed with o.Key
+// and no entry records it: for the same verdict and a head this ledger
+// holds, its entry is written; for an earlier verdict, the bundle is built
+// again and replaces it. Any other directory that is not empty is refused
+// (ErrTargetNotEmpty).
 func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) {
 	to, err := CheckTarget(o.To)
+	full := errors.Is(err, ErrTargetNotEmpty)
+	if full {
+		to, err = filepath.Abs(o.To)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -88,27 +99,58 @@ func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) 
 	if err != nil {
 		return nil, err
 	}
+	if err := checkApart(to, ck.Path); err != nil {
+		return nil, err
+	}
 	gate, err := gatedVerdict(ctx, r, o, ck)
 	if err != nil {
 		return nil, err
 	}
-	tmp, err := os.MkdirTemp(filepath.Dir(to), "."+filepath.Base(to)+".publish-*")
-	if err != nil {
-		return nil, fmt.Errorf("publish: %w", err)
-	}
-	res, err := build(ctx, r, o, tmp, to, ck, gate, s)
-	if err == nil {
-		err = place(tmp, to)
-	}
-	if err != nil {
-		os.RemoveAll(tmp)
+	if err := sweepStaging(to); err != nil {
 		return nil, err
+	}
+	action, res := targetRecord, (*Result)(nil)
+	if full {
+		if action, res, err = existingBundle(ctx, r, o, to, ck, gate, s); err != nil {
+			return nil, err
+		}
+	}
+	if res == nil {
+		if res, err = stageAndPlace(ctx, r, o, to, ck, gate, s, action == targetRebuild); err != nil {
+			return nil, err
+		}
 	}
 	es, err := l.Append(ctx, ledger.Record{Kind: KindPublish, Run: o.Run, Body: res})
 	if err != nil {
 		return nil, fmt.Errorf("record publish (the bundle is in %s): %w", to, err)
 	}
 	res.Seq = es[0].Seq
+	return res, nil
+}
+
+// stageAndPlace builds the bundle in a locked staging directory beside
+// to and renames it into place, replacing the earlier bundle there when
+// rebuild is set.
+func stageAndPlace(ctx context.Context, l *ledger.Ledger, o Options, to string, ck *runArtifact, gate *GateClaim, s *Signer, rebuild bool) (*Result, error) {
+	tmp, lock, err := newStaging(to)
+	if err != nil {
+		return nil, err
+	}
+	defer lock.Close()
+	res, err := build(ctx, l, o, tmp, to, ck, gate, s)
+	crashPoint("staged")
+	switch {
+	case err != nil:
+	case rebuild:
+		err = replace(tmp, to)
+	default:
+		err = place(tmp, to)
+	}
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	crashPoint("placed")
 	return res, nil
 }
 
@@ -190,14 +232,7 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 	}
 	res := &Result{Run: o.Run, To: to, ModelIdentity: ck.Digest, RootDigest: root, Files: len(rs), KeyHint: s.Hint,
 		Verdict: gate.Seq, Head: p.LedgerHead, Request: o.Request}
-	if o.AfterFailed != "" {
-		res.AfterFailed = o.AfterFailed
-		for _, h := range gate.History {
-			if !h.OK {
-				res.FailedVerdicts = append(res.FailedVerdicts, h.Seq)
-			}
-		}
-	}
+	res.afterFailed(o, gate)
 	return res, nil
 }
 
@@ -347,6 +382,20 @@ func gatedVerdict(ctx context.Context, r *ledger.Ledger, o Options, ck *runArtif
 			ck.Digest, strings.Join(failed, ", "))
 	}
 	return claim, nil
+}
+
+// afterFailed records the publisher's reason for publishing after failed
+// verdicts, and those verdicts.
+func (r *Result) afterFailed(o Options, gate *GateClaim) {
+	if o.AfterFailed == "" {
+		return
+	}
+	r.AfterFailed = o.AfterFailed
+	for _, h := range gate.History {
+		if !h.OK {
+			r.FailedVerdicts = append(r.FailedVerdicts, h.Seq)
+		}
+	}
 }
 
 // boolRank orders failures (false) before passes.

@@ -22,6 +22,9 @@ type VerifyOptions struct {
 	CertificateChain []string // PEM files whose certificates are trusted roots (certificate method)
 	IgnorePaths      []string // more paths (relative to the model) to leave out
 	Signature        string   // the OMS bundle; empty: DIR/model.sig
+	// signingKey, when set, stands for PublicKey: Publish checks a bundle
+	// an interrupted publish left with the key it signs with.
+	signingKey *ecdsa.PublicKey
 }
 
 // Check is one check of a bundle's verification.
@@ -151,13 +154,16 @@ func (v *Verification) signer(m VerificationMaterial, o VerifyOptions) (*verifie
 	switch {
 	case m.PublicKey != nil:
 		v.Method = "key"
-		if o.PublicKey == "" {
+		pub := o.signingKey
+		if pub == nil && o.PublicKey == "" {
 			v.add(CheckKey, false, "the bundle is signed with a key; give its public key (--public-key)")
 			return nil, nil
 		}
-		pub, err := loadPublicKey(o.PublicKey)
-		if err != nil {
-			return nil, err
+		if pub == nil {
+			var err error
+			if pub, err = loadPublicKey(o.PublicKey); err != nil {
+				return nil, err
+			}
 		}
 		ver, err := newVerifier(pub)
 		if err != nil {

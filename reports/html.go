@@ -20,7 +20,7 @@ func (r *Report) HTML() ([]byte, error) {
 		Sections []section
 		Stats    []template.HTML
 		Curves   []template.HTML
-	}{R: r, Sections: r.sections()}
+	}{R: r, Sections: r.sections(func(s string) string { return s })}
 	if len(r.Tables) > 0 {
 		data.Stats = []template.HTML{r.accuracyChart(), r.differenceChart()}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode"
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/renderer"
@@ -14,8 +15,9 @@ import (
 // table per section.
 func (r *Report) Markdown() ([]byte, error) {
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "%s\n\n# rlgate report\n", r.Headline)
-	for _, s := range r.sections() {
+	// The headline names the policy and the claims, read from the ledger.
+	fmt.Fprintf(&b, "%s\n\n# rlgate report\n", mdEscape(r.Headline))
+	for _, s := range r.sections(mdEscape) {
 		fmt.Fprintf(&b, "\n## %s\n\n", s.Title)
 		if s.Intro != "" {
 			fmt.Fprintf(&b, "%s\n\n", s.Intro)
@@ -40,6 +42,32 @@ func (r *Report) Markdown() ([]byte, error) {
 	}
 	return b.Bytes(), nil
 }
+
+// mdSignificant are the characters Markdown or the HTML it embeds would
+// act on inside a line: raw HTML and entities (<, &), links and images
+// ([, ]), code spans, emphasis and strike-through, and the escape itself.
+// A table's pipes are mdCells' to escape; # and > act only at the start
+// of a line, which no escaped string begins.
+const mdSignificant = "\\`*_[]<&~"
+
+// mdEscape puts s on one line and backslash-escapes every character of
+// mdSignificant, so that a string from the ledger reads as its text. An
+// underscore inside a word (concert_singer) never emphasises in
+// CommonMark, so it is left as it is for the reader of the raw file.
+func mdEscape(s string) string {
+	r := []rune(strings.Join(strings.Fields(s), " "))
+	var b strings.Builder
+	for i, c := range r {
+		intraword := c == '_' && i > 0 && i < len(r)-1 && isWordRune(r[i-1]) && isWordRune(r[i+1])
+		if strings.ContainsRune(mdSignificant, c) && !intraword {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+func isWordRune(c rune) bool { return unicode.IsLetter(c) || unicode.IsDigit(c) }
 
 // mdCells puts each cell on one line and escapes the pipes a Markdown
 // table cell cannot hold.

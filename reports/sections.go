@@ -74,8 +74,12 @@ func (r *Report) diffHeader(of string) string {
 }
 
 // sections lays the report out as tables, in the order every format
-// shows them.
-func (r *Report) sections() []section {
+// shows them. esc is applied to every string read from the ledger (run
+// ids, labels, policy, check, stage and file names, audit findings): a
+// ledger is input the reader did not write, and Markdown would render
+// the HTML or links such a string holds, where html/template escapes it
+// on its own.
+func (r *Report) sections(esc func(string) string) []section {
 	level := fmt.Sprintf("%g%%", 100*(1-r.Params.Alpha))
 	var out []section
 
@@ -85,7 +89,7 @@ func (r *Report) sections() []section {
 		if !r.Verdict.OK {
 			res = fmt.Sprintf("FAILED (%d of %d checks)", r.Verdict.Failed, r.Verdict.Checks)
 		}
-		v = fmt.Sprintf("%s, entry %d, policy %s (%s), decided on head %s", res, r.Verdict.Seq, r.Verdict.Policy, r.Verdict.PolicyDigest, r.Verdict.DecidedOn)
+		v = fmt.Sprintf("%s, entry %d, policy %s (%s), decided on head %s", res, r.Verdict.Seq, esc(r.Verdict.Policy), r.Verdict.PolicyDigest, r.Verdict.DecidedOn)
 		if r.Verdict.ModelIdentity != nil {
 			v += ", model " + r.Verdict.ModelIdentity.String()
 		}
@@ -94,7 +98,7 @@ func (r *Report) sections() []section {
 		{"ledger head", r.Head.String()},
 		{"gate verdict", v},
 		{"statistics", fmt.Sprintf("alpha %g (%s intervals), %d bootstrap resamples, seed %d, MDE at power %g, baseline %s",
-			r.Params.Alpha, level, r.Params.Resamples, r.Params.Seed, r.Params.Power, r.Params.Baseline)},
+			r.Params.Alpha, level, r.Params.Resamples, r.Params.Seed, r.Params.Power, esc(r.Params.Baseline))},
 	}})
 
 	if len(r.Verdicts) > 0 {
@@ -111,7 +115,7 @@ func (r *Report) sections() []section {
 			if len(w.Differences) > 0 {
 				diff = strings.Join(w.Differences, "; ")
 			}
-			vs.Rows = append(vs.Rows, []string{fmt.Sprint(w.Seq), res, w.Policy, w.Held, diff, w.DecidedOn.String()})
+			vs.Rows = append(vs.Rows, []string{fmt.Sprint(w.Seq), res, esc(w.Policy), esc(w.Held), esc(diff), w.DecidedOn.String()})
 		}
 		out = append(out, vs)
 	}
@@ -125,14 +129,14 @@ func (r *Report) sections() []section {
 		if !c.Supported {
 			status = "unsupported"
 			if len(c.Problems) > 0 {
-				status += ": " + strings.Join(c.Problems, "; ")
+				status += ": " + esc(strings.Join(c.Problems, "; "))
 			}
 		}
 		if !c.Tested {
-			claims.Rows = append(claims.Rows, []string{c.Claim, status, "–", "–", "–", "–", "–", "–", "–", seqList(c.Seqs)})
+			claims.Rows = append(claims.Rows, []string{esc(c.Claim), status, "–", "–", "–", "–", "–", "–", "–", seqList(c.Seqs)})
 			continue
 		}
-		claims.Rows = append(claims.Rows, []string{c.Claim, status, signed(c.Delta), signedInterval(c.CI), fmt.Sprint(c.B), fmt.Sprint(c.C),
+		claims.Rows = append(claims.Rows, []string{esc(c.Claim), status, signed(c.Delta), signedInterval(c.CI), fmt.Sprint(c.B), fmt.Sprint(c.C),
 			pval(c.ExactP), pval(c.HolmP), value(c.MDE), seqList(c.Seqs)})
 	}
 	out = append(out, claims)
@@ -140,7 +144,7 @@ func (r *Report) sections() []section {
 	groups := []struct{ group, title, col string }{{"all", "Models", ""}, {"difficulty", "Models by difficulty", "difficulty"}, {"database", "Models by database", "database"}}
 	for _, g := range groups {
 		s := section{ID: "models-" + g.group, Title: g.title}
-		s.Header = []string{"model", "run", "tasks", "correct", "accuracy", level + " Wilson CI", r.diffHeader("vs " + r.Params.Baseline),
+		s.Header = []string{"model", "run", "tasks", "correct", "accuracy", level + " Wilson CI", r.diffHeader("vs " + esc(r.Params.Baseline)),
 			level + " bootstrap CI", "b", "c", "McNemar p", "Holm p", "MDE"}
 		if g.col != "" {
 			s.Header = append([]string{g.col}, s.Header...)
@@ -150,7 +154,7 @@ func (r *Report) sections() []section {
 				continue
 			}
 			for _, m := range t.Rows {
-				row := []string{m.Label, m.Run, fmt.Sprint(m.N), fmt.Sprint(m.Correct), num(m.Accuracy), interval(m.Wilson)}
+				row := []string{esc(m.Label), esc(m.Run), fmt.Sprint(m.N), fmt.Sprint(m.Correct), num(m.Accuracy), interval(m.Wilson)}
 				if p := m.Pair; p != nil {
 					row = append(row, signed(p.Delta), signedInterval(p.Bootstrap.Percentile), fmt.Sprint(p.B), fmt.Sprint(p.C),
 						pval(p.McNemar.ExactP), pval(p.HolmP), value(p.MDE))
@@ -158,7 +162,7 @@ func (r *Report) sections() []section {
 					row = append(row, "baseline", "–", "–", "–", "–", "–", "–")
 				}
 				if g.col != "" {
-					row = append([]string{t.Value}, row...)
+					row = append([]string{esc(t.Value)}, row...)
 				}
 				s.Rows = append(s.Rows, row)
 			}
@@ -185,7 +189,7 @@ func (r *Report) sections() []section {
 		if !a.OK {
 			res = "FAIL"
 		}
-		audits.Rows = append(audits.Rows, []string{strings.TrimPrefix(a.Name, "audit "), res, a.Message, seqList(a.Seqs)})
+		audits.Rows = append(audits.Rows, []string{esc(strings.TrimPrefix(a.Name, "audit ")), res, esc(a.Message), seqList(a.Seqs)})
 	}
 	if len(audits.Rows) == 0 {
 		audits.Intro, audits.Header = "No gate verdict, so no audit was recorded for these runs.", nil
@@ -196,16 +200,16 @@ func (r *Report) sections() []section {
 		Header: []string{"model", "rollout", "protocol", "task set", "tasks", "samples", "temperature", "max turns", "max tokens/turn", "SQL budget",
 			"status", "episodes", "unfinished", "tokens in", "tokens out", "entries"}}
 	for _, b := range r.Budget {
-		budget.Rows = append(budget.Rows, []string{b.Label, b.Rollout, short(b.ProtocolDigest.String()), short(b.TaskSet.String()), fmt.Sprint(b.Tasks),
+		budget.Rows = append(budget.Rows, []string{esc(b.Label), esc(b.Rollout), short(b.ProtocolDigest.String()), short(b.TaskSet.String()), fmt.Sprint(b.Tasks),
 			fmt.Sprint(b.Samples), fmt.Sprint(b.Temperature), fmt.Sprint(b.MaxTurns), fmt.Sprint(b.MaxTokens), fmt.Sprint(b.SQLBudget),
-			b.Status, fmt.Sprint(b.Episodes), fmt.Sprint(b.Unfinished), fmt.Sprint(b.TokensIn), fmt.Sprint(b.TokensOut), seqList(b.Seqs)})
+			esc(b.Status), fmt.Sprint(b.Episodes), fmt.Sprint(b.Unfinished), fmt.Sprint(b.TokensIn), fmt.Sprint(b.TokensOut), seqList(b.Seqs)})
 	}
 	budget.Notes = []string{"Digests are cut to 12 hex digits here; the lineage and report.json give them whole."}
 	out = append(out, budget)
 
 	curves := section{ID: "training", Title: "Training curves", Header: []string{"model", "run", "metric", "key", "points", "first", "last", "min", "max", "entries"}}
 	for _, c := range r.Curves {
-		curves.Rows = append(curves.Rows, []string{c.Label, c.Run, c.Metric, c.Key, fmt.Sprint(c.Steps), fmt.Sprintf("%.6g", c.First),
+		curves.Rows = append(curves.Rows, []string{esc(c.Label), esc(c.Run), esc(c.Metric), esc(c.Key), fmt.Sprint(c.Steps), fmt.Sprintf("%.6g", c.First),
 			fmt.Sprintf("%.6g", c.Last), fmt.Sprintf("%.6g", c.Min), fmt.Sprintf("%.6g", c.Max), seqList(c.Seqs)})
 	}
 	if len(curves.Rows) == 0 {
@@ -216,11 +220,11 @@ func (r *Report) sections() []section {
 	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it. An evaluation's model identity was reported by the endpoint (server) or only asserted by the user (asserted).",
 		Header: []string{"model", "kind", "run", "stage", "role", "name", "digest", "entry"}}
 	for _, x := range r.Lineage {
-		name := x.Name
+		name := esc(x.Name)
 		if x.Source != "" {
-			name += " (" + x.Source + ")"
+			name += " (" + esc(x.Source) + ")"
 		}
-		lineage.Rows = append(lineage.Rows, []string{x.Label, x.Kind, x.Run, x.Stage, x.Role, name, x.Digest.String(), fmt.Sprint(x.Seq)})
+		lineage.Rows = append(lineage.Rows, []string{esc(x.Label), esc(x.Kind), esc(x.Run), esc(x.Stage), esc(x.Role), name, x.Digest.String(), fmt.Sprint(x.Seq)})
 	}
 	out = append(out, lineage)
 	return out

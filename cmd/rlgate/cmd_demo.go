@@ -41,8 +41,12 @@ func newDemoCommand() *cli.Command {
 			"gate. Then it writes the report into DIR/report and prints the\n" +
 			"comparison, the gate's verdict and the report's path. Open rlgate.yaml to\n" +
 			"see every command; rlgate repro in DIR runs it again.\n\n" +
-			"A DIR that exists and is not empty is never touched without --force, and\n" +
-			"--force replaces only a directory an earlier demo wrote.\n\n" +
+			"A DIR that exists and is not empty is never touched without --force.\n" +
+			"The demo lists every file it writes, with its digest, and its ledger's\n" +
+			"last entry in DIR/" + demo.ManifestFile + "; --force deletes those files\n" +
+			"and the ledger, and only when DIR holds nothing else: a file the list\n" +
+			"lacks or that changed since, or a ledger entry added after the demo's,\n" +
+			"is named and nothing is deleted.\n\n" +
 			"--inject runs a deliberately broken variant that the gate must reject:\n" +
 			strings.Join(injects, "\n") + "\n" +
 			"(wrong-db is caught by rlgate run's pre-flight before RL stage 1 starts.)\n" +
@@ -50,7 +54,7 @@ func newDemoCommand() *cli.Command {
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "dir", Value: "rlgate-demo", Usage: "demo `DIR` (its own ledger is DIR/.rlgate)"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "`SEED` of initialisation, sampling and training"},
-			&cli.BoolFlag{Name: "force", Usage: "replace DIR when an earlier demo wrote it"},
+			&cli.BoolFlag{Name: "force", Usage: "replace an earlier demo's files in DIR when it holds nothing else"},
 			&cli.StringFlag{Name: "inject", Usage: "`DEFECT` to inject: leak, noupdate-drift, budget or wrong-db"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
@@ -108,7 +112,7 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 			return nil, fmt.Errorf("demo: find the rlgate binary: %w", err)
 		}
 	}
-	if err := demo.Prepare(dir, o.Force); err != nil {
+	if err := demo.Prepare(ctx, dir, o.Force); err != nil {
 		return nil, err
 	}
 	parts, err := demo.Write(dir, demo.Options{Seed: o.Seed, Inject: o.Inject})
@@ -128,7 +132,17 @@ func runDemo(ctx context.Context, o demoOptions, w io.Writer) (*demoSummary, err
 		return nil, err
 	}
 	l.Close()
-	return demoExecute(ctx, dir, parts, o, w)
+	// The manifest lists what the demo wrote, so that --force later
+	// deletes that and nothing else: once laid out, and again when the
+	// demo stops, however it stops (a canceled ctx included).
+	if err := demo.Record(ctx, dir); err != nil {
+		return nil, err
+	}
+	s, err := demoExecute(ctx, dir, parts, o, w)
+	if rerr := demo.Record(context.WithoutCancel(ctx), dir); rerr != nil && err == nil {
+		err = rerr
+	}
+	return s, err
 }
 
 // demoExecute runs the pipeline of a demo directory laid out by

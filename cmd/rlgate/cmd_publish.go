@@ -27,14 +27,17 @@ func newPublishCommand() *cli.Command {
 			"every file in DIR signed with --key, and rlgate.provenance.json, a signed\n" +
 			"in-toto statement about the bundle's root digest naming the stages, their\n" +
 			"inputs by digest, the gate verdict with its checks and the ledger head.\n" +
-			"Records a publish entry. See docs/PUBLISH.md.\n\n" +
+			"Records a publish entry.\n\n" +
 			"Refuses (exit 3) unless the latest gate verdict for the checkpoint's model\n" +
 			"identity re-derives from the ledger and passed, names RUN as its rl training\n" +
 			"run (which ended ok, with the output manifest the verdict bound), and no\n" +
 			"earlier verdict for the model failed; --after-failed-verdict REASON publishes\n" +
 			"after a failed verdict, and the reason heads the bundle's provenance.\n" +
-			"Refuses a DIR that exists and is not empty.\n" +
-			"The bundle is built beside DIR and renamed into place.\n\n" + exitCodesHelp,
+			"Refuses a DIR that exists and is not empty, and one inside the checkpoint.\n" +
+			"The bundle is built beside DIR and renamed into place; a publish that was\n" +
+			"killed is finished by the next one to the same DIR (its leftovers deleted,\n" +
+			"a complete bundle without its entry recorded, or rebuilt for a newer\n" +
+			"verdict). See docs/PUBLISH.md.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},

@@ -115,6 +115,8 @@ func TestDemo(t *testing.T) {
 		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, outs[0].String())
 	}
 
+	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
+
 	for _, in := range demo.Injects {
 		t.Run("inject "+in.Name, func(t *testing.T) {
 			t.Parallel()
@@ -139,4 +141,76 @@ func TestDemo(t *testing.T) {
 			}
 		})
 	}
+}
+
+// demoForce: on copies of a finished demo directory, rlgate demo --force
+// beside a user's notes, a key and a ledger entry added after the demo
+// deletes nothing, exits 1 and names them; on an untouched copy it
+// deletes every file the demo and its stages wrote, the ledger included.
+func demoForce(t *testing.T, done string) {
+	copyDemo := func(t *testing.T) string {
+		fork := filepath.Join(t.TempDir(), "fork")
+		if out, err := exec.Command("cp", "-a", done, fork).CombinedOutput(); err != nil {
+			t.Fatalf("copy demo: %v: %s", err, out)
+		}
+		return fork
+	}
+	t.Run("beside a user's files", func(t *testing.T) {
+		fork := copyDemo(t)
+		ldir := filepath.Join(fork, ledger.DefaultDir)
+		mine := map[string]string{"notes.txt": "my notes\n", "rlgate.key": "my key\n"}
+		for name, text := range mine {
+			if err := os.WriteFile(filepath.Join(fork, name), []byte(text), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "notes", "--run", "mine", "--gpu", "off", "--", "true"); code != exitOK {
+			t.Fatalf("run: exit %d: %s", code, errOut)
+		}
+		head := func() ledger.Head {
+			l, err := ledger.OpenReadOnly(context.Background(), ldir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			h, err := l.Head(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			return h
+		}
+		before, entries := demoTree(t, fork), head()
+		code, _, errOut := rlgate(t, "demo", "--dir", fork, "--force")
+		for _, want := range []string{"notes.txt", "rlgate.key", "ledger entries "} {
+			if !strings.Contains(errOut, want) {
+				t.Errorf("the refusal does not name %q: %s", want, errOut)
+			}
+		}
+		if code != exitError || strings.Count(strings.TrimSpace(errOut), "\n") != 0 {
+			t.Errorf("exit %d, want %d with one line: %s", code, exitError, errOut)
+		}
+		after := demoTree(t, fork)
+		for name := range before {
+			if _, ok := after[name]; !ok {
+				t.Errorf("--force deleted %s", name)
+			}
+		}
+		for name, text := range mine {
+			if after[name] != text {
+				t.Errorf("%s: %q after --force, was %q", name, after[name], text)
+			}
+		}
+		if h := head(); h != entries {
+			t.Errorf("the ledger's head moved from %s to %s", entries, h)
+		}
+	})
+	t.Run("untouched", func(t *testing.T) {
+		fork := copyDemo(t)
+		if err := demo.Prepare(context.Background(), fork, true); err != nil {
+			t.Fatal(err)
+		}
+		if left := demoTree(t, fork); len(left) != 0 {
+			t.Errorf("--force left %d files of the demo", len(left))
+		}
+	})
 }

@@ -117,7 +117,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringFlag{
 				Name:    "blobs",
-				Usage:   "a PostgreSQL ledger's blob store: a local `DIR` (blobs) or s3://BUCKET/PREFIX",
+				Usage:   "a PostgreSQL ledger's blob store: a local `DIR` (blobs) or s3://BUCKET/PREFIX (default: the one rlgate init recorded in the ledger)",
 				Sources: cli.EnvVars(ledger.EnvBlobs),
 			},
 			&cli.StringFlag{

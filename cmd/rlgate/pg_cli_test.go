@@ -31,9 +31,7 @@ func TestPGCLI(t *testing.T) {
 	if code, out, _ := rlgate(t, append(pg, "verify")...); code != exitOK || !strings.Contains(out, "0 errors, 0 notes") {
 		t.Errorf("verify: exit %d: %s", code, out)
 	}
-	if code, _, errOut := rlgate(t, "--ledger", pgURL, "head"); code != exitError || !strings.Contains(errOut, "Try: give one with --blobs DIR") {
-		t.Errorf("head without --blobs: exit %d: %s", code, errOut)
-	}
+	pgRemembersBlobs(t, pgURL, blobs)
 
 	// SQLite -> PostgreSQL (a second cluster) -> SQLite.
 	src := readonlyLogLedger(t)
@@ -52,6 +50,19 @@ func TestPGCLI(t *testing.T) {
 	back := filepath.Join(t.TempDir(), "back")
 	copyLedgerCopy(t, withBlobs, pg2URL, back)
 	copySameLedger(t, src, back)
+}
+
+// pgRemembersBlobs: the ledger at pgURL, made with --blobs blobs,
+// remembers its store: commands without --blobs use it.
+func pgRemembersBlobs(t *testing.T, pgURL, blobs string) {
+	t.Helper()
+	_, wantHead, _ := rlgate(t, "--ledger", pgURL, "--blobs", blobs, "head")
+	if code, head, errOut := rlgate(t, "--ledger", pgURL, "head"); code != exitOK || head != wantHead {
+		t.Errorf("head without --blobs: exit %d: %q, want %q: %s", code, head, wantHead, errOut)
+	}
+	if code, out, errOut := rlgate(t, "--ledger", pgURL, "verify"); code != exitOK || !strings.Contains(out, "0 errors, 0 notes") {
+		t.Errorf("verify without --blobs: exit %d: %s%s", code, out, errOut)
+	}
 }
 
 // pgSplit splits a ledger URL from ledgertest.Postgres into the URL and

@@ -170,4 +170,5 @@ func TestReport(t *testing.T) {
 	t.Run("a failed gate states no gain", func(t *testing.T) { reportNoGain(t, failed) })
 	t.Run("without a verdict nothing is supported", func(t *testing.T) { reportUngated(t, x) })
 	t.Run("check finds every edit", func(t *testing.T) { reportCheckEdits(t, x, failed) })
+	t.Run("ledger strings are text in report.md", func(t *testing.T) { reportEscapes(t, x) })
 }

@@ -5,6 +5,7 @@ package main
 import (
 	"context"
 	"io"
+	"net/url"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -80,6 +81,7 @@ func TestS3CLI(t *testing.T) {
 	if code, head, errOut := rlgate(t, append(envArgs, "head")...); code != exitOK || head != wantHead {
 		t.Errorf("head with the endpoint from AWS_ENDPOINT_URL: exit %d: %q, want %q: %s", code, head, wantHead, errOut)
 	}
+	s3Remembered(t, srv, pgURL, wantHead)
 	back := filepath.Join(t.TempDir(), "back")
 	copyLedgerCopy(t, func(args ...string) (int, string, string) { return rlgate(t, append(envArgs, args...)...) }, pgURL, back)
 	if _, head, _ := rlgate(t, "--ledger", back, "head"); head != wantHead {
@@ -87,5 +89,22 @@ func TestS3CLI(t *testing.T) {
 	}
 	if code, out, _ := rlgate(t, "--ledger", back, "verify"); code != exitOK || !strings.Contains(out, "0 errors, 0 notes") {
 		t.Errorf("verify the SQLite copy: exit %d: %s", code, out)
+	}
+}
+
+// s3Remembered: the ledger at pgURL, made with --blobs s3://BUCKET/cli,
+// remembers its store (endpoint, region and path style, no cache, no
+// credential): head needs no --blobs; another prefix of the same bucket,
+// which lacks the ledger's objects, is refused at open, naming the
+// recorded location.
+func s3Remembered(t *testing.T, srv *ledgertest.S3Server, pgURL, wantHead string) {
+	t.Helper()
+	if code, head, errOut := rlgate(t, "--ledger", pgURL, "head"); code != exitOK || head != wantHead {
+		t.Errorf("head without --blobs: exit %d: %q, want %q: %s", code, head, wantHead, errOut)
+	}
+	code, _, errOut := rlgate(t, "--ledger", pgURL, "--blobs", "s3://"+srv.Bucket+"/other", "--s3-path-style", "head")
+	recorded := "s3://" + srv.Bucket + "/cli?endpoint=" + url.QueryEscape(srv.Endpoint) + "&path-style=true&region=us-east-1: it lacks blob blake3:"
+	if code != exitError || !strings.Contains(errOut, "is not this ledger's blob store, "+recorded) || strings.Contains(errOut, ledgertest.S3SecretKey) {
+		t.Errorf("head with another prefix: exit %d: %s", code, errOut)
 	}
 }

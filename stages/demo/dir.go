@@ -1,7 +1,7 @@
 package demo
 
 import (
-	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,16 +12,14 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 )
 
-// header opens every pipeline file the demo writes; a directory whose
-// rlgate.yaml starts with it is one an earlier demo wrote.
-const header = "# rlgate demo "
-
 // Prepare makes dir ready for a demo: a missing or empty directory is
 // created or used as is. One that holds anything is never touched without
-// force; with force it is deleted and made again, but only when an earlier
-// demo wrote it (its rlgate.yaml says so), so a mistyped --dir cannot
-// delete someone's files.
-func Prepare(dir string, force bool) error {
+// force; with force the files an earlier demo wrote there are deleted,
+// but only when everything in it is that demo's: its manifest lists every
+// file, unchanged, and its ledger has no entry after the demo's last.
+// Anything else (a user's notes or key, an entry added since) is named
+// and nothing is deleted, so --force cannot delete someone's files.
+func Prepare(ctx context.Context, dir string, force bool) error {
 	entries, err := os.ReadDir(dir)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -33,38 +31,46 @@ func Prepare(dir string, force bool) error {
 	case !force:
 		return &ledger.Error{Op: "demo directory", Path: dir, Err: errors.New("exists and is not empty; the demo never deletes or overwrites it unasked"),
 			Hint: "rlgate demo --dir NEW_DIR, or --force to replace an earlier demo's directory"}
-	case !WrittenByDemo(dir):
-		return &ledger.Error{Op: "demo directory", Path: dir, Err: errors.New("exists and holds files no rlgate demo wrote (its " + PipelineFile + " is not a demo's); --force replaces only an earlier demo's directory"),
+	}
+	m, err := readManifest(dir)
+	if err != nil || m == nil {
+		why := "no " + ManifestFile + " lists what an earlier demo wrote"
+		if err != nil {
+			why = err.Error()
+		}
+		return &ledger.Error{Op: "demo directory", Path: dir, Err: errors.New("exists and holds files no rlgate demo wrote (" + why + "); --force replaces only an earlier demo's files"),
 			Hint: "rlgate demo --dir NEW_DIR"}
 	}
-	if err := os.RemoveAll(dir); err != nil {
+	ours, theirs, err := sortOut(ctx, dir, m)
+	if err != nil {
+		return fmt.Errorf("demo directory %s: %w", dir, err)
+	}
+	if len(theirs) > 0 {
+		return &ledger.Error{Op: "demo directory", Path: dir, Err: fmt.Errorf("holds what the earlier demo did not write: %s; --force deletes nothing then", nameSome(theirs, 5)),
+			Hint: "move them out of the directory, or rlgate demo --dir NEW_DIR"}
+	}
+	if err := removeDemo(dir, ours); err != nil {
 		return fmt.Errorf("replace demo directory: %w", err)
 	}
-	return os.MkdirAll(dir, 0o755)
+	return nil
 }
 
-// WrittenByDemo reports whether dir's pipeline file is one the demo wrote.
-func WrittenByDemo(dir string) bool {
-	f, err := os.Open(filepath.Join(dir, PipelineFile))
-	if err != nil {
-		return false
+// nameSome joins the first n of names, counting the rest.
+func nameSome(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
 	}
-	defer f.Close()
-	line, _ := bufio.NewReader(f).ReadString('\n')
-	return strings.HasPrefix(line, header)
+	return fmt.Sprintf("%s and %d more", strings.Join(names[:n], ", "), len(names)-n)
 }
 
 // Write lays out a prepared demo directory for the variant o: the
-// pipeline file first (so a demo interrupted while writing is still one
-// --force may replace), the gate policy and any file the variant needs,
-// the unpacked benchmark under spider/, and the evals/ and logs/
-// directories the stages write into. It returns the benchmark's parts.
+// pipeline file, the gate policy and any file the variant needs, the
+// unpacked benchmark under spider/, and the evals/ and logs/ directories
+// the stages write into. It returns the benchmark's parts. The caller
+// records the demo's manifest (Record) once its ledger is made.
 func Write(dir string, o Options) ([]Part, error) {
 	files, err := Files(o)
 	if err != nil {
-		return nil, err
-	}
-	if err := writeFile(filepath.Join(dir, PipelineFile), files[PipelineFile]); err != nil {
 		return nil, err
 	}
 	for name, b := range files {
