@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stats"
 	"go.yaml.in/yaml/v3"
 )
@@ -154,6 +155,9 @@ func labeledNode(n *yaml.Node) ([]LabeledRun, error) {
 		k, v := n.Content[i], n.Content[i+1]
 		if v.Kind != yaml.ScalarNode || v.Value == "" {
 			return nil, fmt.Errorf("line %d: %s: want a run id", v.Line, k.Value)
+		}
+		if err := ledger.CheckName(k.Value); err != nil {
+			return nil, fmt.Errorf("line %d: label %q %v", k.Line, k.Value, err)
 		}
 		out = append(out, LabeledRun{Label: k.Value, Run: v.Value})
 	}

@@ -66,6 +66,9 @@ func parseLabels(name, s string) ([]audit.LabeledRun, error) {
 		if !ok || label == "" || run == "" {
 			return nil, usagef("--%s: %q is not LABEL=RUN", name, part)
 		}
+		if err := ledger.CheckName(label); err != nil {
+			return nil, usagef("--%s: label %q %v", name, label, err)
+		}
 		if seen[label] {
 			return nil, usagef("--%s: label %q given twice", name, label)
 		}
