@@ -44,6 +44,9 @@ var (
 	// ErrServerGone is returned when a PostgreSQL ledger's server could not
 	// be reached or went away during a command.
 	ErrServerGone = errors.New("the PostgreSQL server went away or cannot be reached")
+	// ErrAuthFailed is returned when a PostgreSQL server refused the
+	// ledger URL's user: a wrong password, or one pg_hba.conf keeps out.
+	ErrAuthFailed = errors.New("authentication failed")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 	// ErrDiverged is returned by Copy when the destination is not an
