@@ -61,7 +61,7 @@ func runVerify(ctx context.Context, opts verifyOptions, w io.Writer) (*ledger.Ve
 			fmt.Fprintln(w, ledger.Printable(fmt.Sprint(f)))
 		}
 		_, err := fmt.Fprintf(w, "%d entries, %d blobs (%d bytes) checked: %d errors, %d notes\nhead %s\n",
-			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, rep.Head)
+			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, ledger.Printable(fmt.Sprint(rep.Head)))
 		return err
 	})
 	if err == nil && !rep.OK() {
