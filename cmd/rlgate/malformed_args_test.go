@@ -282,3 +282,24 @@ func ledgerState(t *testing.T, dir string) map[string]string {
 	}
 	return state
 }
+
+// TestReportCompareErrorNamesTheTable: a report whose runs cannot be
+// compared says which table failed, without the doubled space of an empty
+// group value ("report all : compare: ...").
+func TestReportCompareErrorNamesTheTable(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "ledger")
+	for _, args := range [][]string{
+		{"init"},
+		{"run", "--stage", "sft", "--run", "sft1", "--gpu", "off", "--", "true"},
+		{"run", "--stage", "rl", "--run", "rl1", "--gpu", "off", "--", "true"},
+	} {
+		if code, _, errOut := rlgate(t, append([]string{"--ledger", dir}, args...)...); code != exitOK {
+			t.Fatal(errOut)
+		}
+	}
+	code, _, errOut := rlgate(t, "--ledger", dir, "report", "--out", filepath.Join(t.TempDir(), "report"), "--runs", "base=sft1,rl=rl1")
+	want := "rlgate: report table all: compare: run sft1 (base) has no graded outcomes. Try: rlgate log --run sft1\n"
+	if code != exitError || errOut != want {
+		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
+	}
+}
