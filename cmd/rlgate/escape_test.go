@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"fmt"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -36,13 +35,7 @@ func sqlString(s string) string {
 // holds shows control characters in run ids and stage names as visible
 // escapes, so a ledger cannot repaint the reader's terminal.
 func TestOutputEscapesLedgerNames(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ledger")
-	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
-		t.Fatal(errOut)
-	}
-	if code, _, errOut := rlgate(t, "--ledger", dir, "run", "--stage", "sft", "--run", "evil", "--gpu", "off", "--", "true"); code != exitOK {
-		t.Fatal(errOut)
-	}
+	dir := ledgerWithRuns(t, "sft=evil")
 	attackExec(t, dir, "UPDATE entries SET run = "+sqlString(evilRun)+" WHERE run = 'evil'")
 	attackExec(t, dir, "UPDATE runs SET run = "+sqlString(evilRun)+", stage = "+sqlString(evilStage)+" WHERE run = 'evil'")
 	attackExec(t, dir, "UPDATE meta SET value = value || char(27) || '[2J' WHERE key = 'ledger_id'")

@@ -57,13 +57,7 @@ var nameFlags = []string{"run", "stage", "name", "grade-run"}
 // exit 2 for usage and 1 for errors, and leave the ledger as it was.
 func TestMalformedArguments(t *testing.T) {
 	tmp := t.TempDir()
-	dir := filepath.Join(tmp, "ledger")
-	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
-		t.Fatal(errOut)
-	}
-	if code, _, errOut := rlgate(t, "--ledger", dir, "run", "--stage", "sft", "--run", "sft1", "--gpu", "off", "--", "true"); code != exitOK {
-		t.Fatal(errOut)
-	}
+	dir := ledgerWithRuns(t, "sft=sft1")
 	t.Setenv(ledger.EnvLedger, dir)
 	before := ledgerState(t, dir)
 
@@ -287,19 +281,27 @@ func ledgerState(t *testing.T, dir string) map[string]string {
 // compared says which table failed, without the doubled space of an empty
 // group value ("report all : compare: ...").
 func TestReportCompareErrorNamesTheTable(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "ledger")
-	for _, args := range [][]string{
-		{"init"},
-		{"run", "--stage", "sft", "--run", "sft1", "--gpu", "off", "--", "true"},
-		{"run", "--stage", "rl", "--run", "rl1", "--gpu", "off", "--", "true"},
-	} {
-		if code, _, errOut := rlgate(t, append([]string{"--ledger", dir}, args...)...); code != exitOK {
-			t.Fatal(errOut)
-		}
-	}
+	dir := ledgerWithRuns(t, "sft=sft1", "rl=rl1")
 	code, _, errOut := rlgate(t, "--ledger", dir, "report", "--out", filepath.Join(t.TempDir(), "report"), "--runs", "base=sft1,rl=rl1")
 	want := "rlgate: report table all: compare: run sft1 (base) has no graded outcomes. Try: rlgate log --run sft1\n"
 	if code != exitError || errOut != want {
 		t.Errorf("exit %d, stderr %q; want exit 1 and %q", code, errOut, want)
 	}
+}
+
+// ledgerWithRuns is a new ledger holding a run of `true` for each
+// STAGE=RUN given, recorded by rlgate run.
+func ledgerWithRuns(t *testing.T, stageRuns ...string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	for _, sr := range stageRuns {
+		stage, run, _ := strings.Cut(sr, "=")
+		if code, _, errOut := rlgate(t, "--ledger", dir, "run", "--stage", stage, "--run", run, "--gpu", "off", "--", "true"); code != exitOK {
+			t.Fatal(errOut)
+		}
+	}
+	return dir
 }
