@@ -102,7 +102,7 @@ func printVerification(w io.Writer, v *publish.Verification) error {
 			result = "failed"
 		}
 		_, err := fmt.Fprintf(w, "bundle %s claims: run %s, model %s, gate verdict entry %d (%s, policy %s, hash %s), ledger head %s\n",
-			v.Dir, p.Run, p.ModelIdentity, p.Gate.Seq, result, p.Gate.Verdict.Policy.Name, p.Gate.Hash, p.LedgerHead)
+			v.Dir, ledger.Printable(p.Run), p.ModelIdentity, p.Gate.Seq, result, ledger.Printable(p.Gate.Verdict.Policy.Name), p.Gate.Hash, ledger.Printable(p.LedgerHead.String()))
 		return err
 	}
 	_, err := fmt.Fprintf(w, "bundle %s has no verified %s: it claims no gate verdict and no ledger head\n", v.Dir, publish.ProvenanceFile)
