@@ -19,8 +19,8 @@ var malformedSkip = map[string]string{
 	"demo": "runs the whole demo pipeline (about a minute): it takes no required path to make nonexistent",
 }
 
-// malformedExitOK are the commands that succeed with nonexistent paths,
-// because they create what they are given.
+// malformedExitOK are the commands that succeed on the nonexistent-path
+// case: they create what they are given or read no path.
 var malformedExitOK = map[string]string{
 	"init":          "creates the ledger where --ledger points",
 	"train init":    "writes a fresh checkpoint to --out",
@@ -66,6 +66,9 @@ func TestMalformedArguments(t *testing.T) {
 		args []string
 		code int
 		want string // in stderr
+		// noLedger is where the nonexistent-path case must not leave a
+		// ledger behind.
+		noLedger string
 	}
 	var cases []tcase
 	var walk func(c *cli.Command, path []string)
@@ -77,20 +80,20 @@ func TestMalformedArguments(t *testing.T) {
 			p := append(slices.Clone(path), sub.Name)
 			full := strings.Join(p, " ")
 			if len(sub.Commands) > 0 {
-				cases = append(cases, tcase{full + " unknown subcommand", append(p, "no-such-command"), exitUsage, `no command "no-such-command"`})
+				cases = append(cases, tcase{full + " unknown subcommand", append(p, "no-such-command"), exitUsage, `no command "no-such-command"`, ""})
 				walk(sub, p)
 				continue
 			}
-			// Every command gets nonexistent paths of its own: init and
-			// keygen create theirs.
+			// Every command gets nonexistent paths of its own (init
+			// creates its ledger there).
 			missing := filepath.Join(tmp, "missing", strings.Join(p, "-"))
 			required, typed := fill(sub, missing)
-			cases = append(cases, tcase{full + " unknown flag", append(slices.Clone(p), "--no-such-flag"), exitUsage, "unknown flag --no-such-flag"})
+			cases = append(cases, tcase{full + " unknown flag", append(slices.Clone(p), "--no-such-flag"), exitUsage, "unknown flag --no-such-flag", ""})
 			if len(required) > 0 {
-				cases = append(cases, tcase{full + " no required flags", slices.Clone(p), exitUsage, " required"})
+				cases = append(cases, tcase{full + " no required flags", slices.Clone(p), exitUsage, " required", ""})
 			}
 			if extra := actionRequired[full]; extra != nil {
-				cases = append(cases, tcase{full + " no " + extra[0], append(slices.Clone(p), required...), exitUsage, ""})
+				cases = append(cases, tcase{full + " no " + extra[0], append(slices.Clone(p), required...), exitUsage, "", ""})
 				value := extra[1]
 				if !strings.Contains(value, "=") {
 					value = filepath.Join(missing, value)
@@ -98,11 +101,11 @@ func TestMalformedArguments(t *testing.T) {
 				required = append(required, extra[0], value)
 			}
 			if needsArgs(sub) {
-				cases = append(cases, tcase{full + " no arguments", append(slices.Clone(p), required...), exitUsage, ""})
+				cases = append(cases, tcase{full + " no arguments", append(slices.Clone(p), required...), exitUsage, "", ""})
 			}
 			for _, f := range typed {
 				args := append(append(slices.Clone(p), required...), dashed(f)+"=not-a-value")
-				cases = append(cases, tcase{full + " bad " + dashed(f), args, exitUsage, dashed(f) + ` "not-a-value": want `})
+				cases = append(cases, tcase{full + " bad " + dashed(f), args, exitUsage, dashed(f) + ` "not-a-value": want `, ""})
 			}
 			for _, f := range sub.Flags {
 				name := f.Names()[0]
@@ -113,11 +116,11 @@ func TestMalformedArguments(t *testing.T) {
 				if name == "runs" || name == "train" {
 					value, want = "a\x1b[2J=sft1,b=sft1", `--`+name+`: label "a\x1b[2J" holds the non-printable character U+001B`
 				}
-				args := append(withFlag(required, name, value), dashed(name), value)
+				args := append(without(required, name), dashed(name), value)
 				if needsArgs(sub) {
 					args = append(args, requiredArgs(sub, missing)...)
 				}
-				tc := tcase{full + " control character in --" + name, append(slices.Clone(p), args...), exitUsage, want}
+				tc := tcase{full + " control character in --" + name, append(slices.Clone(p), args...), exitUsage, want, ""}
 				if lookupFlags[full+" --"+name] {
 					tc.code, tc.want = exitOKOrError, "" // nothing matches it
 				}
@@ -126,8 +129,10 @@ func TestMalformedArguments(t *testing.T) {
 			if _, skip := malformedSkip[full]; !skip {
 				args := append([]string{"--ledger", missing}, p...)
 				args = append(append(args, required...), requiredArgs(sub, missing)...)
-				tc := tcase{full + " nonexistent paths", args, exitError, ""}
+				tc := tcase{name: full + " nonexistent paths", args: args, code: exitError, noLedger: missing}
 				switch {
+				case full == "init":
+					tc.code, tc.noLedger = exitOK, ""
 				case malformedExitOK[full] != "":
 					tc.code = exitOK
 				case len(required) > 0 || needsArgs(sub):
@@ -140,7 +145,7 @@ func TestMalformedArguments(t *testing.T) {
 		}
 	}
 	walk(newApp(nil, nil), nil)
-	cases = append(cases, tcase{"unknown command", []string{"no-such-command"}, exitUsage, `no command "no-such-command"`})
+	cases = append(cases, tcase{"unknown command", []string{"no-such-command"}, exitUsage, `no command "no-such-command"`, ""})
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -148,6 +153,12 @@ func TestMalformedArguments(t *testing.T) {
 			if tc.code >= 0 && code != tc.code || tc.code == exitOKOrError && code != exitOK && code != exitError ||
 				tc.code == exitUsageOrError && code != exitUsage && code != exitError {
 				t.Errorf("%q: exit %d, want %d; stderr %q", tc.args, code, tc.code, errOut)
+			}
+			if diff := cmp.Diff(before, ledgerState(t, dir)); diff != "" {
+				t.Fatalf("%q changed the ledger (-before +after):\n%s", tc.args, diff)
+			}
+			if _, err := os.Stat(filepath.Join(tc.noLedger, "ledger.db")); tc.noLedger != "" && !os.IsNotExist(err) {
+				t.Errorf("%q left a ledger in %s", tc.args, tc.noLedger)
 			}
 			if code == exitOK {
 				return
@@ -163,11 +174,8 @@ func TestMalformedArguments(t *testing.T) {
 			}
 			for _, bad := range []string{"*", "&{", "goroutine", "0x", "%!", "panic", "strconv.", "<nil>", "map[", "\x1b", "\a"} {
 				if strings.Contains(errOut, bad) {
-					t.Errorf("%q: stderr holds %q: %s", tc.args, bad, errOut)
+					t.Errorf("%q: stderr holds %q: %q", tc.args, bad, errOut)
 				}
-			}
-			if diff := cmp.Diff(before, ledgerState(t, dir)); diff != "" {
-				t.Fatalf("%q changed the ledger (-before +after):\n%s", tc.args, diff)
 			}
 		})
 	}
@@ -208,8 +216,8 @@ func fill(cmd *cli.Command, missing string) (required []string, typed []string) 
 	return required, typed
 }
 
-// withFlag is required without flag name, which the caller gives itself.
-func withFlag(required []string, name, _ string) []string {
+// without is the flag-value pairs of required but flag name's.
+func without(required []string, name string) []string {
 	var out []string
 	for i := 0; i+1 < len(required); i += 2 {
 		if required[i] != dashed(name) {
