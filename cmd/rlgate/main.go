@@ -44,6 +44,10 @@ func runMain(args []string) int {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.Run(ctx, args)
+	if ec := cli.ExitCoder(nil); errors.As(err, &ec) {
+		// Only urfave/cli's help command makes these ("help bogus").
+		err = usageError{msg: cliError(err)}
+	}
 	code := exitCode(ctx, err)
 	switch {
 	case err == nil:
@@ -206,7 +210,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 // would print "No help topic" and exit 1).
 func setUsageErrors(c *cli.Command) {
 	c.OnUsageError = func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
-		return usageError{flagError(err), cmd.FullName()}
+		return usageError{cliError(err), cmd.FullName()}
 	}
 	for _, sub := range c.Commands {
 		switch action := sub.Action; {
@@ -240,19 +244,23 @@ func commandPath(cmd *cli.Command) string {
 	return strings.TrimPrefix(cmd.FullName(), cmd.Root().Name+" ")
 }
 
-// urfave/cli's flag-parsing errors, which flagError rewords.
+// urfave/cli's flag-parsing and help errors, which cliError rewords.
 var (
 	flagUnknownRE  = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
 	flagNoValueRE  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
 	flagBadValueRE = regexp.MustCompile(`^invalid value (".*") for flag -+([^:]*): (.*)$`)
 	flagRequiredRE = regexp.MustCompile(`^Required flags? "(.*)" not set$`)
+	helpTopicRE    = regexp.MustCompile(`^No help topic for '(.*)'`)
 )
 
-// flagError rewords a flag-parsing error of urfave/cli as rlgate's other
-// errors read, naming the flag as the user writes it and what it wants,
-// without Go's parse functions ("strconv.ParseFloat: parsing ...").
-func flagError(err error) string {
+// cliError rewords an error of urfave/cli as rlgate's other errors read,
+// naming the flag as the user writes it and what it wants, without Go's
+// parse functions ("strconv.ParseFloat: parsing ...").
+func cliError(err error) string {
 	msg := err.Error()
+	if m := helpTopicRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("no command %q", m[1])
+	}
 	if m := flagUnknownRE.FindStringSubmatch(msg); m != nil {
 		return "unknown flag " + dashed(m[1])
 	}

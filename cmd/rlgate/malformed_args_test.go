@@ -80,7 +80,8 @@ func TestMalformedArguments(t *testing.T) {
 			p := append(slices.Clone(path), sub.Name)
 			full := strings.Join(p, " ")
 			if len(sub.Commands) > 0 {
-				cases = append(cases, tcase{full + " unknown subcommand", append(p, "no-such-command"), exitUsage, `no command "no-such-command"`, ""})
+				cases = append(cases, tcase{full + " unknown subcommand", append(slices.Clone(p), "no-such-command"), exitUsage, `no command "no-such-command"`, ""},
+					tcase{full + " help on an unknown subcommand", append(slices.Clone(p), "help", "no-such-command"), exitUsage, `no command "no-such-command"`, ""})
 				walk(sub, p)
 				continue
 			}
@@ -145,7 +146,8 @@ func TestMalformedArguments(t *testing.T) {
 		}
 	}
 	walk(newApp(nil, nil), nil)
-	cases = append(cases, tcase{"unknown command", []string{"no-such-command"}, exitUsage, `no command "no-such-command"`, ""})
+	cases = append(cases, tcase{"unknown command", []string{"no-such-command"}, exitUsage, `no command "no-such-command"`, ""},
+		tcase{"help on an unknown command", []string{"help", "no-such-command"}, exitUsage, `no command "no-such-command"`, ""})
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
