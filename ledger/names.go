@@ -29,10 +29,18 @@ func CheckName(s string) error {
 		return errors.New("is empty")
 	case len(s) > MaxNameLen:
 		return fmt.Errorf("is %d bytes long, more than the %d allowed", len(s), MaxNameLen)
-	case !utf8.ValidString(s):
-		return errors.New("is not valid UTF-8")
 	case strings.TrimLeft(s, " ") != s || strings.TrimRight(s, " ") != s:
 		return errors.New("starts or ends with a space")
+	}
+	return checkPrintable(s)
+}
+
+// checkPrintable is CheckName's rule for characters alone. Artifact names
+// follow only it: a config artifact is named by its file's path, which may
+// be longer than a name and end in a space.
+func checkPrintable(s string) error {
+	if !utf8.ValidString(s) {
+		return errors.New("is not valid UTF-8")
 	}
 	for _, r := range s {
 		if !strconv.IsPrint(r) {
@@ -71,9 +79,10 @@ func Printable(s string) string {
 	return b.String()
 }
 
-// checkNames applies CheckName to the names a new entry records: its run
-// id, a run.start's stage and an artifact's name. Only appends check
-// them; verify and copies accept the entries of ledgers written before.
+// checkNames applies CheckName to the names a new entry records, its run
+// id and a run.start's stage, and checkPrintable to an artifact's name.
+// Only appends check them; verify and copies accept the entries of
+// ledgers written before.
 func checkNames(kind, run string, body []byte) error {
 	if run != "" {
 		if err := CheckName(run); err != nil {
@@ -93,7 +102,7 @@ func checkNames(kind, run string, body []byte) error {
 		}
 	case KindArtifact:
 		if json.Unmarshal(body, &named) == nil && named.Name != "" {
-			if err := CheckName(named.Name); err != nil {
+			if err := checkPrintable(named.Name); err != nil {
 				return fmt.Errorf("artifact name %q %w", named.Name, err)
 			}
 		}

@@ -1,9 +1,12 @@
 package ledger_test
 
 import (
+	"context"
+	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/ledgertest"
 )
 
 func TestCheckName(t *testing.T) {
@@ -33,5 +36,16 @@ func TestPrintable(t *testing.T) {
 		if got := ledger.Printable(in); got != want {
 			t.Errorf("Printable(%q) = %s, want %s", in, got, want)
 		}
+	}
+}
+
+// An artifact may be named by a config file's path, which can be longer
+// than a name and end in a space: appends check only its characters.
+func TestAppendAcceptsPathArtifactNames(t *testing.T) {
+	l := ledgertest.New(t)
+	name := "/home/me/" + strings.Repeat("deep/", 60) + "config.yaml "
+	a := ledger.Artifact{Role: "config", Name: name, Kind: "config", Digest: ledger.Sum(nil)}
+	if _, err := l.Append(context.Background(), ledger.Record{Kind: ledger.KindArtifact, Run: "", Body: a}); err != nil {
+		t.Fatalf("artifact named by a %d-byte path: %v", len(name), err)
 	}
 }

@@ -141,6 +141,9 @@ func namedPaths(flag string, vals []string) ([]runner.Named, error) {
 		if !ok || k == "" || p == "" {
 			return nil, usagef("--%s %q: want NAME=PATH", flag, v)
 		}
+		if err := ledger.CheckName(k); err != nil {
+			return nil, usagef("--%s: name %q %v", flag, k, err)
+		}
 		out = append(out, runner.Named{Name: k, Path: p})
 	}
 	return out, nil

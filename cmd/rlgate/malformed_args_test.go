@@ -147,7 +147,12 @@ func TestMalformedArguments(t *testing.T) {
 	}
 	walk(newApp(nil, nil), nil)
 	cases = append(cases, tcase{"unknown command", []string{"no-such-command"}, exitUsage, `no command "no-such-command"`, ""},
-		tcase{"help on an unknown command", []string{"help", "no-such-command"}, exitUsage, `no command "no-such-command"`, ""})
+		tcase{"help on an unknown command", []string{"help", "no-such-command"}, exitUsage, `no command "no-such-command"`, ""},
+		// Names inside other flags' values.
+		tcase{"run control character in an --in name", []string{"run", "--stage", "sft", "--in", "a\x1b[2J=x", "--", "true"}, exitUsage,
+			`--in: name "a\x1b[2J" holds the non-printable character U+001B`, ""},
+		tcase{"run control character in an --out name", []string{"run", "--stage", "sft", "--out", "ckpt\a=x", "--", "true"}, exitUsage,
+			`--out: name "ckpt\a" holds the non-printable character U+0007`, ""})
 
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
