@@ -61,16 +61,25 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 
 // oneLine makes an error message one printable line: the lines of a
 // message that has several (a driver's report of each address it tried)
-// joined with "; ", and any control character, such as one in a run id
-// read from a ledger, escaped (ledger.Printable).
+// joined with "; " (a space after one ending in a colon), and any control
+// character, such as one in a run id read from a ledger, escaped
+// (ledger.Printable).
 func oneLine(msg string) string {
-	var parts []string
+	var b strings.Builder
 	for l := range strings.Lines(msg) {
-		if l = strings.TrimSpace(l); l != "" {
-			parts = append(parts, l)
+		if l = strings.TrimSpace(l); l == "" {
+			continue
 		}
+		if s := b.String(); s != "" {
+			if strings.HasSuffix(s, ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
 	}
-	return ledger.Printable(strings.Join(parts, "; "))
+	return ledger.Printable(b.String())
 }
 
 func exitCode(ctx context.Context, err error) int {

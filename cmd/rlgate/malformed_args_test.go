@@ -320,3 +320,14 @@ func ledgerWithRuns(t *testing.T, stageRuns ...string) string {
 	}
 	return dir
 }
+
+// TestOneLine: an error of several lines (pgx reports each address it
+// tried) is printed as one, and a control character in it, as a run id
+// read from a ledger may hold, is escaped.
+func TestOneLine(t *testing.T) {
+	in := "failed to connect:\n\t127.0.0.1:5432: tls error\n\t127.0.0.1:5432: run \"a\x1b[2J\" refused\n"
+	want := `failed to connect: 127.0.0.1:5432: tls error; 127.0.0.1:5432: run "a\x1b[2J" refused`
+	if got := oneLine(in); got != want {
+		t.Errorf("oneLine(%q) = %q, want %q", in, got, want)
+	}
+}
