@@ -95,6 +95,7 @@ func TestLoadPolicy(t *testing.T) {
 		"bad-audit.yaml":     "audits: [weights]\n",
 		"bad-alpha.yaml":     "alpha: 2\n",
 		"bad-runs.yaml":      "runs: [ev-rl]\n",
+		"bad-label.yaml":     "runs: {\"rl\\e[2J\": ev-rl, base: ev-base}\n", // YAML's \e is ESC
 	} {
 		if _, err := LoadPolicy(write(name, text)); err == nil || !strings.Contains(err.Error(), name) {
 			t.Errorf("%s: error %v, want one naming the file", name, err)

@@ -23,6 +23,10 @@
 // Init builds a whole ledger in a temporary directory and renames it into
 // place, so a crash leaves none or a whole one.
 //
+// Names (run ids, stages, artifact names) are checked by CheckName on
+// append only, so ledgers written before it still verify; Printable is how
+// every reader shows them.
+//
 // Writes: a blob is fsynced and renamed into place before any entry names
 // it (Append refuses an entry naming a missing blob, or one whose file is
 // not a regular file); storing bytes again replaces the file. Append runs in an

@@ -215,9 +215,6 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	if !kindPattern.MatchString(r.Kind) {
 		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindPattern)
 	}
-	if strings.ContainsAny(r.Run, "\x00\n") || len(r.Run) > 256 {
-		return Entry{}, fmt.Errorf("%w: run id %q", ErrBadRecord, r.Run)
-	}
 	var body []byte
 	var err error
 	if m, ok := r.Body.(Metrics); ok {
@@ -227,6 +224,9 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	}
 	if err != nil {
 		return Entry{}, fmt.Errorf("%w: body: %v", ErrBadRecord, err)
+	}
+	if err := checkNames(r.Kind, r.Run, body); err != nil {
+		return Entry{}, fmt.Errorf("%w: %w", ErrBadRecord, err)
 	}
 	blobs := slices.Clone(r.Blobs)
 	slices.SortFunc(blobs, func(a, b Digest) int { return strings.Compare(a.Hex(), b.Hex()) })

@@ -49,6 +49,9 @@ var (
 	ErrTampered = errors.New("the ledger's entries were changed after they were written")
 	// ErrReadOnlyView is returned by Append on a checked view (see Checked).
 	ErrReadOnlyView = errors.New("a checked view of a ledger is read-only")
+	// ErrAuthFailed is returned when a PostgreSQL server refused the
+	// ledger URL's user: a wrong password, or one pg_hba.conf keeps out.
+	ErrAuthFailed = errors.New("authentication failed")
 	// ErrBadRecord is returned when a record's kind, run or body is invalid.
 	ErrBadRecord = errors.New("invalid record")
 	// ErrDiverged is returned by Copy when the destination is not an

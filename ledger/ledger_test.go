@@ -130,6 +130,15 @@ func TestAppendRefuses(t *testing.T) {
 		{"bad kind", ledger.Record{Kind: "Run Start"}, ledger.ErrBadRecord},
 		{"inexact number", ledger.Record{Kind: "x", Body: map[string]uint64{"seed": 1<<64 - 1}}, ledger.ErrBadRecord},
 		{"run without stage", ledger.Record{Kind: ledger.KindRunStart, Run: "r"}, ledger.ErrBadRecord},
+		// Names reach reviewers' terminals: no escape sequences, BEL,
+		// newlines or bidirectional overrides (CheckName).
+		{"ESC in run id", ledger.Record{Kind: "log", Run: "r\x1b]0;pwned\a"}, ledger.ErrBadRecord},
+		{"newline in run id", ledger.Record{Kind: "log", Run: "a\nb"}, ledger.ErrBadRecord},
+		{"RLO in run id", ledger.Record{Kind: "log", Run: "eval\u202eesab"}, ledger.ErrBadRecord},
+		{"run id with a trailing space", ledger.Record{Kind: "log", Run: "rl "}, ledger.ErrBadRecord},
+		{"BEL in stage", ledger.Record{Kind: ledger.KindRunStart, Run: "r", Body: ledger.RunStart{Stage: "rl\a"}}, ledger.ErrBadRecord},
+		{"ESC in artifact name", ledger.Record{Kind: ledger.KindArtifact, Run: "r",
+			Body: ledger.Artifact{Role: "input", Name: "data\x1b[2J", Kind: "file", Digest: ledger.Sum(nil)}}, ledger.ErrBadRecord},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -137,6 +146,9 @@ func TestAppendRefuses(t *testing.T) {
 				t.Errorf("got %v, want %v", err, tt.want)
 			}
 		})
+	}
+	if h, _ := l.Head(ctx); h.Seq != 1 {
+		t.Errorf("refused records left entries behind: head %v", h)
 	}
 }
 

@@ -197,6 +197,31 @@ func (l *Ledger) pgConnLost(op string, err error) (lost *Error, ok bool) {
 	return &Error{Op: op, Path: l.shown, Err: fmt.Errorf("%w (%s)", ErrServerGone, why), Hint: pgDownHint}, true
 }
 
+// pgRefused turns err into an Error of one line when the server refused
+// the connection's login: authentication failed for the user (SQLSTATE
+// class 28: a wrong password, no pg_hba.conf entry) or the database does
+// not exist (3D000). pgx would print a line for every address and
+// protocol it tried, a refused TLS attempt included; this names the user,
+// host and database, never the password. ok is false for any other error.
+func (l *Ledger) pgRefused(op string, err error) (refused *Error, ok bool) {
+	var pe *pgconn.PgError
+	var ce *pgconn.ConnectError
+	if !errors.As(err, &pe) || !errors.As(err, &ce) || ce.Config == nil {
+		return nil, false
+	}
+	cfg := ce.Config
+	host := net.JoinHostPort(cfg.Host, strconv.Itoa(int(cfg.Port)))
+	switch {
+	case strings.HasPrefix(pe.Code, "28"):
+		return &Error{Op: op, Path: l.shown, Err: fmt.Errorf("%w for user %q at %s", ErrAuthFailed, cfg.User, host),
+			Hint: "check the user and password in the URL (or PGPASSWORD, ~/.pgpass) and that the server's pg_hba.conf lets the user in"}, true
+	case pe.Code == "3D000": // invalid_catalog_name
+		return &Error{Op: op, Path: l.shown, Err: fmt.Errorf("database %q does not exist at %s", cfg.Database, host),
+			Hint: "createdb " + cfg.Database + " on that server, or name an existing database in the URL"}, true
+	}
+	return nil, false
+}
+
 // createPG creates a PostgreSQL ledger in the database loc names, which
 // must hold none: the tables, meta and the first entry (genesis, when
 // given, as in create) commit in one transaction, so a failure leaves
@@ -217,6 +242,9 @@ func createPG(ctx context.Context, loc, id string, genesis *Entry) (*Ledger, err
 	l := &Ledger{dir: dir, db: db, id: id, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
+		if refused, ok := l.pgRefused("init ledger", err); ok {
+			return nil, refused
+		}
 		return nil, &Error{Op: "init ledger", Path: shown, Err: err, Hint: hint}
 	}
 	if _, err := l.pgFormat(ctx); err == nil {
@@ -253,6 +281,9 @@ func openPG(ctx context.Context, loc string, readOnly bool) (*Ledger, error) {
 	l := &Ledger{dir: dir, db: db, pg: true, shown: shown, blobs: blobs}
 	fail := func(err error, hint string) (*Ledger, error) {
 		db.Close()
+		if refused, ok := l.pgRefused("open ledger", err); ok {
+			return nil, refused
+		}
 		if lost, ok := l.pgConnLost("open ledger", err); ok {
 			return nil, lost
 		}

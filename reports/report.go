@@ -480,7 +480,7 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 		}
 		c, err := audit.CompareOutcomes(opts, sub)
 		if err != nil {
-			return fmt.Errorf("report %s %s: %w", group, value, err)
+			return fmt.Errorf("report table %s: %w", strings.TrimSpace(group+" "+value), err)
 		}
 		t := ModelTable{Group: group, Value: value, Tasks: c.Tasks, Seqs: c.OutcomeSeqs}
 		for _, m := range c.Models {

@@ -109,7 +109,7 @@ func printWeights(w io.Writer, r *audit.WeightsReport) error {
 		if !f.OK {
 			verdict = "FAIL"
 		}
-		fmt.Fprintf(w, "%s %s: %s\n", verdict, f.Check, f.Message)
+		fmt.Fprintf(w, "%s %s: %s\n", verdict, f.Check, ledger.Printable(f.Message))
 		if ev, ok := f.Evidence.(audit.ChangeEvidence); ok && len(ev.Top) > 0 {
 			t := newTable(w, "most changed tensor", "changed", "max |Δ|", "‖Δ‖/‖A‖")
 			for _, d := range ev.Top {

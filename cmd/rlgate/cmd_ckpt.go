@@ -37,7 +37,7 @@ func newCkptDigestCommand() *cli.Command {
 			"a checkpoint artifact entry, named by the identity, to the ledger.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "record", Usage: "store the manifest in the ledger as a checkpoint artifact"},
-			&cli.StringFlag{Name: "name", Usage: "checkpoint `NAME` for --record (default: the path's base name)"},
+			&cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "checkpoint `NAME` for --record (default: the path's base name)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {

@@ -14,7 +14,7 @@ import (
 
 func newDataCommand() *cli.Command {
 	out := &cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write tasks.jsonl, gold.jsonl and manifest.json to"}
-	name := &cli.StringFlag{Name: "name", Usage: "dataset `NAME`, the prefix of task ids (default: the benchmark's name)"}
+	name := &cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "dataset `NAME`, the prefix of task ids (default: the benchmark's name)"}
 	dbRoot := &cli.StringFlag{Name: "db-root", Required: true, Usage: "`DIR` holding <db_id>/<db_id>.sqlite"}
 	force := &cli.BoolFlag{Name: "force", Usage: "import into a --out that is not empty, replacing tasks.jsonl, gold.jsonl and manifest.json there and nothing else"}
 	importHelp := "Writes the public tasks (id, position, db_id, question, evidence, a schema\n" +

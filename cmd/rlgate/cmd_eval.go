@@ -42,7 +42,7 @@ func newEvalCommand() *cli.Command {
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
 			&cli.StringFlag{Name: "mode", Value: grade.ModeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
-			&cli.StringFlag{Name: "grade-run", Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
+			&cli.StringFlag{Name: "grade-run", Validator: ledger.CheckName, Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
 			&cli.BoolFlag{Name: "allow-incomplete", Usage: "grade a rollout whose unfinished episodes (transport failures) count as wrong; recorded"},
 			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "play and grade on databases whose digest differs from the one recorded at import (recorded in the grading run); by default refused"},
 			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},

@@ -23,7 +23,7 @@ const exportHelp = "Every export is deterministic and recorded in the ledger as 
 	"same export again finds its run and checks the digests (status complete).\n\n"
 
 func newExportCommand() *cli.Command {
-	runFlag := &cli.StringFlag{Name: "run", Usage: "export run `ID` (default: export-<kind>-<digest of the outputs>)"}
+	runFlag := &cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "export run `ID` (default: export-<kind>-<digest of the outputs>)"}
 	return &cli.Command{
 		Name:  "export",
 		Usage: "write synthesised trajectories or tasks in a trainer's format, recorded with their digests",

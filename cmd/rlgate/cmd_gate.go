@@ -186,7 +186,7 @@ func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 	}
 	for _, name := range slices.Sorted(maps.Keys(failed)) {
 		if n := failed[name]; n > briefFindings {
-			fmt.Fprintf(w, "and %d more findings of %s\n", n-briefFindings, name)
+			fmt.Fprintf(w, "and %d more findings of %s\n", n-briefFindings, ledger.Printable(name))
 		}
 	}
 	if passed > 0 {
@@ -204,6 +204,6 @@ func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 	if v.Seq == 0 {
 		entry = "dry run, nothing recorded,"
 	}
-	_, err := fmt.Fprintf(w, "gate %s (%s); %s for %s at ledger head %s\n", verdict, reports.PolicyStatement(v.Policy), entry, model, v.Head)
+	_, err := fmt.Fprintf(w, "gate %s (%s); %s for %s at ledger head %s\n", verdict, ledger.Printable(reports.PolicyStatement(v.Policy)), entry, model, v.Head)
 	return err
 }

@@ -43,7 +43,7 @@ func newGradeCommand() *cli.Command {
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import"},
 			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
-			&cli.StringFlag{Name: "run", Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
+			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
 			&cli.DurationFlag{Name: "query-timeout", Usage: "`DURATION` a query may run (under bird: prediction and gold together; default: the official evaluator's)"},
 			&cli.BoolFlag{Name: "lenient", Usage: "read defects the official readers tolerate (a BIRD value that is not a string or lacks the separator) their way, as warnings, instead of refusing the file"},
 			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "grade on databases whose digest differs from the one recorded at import (recorded in the run); by default refused"},

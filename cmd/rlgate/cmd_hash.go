@@ -23,7 +23,7 @@ func newHashCommand() *cli.Command {
 			"entry to the ledger. Ctrl-C stops hashing at once (exit 130).\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.BoolFlag{Name: "record", Usage: "store the manifests in the ledger as dataset entries"},
-			&cli.StringFlag{Name: "name", Usage: "dataset `NAME` for --record (default: the path's base name; only with one PATH)"},
+			&cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "dataset `NAME` for --record (default: the path's base name; only with one PATH)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			opts := hashOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Record: cmd.Bool("record"), Name: cmd.String("name"), Paths: cmd.Args().Slice()}

@@ -47,7 +47,7 @@ func runHead(ctx context.Context, opts headOptions, w io.Writer) (*headSummary, 
 	}
 	s := &headSummary{Head: h, Text: h.String()}
 	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintln(w, s.Text)
+		_, err := fmt.Fprintln(w, ledger.Printable(s.Text)) // the ledger id is as meta holds it
 		return err
 	})
 }

@@ -97,7 +97,7 @@ func runLog(ctx context.Context, opts logOptions, w io.Writer) ([]ledger.Entry, 
 		if err := t.Render(); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "%d entries%s\n", len(entries), filterNote(opts))
+		_, err := fmt.Fprintf(w, "%d entries%s\n", len(entries), ledger.Printable(filterNote(opts)))
 		return err
 	})
 }

@@ -84,7 +84,7 @@ func rolloutFlags() []cli.Flag {
 		&cli.FloatFlag{Name: "temperature", HideDefault: true, Usage: "sampling temperature `T` (overrides the protocol's, 0 when built in)"},
 		&cli.FloatFlag{Name: "top-p", HideDefault: true, Usage: "nucleus sampling `P` (overrides the protocol's, 1 when built in)"},
 		&cli.Int64Flag{Name: "seed", HideDefault: true, Usage: "`SEED`; sample s is requested with SEED+s (overrides the protocol's, 0 when built in)"},
-		&cli.StringFlag{Name: "run", Required: true, Usage: "run `ID`; an interrupted run with this id is resumed"},
+		&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Required: true, Usage: "run `ID`; an interrupted run with this id is resumed"},
 		&cli.IntFlag{Name: "limit", HideDefault: true, Usage: "play only the first `K` tasks (default: all)"},
 	)
 }

@@ -59,8 +59,8 @@ func newRunCommand() *cli.Command {
 			"failed; the request waits for a later gate.\n\n" + exitCodesHelp +
 			"\nA stage that exits non-zero: its own exit code.",
 		Flags: []cli.Flag{jsonFlag,
-			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
-			&cli.StringFlag{Name: "run", Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
+			&cli.StringFlag{Name: "stage", Validator: ledger.CheckName, Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
+			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
 			&cli.StringSliceFlag{Name: "in", Usage: "input `NAME=PATH` (repeatable)"},
 			&cli.StringSliceFlag{Name: "out", Usage: "output `NAME=PATH` (repeatable)"},
 			&cli.StringSliceFlag{Name: "param", Usage: "parameter `KEY=VALUE` (repeatable)"},
@@ -140,6 +140,9 @@ func namedPaths(flag string, vals []string) ([]runner.Named, error) {
 		k, p, ok := strings.Cut(v, "=")
 		if !ok || k == "" || p == "" {
 			return nil, usagef("--%s %q: want NAME=PATH", flag, v)
+		}
+		if err := ledger.CheckName(k); err != nil {
+			return nil, usagef("--%s: name %q %v", flag, k, err)
 		}
 		out = append(out, runner.Named{Name: k, Path: p})
 	}

@@ -74,7 +74,7 @@ func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*se
 	}
 	s := &serveReplaySummary{Run: o.Run, Model: rp.Model(), Episodes: rp.Episodes(), URL: "http://" + ln.Addr().String() + "/v1"}
 	err = emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "rlgate: replaying run %s (%d episodes, model %s) at %s; stop with Ctrl-C\n", s.Run, s.Episodes, s.Model, s.URL)
+		_, err := fmt.Fprintf(w, "rlgate: replaying run %s (%d episodes, model %s) at %s; stop with Ctrl-C\n", s.Run, s.Episodes, ledger.Printable(s.Model), s.URL)
 		return err
 	})
 	if err != nil {

@@ -75,11 +75,13 @@ func runShow(ctx context.Context, opts showOptions, w io.Writer) (*ledger.Entry,
 		return nil, err
 	}
 	return &e, emit(w, opts.JSON, e, func(w io.Writer) error {
-		fmt.Fprintf(w, "seq   %d\nhash  %s\nprev  %s\nkind  %s\n", e.Seq, e.Hash, e.Prev, e.Kind)
+		// Kind, run, time and body are as the ledger's rows hold them,
+		// which for an old or forged ledger may be any bytes.
+		fmt.Fprintf(w, "seq   %d\nhash  %s\nprev  %s\nkind  %s\n", e.Seq, e.Hash, e.Prev, ledger.Printable(e.Kind))
 		if e.Run != "" {
-			fmt.Fprintf(w, "run   %s\n", e.Run)
+			fmt.Fprintf(w, "run   %s\n", ledger.Printable(e.Run))
 		}
-		fmt.Fprintf(w, "at    %s\n", e.At)
+		fmt.Fprintf(w, "at    %s\n", ledger.Printable(e.At))
 		for _, b := range e.Blobs {
 			fmt.Fprintf(w, "blob  %s\n", b)
 		}
@@ -87,7 +89,10 @@ func runShow(ctx context.Context, opts showOptions, w io.Writer) (*ledger.Entry,
 		if err := json.Indent(&pretty, e.Body, "", "  "); err != nil {
 			return err
 		}
-		_, err := fmt.Fprintf(w, "body\n%s\n", pretty.String())
-		return err
+		fmt.Fprintln(w, "body")
+		for line := range strings.Lines(pretty.String()) {
+			fmt.Fprintln(w, ledger.Printable(strings.TrimSuffix(line, "\n")))
+		}
+		return nil
 	})
 }

@@ -51,7 +51,7 @@ func newSynthCommand() *cli.Command {
 			&cli.IntFlag{Name: "num-examples", HideDefault: true, Usage: "sample `N` questions under --seed (default: all)"},
 			&cli.Int64Flag{Name: "seed", Value: 42, Usage: "`SEED` of the question sample; sample s of a question is requested with SEED+s"},
 			&cli.StringFlag{Name: "metric", Usage: "`METRIC` a kept trajectory passes: bird, spider or strict (default: the dataset's)"},
-			&cli.StringFlag{Name: "run", Usage: "rollout run `ID` (default: synth-<digest of what fixes the synthesis>)"},
+			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "rollout run `ID` (default: synth-<digest of what fixes the synthesis>)"},
 			&cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write the files into (created when missing; the three files are replaced)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {

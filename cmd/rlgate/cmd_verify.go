@@ -58,10 +58,10 @@ func runVerify(ctx context.Context, opts verifyOptions, w io.Writer) (*ledger.Ve
 	}
 	err = emit(w, opts.JSON, rep, func(w io.Writer) error {
 		for _, f := range rep.Findings {
-			fmt.Fprintln(w, f)
+			fmt.Fprintln(w, ledger.Printable(fmt.Sprint(f)))
 		}
 		_, err := fmt.Fprintf(w, "%d entries, %d blobs (%d bytes) checked: %d errors, %d notes\nhead %s\n",
-			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, rep.Head)
+			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, ledger.Printable(fmt.Sprint(rep.Head)))
 		return err
 	})
 	if err == nil && !rep.OK() {

@@ -105,13 +105,13 @@ func printVerification(w io.Writer, v *publish.Verification) error {
 			result = "failed"
 		}
 		fmt.Fprintf(w, "bundle %s claims: run %s, model %s, gate verdict entry %d (%s, %s, hash %s), ledger head %s\n",
-			v.Dir, p.Run, p.ModelIdentity, p.Gate.Seq, result, p.Policy, p.Gate.Hash, p.LedgerHead)
+			v.Dir, ledger.Printable(p.Run), p.ModelIdentity, p.Gate.Seq, result, ledger.Printable(p.Policy), p.Gate.Hash, ledger.Printable(p.LedgerHead.String()))
 		for _, h := range p.Verdicts {
 			res := "passed"
 			if !h.OK {
 				res = fmt.Sprintf("FAILED %d of %d checks", h.Failed, h.Checks)
 			}
-			fmt.Fprintf(w, "  gate verdict entry %d for this model: %s (%s)\n", h.Seq, res, h.Policy)
+			fmt.Fprintf(w, "  gate verdict entry %d for this model: %s (%s)\n", h.Seq, res, ledger.Printable(h.Policy))
 		}
 		_, err := fmt.Fprintln(w, rederivedNote(v))
 		return err

@@ -66,7 +66,8 @@ func TestFormatGradeStartRecordsTaskSet(t *testing.T) {
 
 // A dataset name is the prefix of every task id, and a task id holding a
 // newline or NUL would make the task-set digest ambiguous (FORMAT.md
-// "Identifiers: Task set"): import refuses such a name before writing.
+// "Identifiers: Task set"): import refuses such a name before writing, as
+// a usage error naming --name (ledger.CheckName).
 func TestFormatImportRefusesTaskIDsWithNewlineOrNUL(t *testing.T) {
 	t.Setenv(ledger.EnvLedger, filepath.Join(t.TempDir(), "ledger"))
 	if code, _, errOut := rlgate(t, "init"); code != exitOK {
@@ -76,8 +77,8 @@ func TestFormatImportRefusesTaskIDsWithNewlineOrNUL(t *testing.T) {
 	for _, name := range []string{"bird\nx", "bird\x00x"} {
 		out := filepath.Join(t.TempDir(), "bird")
 		code, _, errOut := rlgate(t, "data", "import", "bird", "--name", name, "--dev", bird+"/mini_dev_sqlite.json", "--db-root", bird+"/dev_databases", "--out", out)
-		if code != exitError || !strings.Contains(errOut, "newline or NUL") {
-			t.Errorf("import --name %q: exit %d, stderr %q; want exit %d naming the newline or NUL", name, code, errOut, exitError)
+		if code != exitUsage || !strings.Contains(errOut, "--name ") || !strings.Contains(errOut, "non-printable character") {
+			t.Errorf("import --name %q: exit %d, stderr %q; want exit %d naming --name and the character", name, code, errOut, exitUsage)
 		}
 	}
 }

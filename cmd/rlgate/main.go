@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/rlgate/rlgate/audit"
@@ -44,15 +46,42 @@ func runMain(args []string) int {
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	app := newApp(stdout, stderr)
 	err := app.Run(ctx, args)
+	if ec := cli.ExitCoder(nil); errors.As(err, &ec) {
+		// Only urfave/cli's help command makes these ("help bogus").
+		err = usageError{msg: cliError(err)}
+	}
 	code := exitCode(ctx, err)
 	switch {
 	case err == nil:
 	case code == exitInterrupted:
 		fmt.Fprintln(stderr, "rlgate: interrupted")
 	default:
-		fmt.Fprintln(stderr, "rlgate:", err)
+		fmt.Fprintln(stderr, "rlgate:", oneLine(err.Error()))
 	}
 	return code
+}
+
+// oneLine makes an error message one printable line: the lines of a
+// message that has several (a driver's report of each address it tried)
+// joined with "; " (a space after one ending in a colon), and any control
+// character, such as one in a run id read from a ledger, escaped
+// (ledger.Printable).
+func oneLine(msg string) string {
+	var b strings.Builder
+	for l := range strings.Lines(msg) {
+		if l = strings.TrimSpace(l); l == "" {
+			continue
+		}
+		if s := b.String(); s != "" {
+			if strings.HasSuffix(s, ":") {
+				b.WriteString(" ")
+			} else {
+				b.WriteString("; ")
+			}
+		}
+		b.WriteString(l)
+	}
+	return ledger.Printable(b.String())
 }
 
 func exitCode(ctx context.Context, err error) int {
@@ -86,12 +115,18 @@ type stageExited struct {
 
 func (e stageExited) Error() string { return e.msg }
 
-// usageError is a command line that cannot be run as written.
-type usageError struct{ msg string }
+// usageError is a command line that cannot be run as written; cmd, when
+// known, is the command whose help to point at ("rlgate run").
+type usageError struct{ msg, cmd string }
 
-func (e usageError) Error() string { return e.msg + " (see rlgate help)" }
+func (e usageError) Error() string {
+	if e.cmd == "" {
+		return e.msg + " (see rlgate help)"
+	}
+	return e.msg + " (see " + e.cmd + " --help)"
+}
 
-func usagef(format string, args ...any) error { return usageError{fmt.Sprintf(format, args...)} }
+func usagef(format string, args ...any) error { return usageError{msg: fmt.Sprintf(format, args...)} }
 
 // checkFailed means a check ran and found problems, which the command has
 // already printed; it exits 3, not 1.
@@ -181,23 +216,107 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	return app
 }
 
-// setUsageErrors makes flag-parsing errors of every command exit 2, and
-// arguments given to a command that takes none (no ArgsUsage).
+// setUsageErrors makes every usage error of every command exit 2 with one
+// line naming the flag, argument or subcommand: flag-parsing errors,
+// arguments given to a command that takes none (no ArgsUsage), and an
+// unknown subcommand of a command that only groups others (urfave/cli
+// would print "No help topic" and exit 1).
 func setUsageErrors(c *cli.Command) {
-	c.OnUsageError = func(_ context.Context, _ *cli.Command, err error, _ bool) error {
-		return usageError{err.Error()}
+	c.OnUsageError = func(_ context.Context, cmd *cli.Command, err error, _ bool) error {
+		return usageError{cliError(err), cmd.FullName()}
 	}
 	for _, sub := range c.Commands {
-		if action := sub.Action; action != nil && sub.ArgsUsage == "" {
+		switch action := sub.Action; {
+		case action == nil && len(sub.Commands) > 0:
+			sub.Action = func(_ context.Context, cmd *cli.Command) error {
+				if !cmd.Args().Present() {
+					return cli.ShowSubcommandHelp(cmd)
+				}
+				var names []string
+				for _, s := range cmd.VisibleCommands() {
+					names = append(names, s.Name)
+				}
+				return usageError{fmt.Sprintf("%s has no command %q; it has %s", commandPath(cmd), cmd.Args().First(),
+					strings.Join(names, ", ")), cmd.FullName()}
+			}
+		case action != nil && sub.ArgsUsage == "":
 			sub.Action = func(ctx context.Context, cmd *cli.Command) error {
 				if cmd.Args().Present() {
-					return usagef("%s takes no arguments, got %q", cmd.FullName(), cmd.Args().First())
+					return usageError{fmt.Sprintf("%s takes no arguments, got %q", commandPath(cmd), cmd.Args().First()), cmd.FullName()}
 				}
 				return action(ctx, cmd)
 			}
 		}
 		setUsageErrors(sub)
 	}
+}
+
+// commandPath is cmd's name below rlgate ("ckpt diff"), as an error
+// message after "rlgate: " names it.
+func commandPath(cmd *cli.Command) string {
+	return strings.TrimPrefix(cmd.FullName(), cmd.Root().Name+" ")
+}
+
+// urfave/cli's flag-parsing and help errors, which cliError rewords.
+var (
+	flagUnknownRE  = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
+	flagNoValueRE  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
+	flagBadValueRE = regexp.MustCompile(`^invalid value (".*") for flag -+([^:]*): (.*)$`)
+	flagRequiredRE = regexp.MustCompile(`^Required flags? "(.*)" not set$`)
+	helpTopicRE    = regexp.MustCompile(`^No help topic for '(.*)'`)
+)
+
+// cliError rewords an error of urfave/cli as rlgate's other errors read,
+// naming the flag as the user writes it and what it wants, without Go's
+// parse functions ("strconv.ParseFloat: parsing ...").
+func cliError(err error) string {
+	msg := err.Error()
+	if m := helpTopicRE.FindStringSubmatch(msg); m != nil {
+		return fmt.Sprintf("no command %q", m[1])
+	}
+	if m := flagUnknownRE.FindStringSubmatch(msg); m != nil {
+		return "unknown flag " + dashed(m[1])
+	}
+	if m := flagNoValueRE.FindStringSubmatch(msg); m != nil {
+		return dashed(m[1]) + " needs a value"
+	}
+	if m := flagRequiredRE.FindStringSubmatch(msg); m != nil {
+		names := strings.Split(m[1], ", ")
+		for i, n := range names {
+			names[i] = dashed(n)
+		}
+		if len(names) == 1 {
+			return names[0] + " is required"
+		}
+		return strings.Join(names, ", ") + " are required"
+	}
+	if m := flagBadValueRE.FindStringSubmatch(msg); m != nil {
+		why := m[3]
+		switch {
+		case strings.Contains(why, "value out of range"):
+			why = "out of range"
+		case strings.HasPrefix(why, "strconv.ParseFloat"):
+			why = "want a number"
+		case strings.HasPrefix(why, "strconv.ParseUint"):
+			why = "want a whole number, 0 or more"
+		case strings.HasPrefix(why, "strconv.ParseInt"):
+			why = "want a whole number"
+		case strings.HasPrefix(why, "strconv.ParseBool"), why == "parse error":
+			why = "want true or false"
+		case strings.HasPrefix(why, "time: "):
+			why = "want a duration such as 90s, 15m or 2h"
+		}
+		return dashed(m[2]) + " " + m[1] + ": " + why
+	}
+	return msg
+}
+
+// dashed is a flag name as help shows it: -b, --alpha.
+func dashed(name string) string {
+	if len(name) == 1 {
+		return "-" + name
+	}
+	return "--" + name
 }
 
 // ledgerDir is the ledger directory from --ledger, RLGATE_LEDGER or the

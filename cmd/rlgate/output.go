@@ -8,6 +8,7 @@ import (
 
 	"github.com/olekukonko/tablewriter"
 	"github.com/olekukonko/tablewriter/tw"
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/urfave/cli/v3"
 )
 
@@ -27,11 +28,14 @@ func emit(w io.Writer, asJSON bool, summary any, text func(io.Writer) error) err
 	return text(w)
 }
 
-// newTable returns a table writer with the house look.
+// newTable returns a table writer with the house look. Every cell is
+// printed through ledger.Printable: run ids, stage names and findings
+// come from ledgers that may hold escape sequences.
 func newTable(w io.Writer, header ...any) *tablewriter.Table {
 	// Headers are printed as written: the default upper-cases them and
 	// spaces out punctuation ("0.05" became "0 . 05").
-	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft))
+	t := tablewriter.NewTable(w, tablewriter.WithHeaderAutoFormat(tw.Off), tablewriter.WithHeaderAlignment(tw.AlignLeft),
+		tablewriter.WithRowFilter(tw.CellFilter{Global: printableCells}))
 	t.Header(header...)
 	return t
 }
@@ -68,6 +72,14 @@ func fitTable(header []string, rows [][]string, col int) {
 	for _, r := range rows {
 		r[col] = preview(r[col], room)
 	}
+}
+
+// printableCells is ledger.Printable over a table row.
+func printableCells(cells []string) []string {
+	for i, c := range cells {
+		cells[i] = ledger.Printable(c)
+	}
+	return cells
 }
 
 func toAny(ss []string) []any {

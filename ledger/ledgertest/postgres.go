@@ -3,6 +3,7 @@
 package ledgertest
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/url"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Postgres starts a throwaway PostgreSQL cluster (Debian's postgresql
@@ -85,6 +88,36 @@ func StartPostgres(t testing.TB) *PGCluster {
 func (c *PGCluster) Start() {
 	c.t.Helper()
 	if err := c.pg("pg_ctl", append(c.ctl, "start")...); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+// RequirePassword gives the cluster's user (rlgate) a password and
+// restarts the server asking for it on TCP connections (scram-sha-256), as
+// a shared server does. URL names no password; a test adds one to it.
+func (c *PGCluster) RequirePassword(password string) {
+	c.t.Helper()
+	u, err := url.Parse(c.URL)
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("blobs")
+	u.RawQuery = q.Encode()
+	ctx := context.Background()
+	conn, err := pgconn.Connect(ctx, u.String())
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	if _, err := conn.Exec(ctx, "ALTER USER rlgate PASSWORD '"+strings.ReplaceAll(password, "'", "''")+"'").ReadAll(); err != nil {
+		c.t.Fatal(err)
+	}
+	hba := "local all all trust\nhost all all 127.0.0.1/32 scram-sha-256\n"
+	if err := os.WriteFile(filepath.Join(c.data, "pg_hba.conf"), []byte(hba), 0o600); err != nil {
+		c.t.Fatal(err)
+	}
+	if err := c.pg("pg_ctl", append(c.ctl, "-m", "fast", "restart")...); err != nil {
 		c.t.Fatal(err)
 	}
 }
