@@ -3,11 +3,11 @@ package audit
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stats"
 	"go.yaml.in/yaml/v3"
 )
@@ -82,7 +82,7 @@ type policyFile struct {
 // LoadPolicy reads a YAML policy over the built-in one, refusing unknown
 // fields, unknown audits and malformed claims, naming the file.
 func LoadPolicy(path string) (Policy, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.PolicyLimit)
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy: %w", err)
 	}
