@@ -25,7 +25,8 @@ const (
 	exitInterrupted = 130
 )
 
-const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted.`
+const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted
+(Ctrl-C stops the command cleanly; a second Ctrl-C exits at once).`
 
 func main() { os.Exit(runMain(os.Args)) }
 

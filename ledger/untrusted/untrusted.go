@@ -38,6 +38,10 @@ import (
 const (
 	// PolicyLimit caps a gate policy (--policy): a page of YAML.
 	PolicyLimit = 1 << 20
+	// ProtocolLimit caps a rollout protocol (--protocol) and PipelineLimit
+	// a pipeline file (repro -f): pages of YAML or JSON.
+	ProtocolLimit = 1 << 20
+	PipelineLimit = 1 << 20
 	// KeyLimit caps a PEM key or certificate chain (--key, --publish-key,
 	// --public-key, --certificate-chain).
 	KeyLimit = 1 << 20
@@ -53,6 +57,14 @@ const (
 	ManifestLimit = 64 << 20
 	// ReportLimit caps each file of a written report (report --check DIR).
 	ReportLimit = 64 << 20
+	// ExampleIDsLimit caps an example_ids.json (export rl --exclude).
+	ExampleIDsLimit = 64 << 20
+	// PredictionsLimit caps a predictions file (grade --predictions).
+	PredictionsLimit = 256 << 20
+	// SourceLimit caps a benchmark's source file (data import: questions,
+	// gold SQL, tables), the largest of which (BIRD's train.json) is tens
+	// of megabytes.
+	SourceLimit = 512 << 20
 )
 
 var (
