@@ -165,9 +165,10 @@ func TestUntrustedBundleFiles(t *testing.T) {
 // TestUntrustedFlagFiles: a FIFO or a link to /dev/zero named by a flag
 // that reads a file (--policy, --key, --publish-key, --public-key,
 // --certificate-chain, --signature, --config, --metrics, --protocol,
-// repro -f, --predictions, --exclude, data import's sources) is refused in
-// one line naming it, instead of hanging or running out of memory. The
-// exit code is the command's usual one for a bad file of that flag.
+// repro -f, --predictions, --exclude, data import's sources, a checkpoint)
+// is refused in one line naming it, instead of hanging or running out of
+// memory. The exit code is the command's usual one for a bad file of that
+// flag.
 func TestUntrustedFlagFiles(t *testing.T) {
 	ref := filepath.Join(publishOMS, "reference-signer")
 	keyBundle := filepath.Join(ref, "v1.1.0-elliptic-key")
@@ -198,6 +199,7 @@ func TestUntrustedFlagFiles(t *testing.T) {
 			{"repro -f", exitError, []string{"--ledger", ldir, "repro", "-f", path, "--dry-run"}},
 			{"--predictions", exitError, []string{"--ledger", ldir, "grade", "--predictions", path, "--format", "spider-txt", "--tasks", data, "--metric", "spider"}},
 			{"--exclude", exitError, []string{"--ledger", ldir, "export", "rl", "--tasks", data, "--exclude", path, "--format", "jsonl", "--out", filepath.Join(t.TempDir(), "rl.jsonl")}},
+			{"ckpt digest", exitError, []string{"ckpt", "digest", path}},
 			{"data import --dev", exitError, []string{"--ledger", ldir, "data", "import", "spider", "--dev", path, "--gold", sp + "/dev_gold.sql",
 				"--tables", sp + "/tables.json", "--db-root", sp + "/database", "--out", filepath.Join(t.TempDir(), "imported")}},
 		} {
