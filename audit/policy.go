@@ -6,13 +6,13 @@ import (
 	"fmt"
 	"io"
 	"net/url"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"unicode"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stats"
 	"go.yaml.in/yaml/v3"
 )
@@ -358,7 +358,7 @@ func (p Policy) Check() error {
 // like a built-in policy's name is named ./PATH, so a file can never pass
 // for the built-in policy.
 func LoadPolicy(path string) (Policy, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.PolicyLimit)
 	if err != nil {
 		return Policy{}, fmt.Errorf("read policy: %w", err)
 	}

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/zeebo/blake3"
 )
 
@@ -90,20 +91,7 @@ func openBlobFile(path string) (*os.File, int64, error) {
 }
 
 func notRegular(m fs.FileMode) error {
-	what := "a " + m.Type().String()
-	switch {
-	case m&fs.ModeSymlink != 0:
-		what = "a symbolic link"
-	case m&fs.ModeNamedPipe != 0:
-		what = "a named pipe (FIFO)"
-	case m.IsDir():
-		what = "a directory"
-	case m&fs.ModeDevice != 0:
-		what = "a device"
-	case m&fs.ModeSocket != 0:
-		what = "a socket"
-	}
-	return fmt.Errorf("%w: it is %s", ErrBlobNotRegular, what)
+	return fmt.Errorf("%w: it is %s", ErrBlobNotRegular, untrusted.Kind(m))
 }
 
 // blobReadBuffer is how much one read of a blob file asks for.

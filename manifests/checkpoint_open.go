@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/rlgate/rlgate/ledger/untrusted"
 )
 
 // checkpoint is a checkpoint opened for reading: its files, its safetensors
@@ -178,7 +180,7 @@ func listFiles(root string) ([]fileEntry, error) {
 		case st.IsDir():
 			return fmt.Errorf("%s: link to a directory", p)
 		case !st.Mode().IsRegular():
-			return fmt.Errorf("%s: not a regular file (%v)", p, st.Mode().Type())
+			return fmt.Errorf("%s is %s, not a regular file", p, untrusted.Kind(st.Mode()))
 		}
 		rel, err := filepath.Rel(root, p)
 		if err != nil {

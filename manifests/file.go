@@ -4,9 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 )
 
 // readBufSize is the size of the reads that feed the hasher. A buffer this
@@ -26,7 +26,7 @@ func HashFile(ctx context.Context, path string) (ledger.Digest, int64, error) {
 // hashFile is HashFile reading through buf, or through a buffer of its
 // own when buf is nil.
 func hashFile(ctx context.Context, path string, buf []byte) (d ledger.Digest, n int64, err error) {
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path)
 	if err != nil {
 		return d, 0, fmt.Errorf("hash file: %w", err)
 	}

@@ -10,9 +10,11 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/secure-systems-lab/go-securesystemslib/signerverifier"
 )
 
@@ -133,9 +135,12 @@ func writeNew(path string, b []byte, perm os.FileMode) error {
 
 // LoadSigner reads an ECDSA private key from a PEM file (PKCS #8 or SEC 1).
 func LoadSigner(path string) (*Signer, error) {
-	raw, err := os.ReadFile(path)
-	if err != nil {
+	raw, err := untrusted.ReadFile(path, untrusted.KeyLimit)
+	if errors.Is(err, fs.ErrNotExist) {
 		return nil, &ledger.Error{Op: "read signing key", Path: path, Err: err, Hint: "rlgate keygen --out " + path}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read signing key: %w", err)
 	}
 	block, _ := pem.Decode(raw)
 	if block == nil {
@@ -182,7 +187,7 @@ func LoadSigner(path string) (*Signer, error) {
 
 // loadPublicKey reads an ECDSA public key from a PEM file.
 func loadPublicKey(path string) (*ecdsa.PublicKey, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.KeyLimit)
 	if err != nil {
 		return nil, fmt.Errorf("read public key: %w", err)
 	}
@@ -215,7 +220,7 @@ func parsePublicKey(raw []byte) (*ecdsa.PublicKey, error) {
 func loadCertificates(paths []string) ([]*x509.Certificate, error) {
 	var out []*x509.Certificate
 	for _, p := range paths {
-		raw, err := os.ReadFile(p)
+		raw, err := untrusted.ReadFile(p, untrusted.KeyLimit)
 		if err != nil {
 			return nil, fmt.Errorf("read certificate chain: %w", err)
 		}

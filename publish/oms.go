@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"runtime"
 	"slices"
@@ -16,6 +15,7 @@ import (
 
 	ita1 "github.com/in-toto/attestation/go/v1"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 	"golang.org/x/sync/errgroup"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -162,7 +162,7 @@ func HashModel(ctx context.Context, dir string, ignore []string) ([]Resource, er
 	g.SetLimit(runtime.GOMAXPROCS(0))
 	for i, name := range names {
 		g.Go(func() error {
-			d, err := sha256File(ctx, filepath.Join(dir, filepath.FromSlash(name)))
+			d, err := sha256File(ctx, dir, name)
 			if err != nil {
 				return fmt.Errorf("hash model %s: %w", dir, err)
 			}
@@ -173,10 +173,12 @@ func HashModel(ctx context.Context, dir string, ignore []string) ([]Resource, er
 	return out, g.Wait()
 }
 
-// sha256File returns the hex SHA-256 of the file at path, reading it in
-// 1 MiB pieces and stopping between them when ctx is canceled.
-func sha256File(ctx context.Context, path string) (string, error) {
-	f, err := os.Open(path)
+// sha256File returns the hex SHA-256 of the file name inside dir, reading
+// it in 1 MiB pieces and stopping between them when ctx is canceled. It
+// opens only a regular file inside dir, not a link or a FIFO swapped in
+// since the walk saw the name.
+func sha256File(ctx context.Context, dir, name string) (string, error) {
+	f, err := untrusted.OpenIn(dir, name)
 	if err != nil {
 		return "", err
 	}

@@ -6,12 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
@@ -198,12 +197,13 @@ const (
 // root digest), the manifest and weights it names, and the gate verdict
 // it claims.
 func (v *Verification) provenance(ctx context.Context, dir string, ver *verifier, oms *Statement) error {
-	raw, err := os.ReadFile(filepath.Join(dir, ProvenanceFile))
+	raw, err := untrusted.ReadFileIn(dir, ProvenanceFile, untrusted.ProvenanceLimit)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
 	if err != nil {
-		return err
+		v.add(CheckProvenanceSignature, false, "%v", err)
+		return nil
 	}
 	var env dsse.Envelope
 	if err := json.Unmarshal(raw, &env); err != nil {
@@ -259,7 +259,7 @@ func (v *Verification) provenance(ctx context.Context, dir string, ver *verifier
 // modelIdentity checks that the manifest in the bundle is the one the
 // provenance names and that the weights in dir have its model identity.
 func (v *Verification) modelIdentity(ctx context.Context, dir string, p *ProvenancePredicate) error {
-	raw, err := os.ReadFile(filepath.Join(dir, ManifestFile))
+	raw, err := untrusted.ReadFileIn(dir, ManifestFile, untrusted.ManifestLimit)
 	if err != nil {
 		v.add(CheckProvenanceModel, false, "read %s: %v", ManifestFile, err)
 		return nil

@@ -7,11 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
 )
 
@@ -79,10 +79,14 @@ const (
 func VerifyBundle(ctx context.Context, dir string, o VerifyOptions) (*Verification, error) {
 	v := &Verification{Dir: dir, Checks: []Check{}, OK: true}
 	sigPath := o.Signature
+	var raw []byte
+	var err error
 	if sigPath == "" {
 		sigPath = filepath.Join(dir, SignatureFile)
+		raw, err = untrusted.ReadFileIn(dir, SignatureFile, untrusted.SignatureLimit)
+	} else {
+		raw, err = untrusted.ReadFile(sigPath, untrusted.SignatureLimit)
 	}
-	raw, err := os.ReadFile(sigPath)
 	if err != nil {
 		v.add(CheckSchema, false, "read the signature: %v", err)
 		return v, nil

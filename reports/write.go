@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 )
 
 // JSON renders the report as indented JSON, the evidence bundle: every
@@ -129,7 +130,7 @@ type CheckResult struct {
 // which runs, policy and formats the report covered; an error means the
 // check could not be made.
 func Check(ctx context.Context, l *ledger.Ledger, dir string) (*CheckResult, error) {
-	raw, err := os.ReadFile(filepath.Join(dir, Files[FormatJSON]))
+	raw, err := untrusted.ReadFileIn(dir, Files[FormatJSON], untrusted.ReportLimit)
 	if err != nil {
 		return nil, &ledger.Error{Op: "check report", Path: dir, Err: err, Hint: "give the directory rlgate report --out wrote; --check reads its report.json"}
 	}
@@ -182,7 +183,7 @@ func Check(ctx context.Context, l *ledger.Ledger, dir string) (*CheckResult, err
 			res.Differences = append(res.Differences, Difference{File: name, Report: "lacks this file", Ledger: "gives it"})
 			continue
 		}
-		got, err := os.ReadFile(filepath.Join(dir, name))
+		got, err := untrusted.ReadFileIn(dir, name, untrusted.ReportLimit)
 		if err != nil {
 			return nil, fmt.Errorf("check report: %w", err)
 		}

@@ -29,16 +29,50 @@ const (
 	exitInterrupted = 130
 )
 
-const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted.`
+const exitCodesHelp = `Exit codes: 0 ok, 1 error, 2 usage, 3 verify/audit/gate failed, 130 interrupted
+(Ctrl-C stops the command cleanly; a second Ctrl-C exits at once).`
 
 func main() { os.Exit(runMain(os.Args)) }
 
-// runMain is the process's life: SIGINT and SIGTERM cancel the command's
-// context, which stops its work (and forwards SIGTERM to a running stage).
+// runMain is the process's life: the first SIGINT or SIGTERM cancels the
+// command's context, which stops its work (and forwards SIGTERM to a
+// running stage); a second one ends the process at once with exit 130,
+// even when the first one's cancellation is stuck (a stage that ignores
+// SIGTERM, a read that never returns).
 func runMain(args []string) int {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	stop := onSignals(func() {
+		fmt.Fprintln(os.Stderr, "rlgate: stopping; interrupt again (Ctrl-C) to exit at once")
+		cancel()
+	}, func() {
+		fmt.Fprintln(os.Stderr, "rlgate: interrupted again; exiting at once")
+		os.Exit(exitInterrupted)
+	})
 	defer stop()
 	return run(ctx, args, os.Stdout, os.Stderr)
+}
+
+// onSignals calls first at the first SIGINT or SIGTERM and again at the
+// second; stop ends the watch.
+func onSignals(first, again func()) (stop func()) {
+	sigs := make(chan os.Signal, 2)
+	done := make(chan struct{})
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for _, f := range []func(){first, again} {
+			select {
+			case <-sigs:
+				f()
+			case <-done:
+				return
+			}
+		}
+	}()
+	return func() {
+		signal.Stop(sigs)
+		close(done)
+	}
 }
 
 // run executes one command line and maps its outcome to an exit code in one

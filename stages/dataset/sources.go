@@ -7,10 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"reflect"
 	"strings"
 
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stages/jsonl"
 )
 
@@ -102,7 +102,7 @@ type goldLine struct{ sql, dbID string }
 
 // readGoldSQL reads SQL<TAB>db_id lines, naming the line of any defect.
 func readGoldSQL(path string) ([]goldLine, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.SourceLimit)
 	if err != nil {
 		return nil, fmt.Errorf("import spider: %w", err)
 	}
@@ -163,7 +163,7 @@ func ImportBird(ctx context.Context, o BirdOptions) (*Imported, error) {
 // and naming the line of a syntax or type error (a truncated file ends in
 // the middle of a value).
 func readJSON(path string, v any) error {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.SourceLimit)
 	if err != nil {
 		return fmt.Errorf("import: %w", err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/parquet-go/parquet-go"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
@@ -192,7 +193,7 @@ func writeParquet[T any](w io.Writer, rows []T) error {
 // ReadExampleIDs reads an example_ids.json (a JSON array of task ids, as
 // rlgate synth writes it) and its digest.
 func ReadExampleIDs(ctx context.Context, path string) ([]string, ledger.Digest, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.ExampleIDsLimit)
 	if err != nil {
 		return nil, ledger.Digest{}, fmt.Errorf("read example ids: %w", err)
 	}

@@ -5,12 +5,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
@@ -110,7 +110,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if dbRoot == "" {
 		dbRoot = man.DBRoot
 	}
-	raw, err := os.ReadFile(o.Predictions)
+	raw, err := untrusted.ReadFile(o.Predictions, untrusted.PredictionsLimit)
 	if err != nil {
 		return nil, fmt.Errorf("grade: %w", err)
 	}

@@ -5,9 +5,10 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/rlgate/rlgate/ledger/untrusted"
 )
 
 // Format names a metrics file format as the CLI spells it after a colon:
@@ -109,7 +110,7 @@ func Detect(path string) (Format, error) {
 	case base == "trainer_log.jsonl":
 		return FormatLlamaFactory, nil
 	}
-	f, err := os.Open(path)
+	f, err := untrusted.Open(path)
 	if err != nil {
 		return "", fmt.Errorf("detect metrics format: %w", err)
 	}

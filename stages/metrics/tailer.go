@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/rlgate/rlgate/ledger/untrusted"
 )
 
 // readChunk is the read size for text formats; a line longer than the
@@ -133,7 +135,7 @@ func (t *Tailer) Next() ([]Point, error) { return t.read(false) }
 func (t *Tailer) Final() ([]Point, error) { return t.read(true) }
 
 func (t *Tailer) read(final bool) ([]Point, error) {
-	f, err := os.Open(t.path)
+	f, err := untrusted.Open(t.path)
 	if err != nil {
 		return nil, fmt.Errorf("read metrics: %w", err)
 	}

@@ -3,13 +3,13 @@ package pipeline
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -219,7 +219,7 @@ type fileYAML struct {
 // stage needs a cmd, an output path has one producer, and the stages form
 // no cycle. Stages come back in dependency order (ties in file order).
 func Load(path string) (*File, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.PipelineLimit)
 	if err != nil {
 		return nil, fmt.Errorf("pipeline: %w", err)
 	}

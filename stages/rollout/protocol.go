@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"go.yaml.in/yaml/v3"
@@ -142,7 +142,7 @@ func DefaultProtocol() Protocol {
 // .json file is read as JSON, anything else as YAML.
 func LoadProtocol(path string) (Protocol, error) {
 	p := DefaultProtocol()
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.ProtocolLimit)
 	if err != nil {
 		return p, fmt.Errorf("load protocol: %w", err)
 	}

@@ -3,11 +3,11 @@ package runner
 import (
 	"bytes"
 	"fmt"
-	"os"
 	"path/filepath"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/untrusted"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -59,7 +59,7 @@ func stringKeys(v any) any {
 // ConfigDigest is the digest repro compares for a config file: of its
 // canonical form for YAML and JSON, of its bytes otherwise.
 func ConfigDigest(path string) (ledger.Digest, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.ConfigLimit)
 	if err != nil {
 		return ledger.Digest{}, fmt.Errorf("config: %w", err)
 	}
@@ -91,7 +91,7 @@ func ConfigKey(dir, path string) string {
 
 // configArtifact stores a config's raw bytes and canonical form as blobs.
 func configArtifact(l *ledger.Ledger, path string) (artifactBody, []ledger.Digest, error) {
-	raw, err := os.ReadFile(path)
+	raw, err := untrusted.ReadFile(path, untrusted.ConfigLimit)
 	if err != nil {
 		return artifactBody{}, nil, fmt.Errorf("config: %w", err)
 	}
