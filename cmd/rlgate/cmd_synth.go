@@ -65,7 +65,7 @@ func newSynthCommand() *cli.Command {
 			if m := cmd.String("metric"); m != "" {
 				metric, err := grade.ParseMetric(m)
 				if err != nil {
-					return usagef("--metric %q: want bird, spider or strict", m)
+					return usagef("--metric %q: want %s", m, grade.MetricList())
 				}
 				o.Metric = metric
 			}

@@ -148,7 +148,7 @@ func (g *Grader) Gold(ctx context.Context, m Metric, dbPath, goldSQL string) (De
 
 // timeout is the time one gold query gets under m.
 func (g *Grader) timeout(m Metric) time.Duration {
-	if m == MetricBird {
+	if m.execution() == MetricBird {
 		return g.opts.BirdBudget
 	}
 	return g.opts.QueryTimeout
@@ -169,12 +169,12 @@ func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL s
 	switch budget := g.timeout(m); {
 	case predSQL == "":
 		pred = Denotation{Err: ErrNoPrediction}
-	case gold.Err == nil && m.Query(predSQL) == gold.SQL && (m != MetricBird || 2*gold.Elapsed < budget):
+	case gold.Err == nil && m.Query(predSQL) == gold.SQL && (m.execution() != MetricBird || 2*gold.Elapsed < budget):
 		// The same statement on the same frozen database has the same
 		// result: reuse the gold's. Under the bird rule only when running
 		// it twice would have fit the shared budget.
 		pred = gold
-	case m == MetricBird && gold.Err == nil:
+	case m.execution() == MetricBird && gold.Err == nil:
 		pred = g.Execute(ctx, m, dbPath, predSQL, budget-gold.Elapsed)
 	default:
 		pred = g.Execute(ctx, m, dbPath, predSQL, budget)

@@ -51,6 +51,9 @@ type Item struct {
 	Error      string  `json:"error,omitempty"`
 	// Fragile: the verdict rests on a float's last digits (Outcome.Fragile).
 	Fragile bool `json:"fragile,omitempty"`
+	// Score is the metric's score of the item where it has one besides
+	// execution match (Outcome.Score: the Soft-F1 under bird-softf1).
+	Score *float64 `json:"score,omitempty"`
 }
 
 // Bucket counts one difficulty level (or the total).
@@ -58,6 +61,9 @@ type Bucket struct {
 	Correct int     `json:"correct"`
 	Total   int     `json:"total"`
 	EX      float64 `json:"ex"` // percent, as the official scripts print it
+	// Score is the mean of the items' Score in percent, as
+	// evaluation_f1.py prints Soft-F1; only for a metric with scores.
+	Score *float64 `json:"score,omitempty"`
 }
 
 // gradeStart is the body of a grading run's run.start entry.
@@ -85,6 +91,7 @@ type gradeEnd struct {
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
 	Fragile      int               `json:"fragile"`
+	Score        *float64          `json:"score,omitempty"`
 }
 
 // outcomeBatch is how many items go in one outcomes entry.
@@ -161,7 +168,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: status}, Reason: err.Error()})
 		return nil, err
 	}
-	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile})
+	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +242,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 			return fmt.Errorf("grade %s: %w", gd.ID, err)
 		}
 		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
-			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile}
+			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile, Score: out.Score}
 		bar.Done(out.Verdict == VerdictPredError || out.Verdict == VerdictGoldDefect)
 		return nil
 	})
