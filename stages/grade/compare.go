@@ -105,8 +105,11 @@ type Outcome struct {
 	Correct bool    `json:"correct"`          // execution match: 1, else 0
 	Detail  string  `json:"detail,omitempty"` // why it is not correct, for reports
 	// Fragile is set when the verdict rests on the last digits of a float
-	// (see fragile), so that another SQLite could flip it.
-	Fragile bool `json:"fragile,omitempty"`
+	// (see fragile) or on the order in which SUM, AVG or TOTAL add floats
+	// (Grader.Grade), so that another SQLite could flip it;
+	// FragileReason says which.
+	Fragile       bool   `json:"fragile,omitempty"`
+	FragileReason string `json:"fragile_reason,omitempty"`
 	// Score is the item's graded score where the metric has one besides
 	// execution match: the Soft-F1 under bird-softf1 (0 when either query
 	// failed).
@@ -131,11 +134,12 @@ func Compare(m Metric, pred, gold Denotation) Outcome {
 		o.Verdict, o.Detail = VerdictPredError, pErr.Error()
 	case x.equal(pred, gold):
 		o.Verdict, o.Correct = VerdictCorrect, true
-		o.Fragile = fragile(x, pred, gold, true)
+		o.FragileReason = fragile(x, pred, gold, true)
 	default:
 		o.Verdict, o.Detail = VerdictWrong, difference(pred, gold)
-		o.Fragile = fragile(x, pred, gold, false)
+		o.FragileReason = fragile(x, pred, gold, false)
 	}
+	o.Fragile = o.FragileReason != ""
 	if m == MetricBirdSoftF1 {
 		f := birdSoftF1(o.Pred, o.Gold)
 		o.Score = &f

@@ -157,7 +157,9 @@ func (g *Grader) timeout(m Metric) time.Duration {
 // Grade executes predSQL and (through the cache) goldSQL on the database
 // at dbPath and compares them under m. Under the bird rule the prediction
 // gets what is left of the budget once the gold's own time is taken, as
-// if both ran in one call. An empty predSQL is graded as
+// if both ran in one call. A verdict that SUM, AVG or TOTAL adding floats
+// left to right (SQLite before 3.43) would flip is flagged fragile. An
+// empty predSQL is graded as
 // ErrNoPrediction. The error reports only a database that cannot be
 // hashed; everything about the queries is in the Outcome.
 func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Outcome, error) {
@@ -179,7 +181,13 @@ func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL s
 	default:
 		pred = g.Execute(ctx, m, dbPath, predSQL, budget)
 	}
-	return Compare(m, pred, gold), nil
+	o := Compare(m, pred, gold)
+	if !o.Fragile && predSQL != goldSQL {
+		if why := g.summationFragile(ctx, m, dbPath, o, predSQL, goldSQL); why != "" {
+			o.Fragile, o.FragileReason = true, why
+		}
+	}
+	return o, nil
 }
 
 // digest returns the BLAKE3 digest of the database file, hashed once per

@@ -49,8 +49,10 @@ type Item struct {
 	Difficulty string  `json:"difficulty,omitempty"`
 	Verdict    Verdict `json:"verdict"`
 	Error      string  `json:"error,omitempty"`
-	// Fragile: the verdict rests on a float's last digits (Outcome.Fragile).
-	Fragile bool `json:"fragile,omitempty"`
+	// Fragile: the verdict rests on a float's last digits or on the order
+	// of a float sum (Outcome.Fragile); FragileReason says which.
+	Fragile       bool   `json:"fragile,omitempty"`
+	FragileReason string `json:"fragile_reason,omitempty"`
 	// Score is the metric's score of the item where it has one besides
 	// execution match (Outcome.Score: the Soft-F1 under bird-softf1).
 	Score *float64 `json:"score,omitempty"`
@@ -242,7 +244,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 			return fmt.Errorf("grade %s: %w", gd.ID, err)
 		}
 		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
-			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile, Score: out.Score}
+			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile, FragileReason: out.FragileReason, Score: out.Score}
 		bar.Done(out.Verdict == VerdictPredError || out.Verdict == VerdictGoldDefect)
 		return nil
 	})

@@ -333,7 +333,7 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, 
 		it := TrajectoryItem{
 			Item: Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: d.Correct, Reward: d.PassAtK}, Index: gd.Index, DBID: gd.DBID,
 				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail, Fragile: chosen.Outcome.Fragile,
-				Score: chosen.Outcome.Score},
+				FragileReason: chosen.Outcome.FragileReason, Score: chosen.Outcome.Score},
 			Samples: n, ChosenSample: d.Chosen, Votes: d.Votes, PassAtK: d.PassAtK, SampleCorrect: make([]bool, n),
 			SampleReward: make([]float64, n), ChosenReward: chosen.Reward,
 			StopReason: ep.StopReason, Turns: ep.Turns, SQLExecutions: ep.SQLExecutions, TokensIn: ep.TokensIn, TokensOut: ep.TokensOut,
