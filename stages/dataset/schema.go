@@ -5,8 +5,39 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rlgate/rlgate/stages/spidersql"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 )
+
+// ParseSchema reads a database's tables and columns as the Spider
+// evaluator's process_sql.get_schema does: every table in sqlite_master,
+// its columns in table_info order, names lower-cased.
+func ParseSchema(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.Schema, error) {
+	res, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
+	if err != nil {
+		return nil, fmt.Errorf("read schema of %s: %w", dbPath, err)
+	}
+	s := spidersql.Schema{}
+	for _, row := range res.Rows {
+		t := strings.ToLower(row[0].String())
+		s[t] = append(s[t], strings.ToLower(row[1].String()))
+	}
+	return s, nil
+}
+
+// UnparsedHardness is the hardness recorded for a gold query the official
+// parser cannot parse (the official evaluator would stop on it).
+const UnparsedHardness = "unparsed"
+
+// goldHardness is the official Spider hardness of a gold query, or
+// UnparsedHardness.
+func goldHardness(s spidersql.Schema, sql string) string {
+	q, err := spidersql.Parse(s, sql)
+	if err != nil {
+		return UnparsedHardness
+	}
+	return spidersql.Hardness(q)
+}
 
 // examplesPerColumn and exampleMaxLen shape the example values shown
 // under each table, as the seeds' db_details does.

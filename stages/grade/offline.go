@@ -261,10 +261,11 @@ func percent(k, n int) float64 {
 	return 100 * float64(k) / float64(n)
 }
 
-// DifficultyOrder lists difficulty levels in the order the BIRD script
-// prints them, then any others alphabetically.
+// DifficultyOrder lists difficulty levels in the order the official
+// scripts print them (BIRD's simple, moderate, challenging; Spider's
+// easy, medium, hard, extra), then any others alphabetically.
 func DifficultyOrder(by map[string]Bucket) []string {
-	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2}
+	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2, "easy": 3, "medium": 4, "hard": 5, "extra": 6}
 	keys := make([]string, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)
