@@ -56,6 +56,9 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return usagef("--metric: %v", err)
 			}
+			if !m.Executes() {
+				return usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", m, m)
+			}
 			weights, err := parseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {
 				return err

@@ -22,7 +22,9 @@ func newGradeCommand() *cli.Command {
 			"(bird: set equality as evaluation_ex.py; spider: the test-suite's\n" +
 			"eval_exec_match with its defaults; strict: ordered multisets with exact\n" +
 			"decimals; bird-softf1: evaluation_f1.py's Soft-F1 per item, beside the bird\n" +
-			"verdict of the same rows), prints EX (and Soft-F1) overall and per\n" +
+			"verdict of the same rows; spider-em: evaluation.py's exact set match,\n" +
+			"nothing executed, unparsable predictions scored 0 and counted), prints\n" +
+			"the accuracy (and Soft-F1) overall and per\n" +
 			"difficulty, and records an evaluation\n" +
 			"run with one outcome per task. Several --predictions share one gold cache,\n" +
 			"so each gold query runs once.\n\n" +
@@ -142,7 +144,14 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 	if s.Score != nil {
 		fmt.Fprintf(w, "%s %.2f%%; ", scoreName(s.Metric), *s.Score)
 	}
-	fmt.Fprintf(w, "execution accuracy %.2f%% (%d/%d)", s.EX, s.Correct, s.Total)
+	accuracy := "execution accuracy"
+	if s.Metric == grade.MetricSpiderEM {
+		accuracy = "exact match accuracy"
+	}
+	fmt.Fprintf(w, "%s %.2f%% (%d/%d)", accuracy, s.EX, s.Correct, s.Total)
+	if s.Unparsed > 0 {
+		fmt.Fprintf(w, "; %d predictions the official parser cannot parse (scored 0; each item's error says why)", s.Unparsed)
+	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "; %d items without a database not graded", s.Skipped)
 	}
@@ -153,7 +162,7 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 		fmt.Fprintf(w, "; %d GOLD DEFECTS (gold query failed; scored 0)", s.GoldDefects)
 	}
 	if s.Fragile > 0 {
-		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits, which another SQLite may print differently (items flagged \"fragile\" in --json)", s.Fragile)
+		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits or on the order SQLite adds floats in, which another SQLite may do differently (items flagged \"fragile\", with \"fragile_reason\", in --json)", s.Fragile)
 	}
 	if d := s.Databases; d != nil {
 		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)

@@ -35,10 +35,20 @@ const (
 	// the item's correct is the bird execution match of the same rows,
 	// so one grading gives both official numbers.
 	MetricBirdSoftF1 Metric = "bird-softf1"
+	// MetricSpiderEM is the Spider evaluator's exact set match
+	// (evaluation.py --etype match, default flags): the parsed prediction
+	// against the parsed gold, nothing executed (stages/spidersql). A
+	// prediction the official parser cannot parse scores 0 as a
+	// pred-error naming why.
+	MetricSpiderEM Metric = "spider-em"
 )
 
 // Metrics lists the metrics rlgate grades under, for help and errors.
-var Metrics = []Metric{MetricBird, MetricSpider, MetricStrict, MetricBirdSoftF1}
+var Metrics = []Metric{MetricBird, MetricSpider, MetricStrict, MetricBirdSoftF1, MetricSpiderEM}
+
+// Executes reports whether m grades by executing the queries; only such a
+// metric can reduce a rollout's samples by their results or reward them.
+func (m Metric) Executes() bool { return m != MetricSpiderEM }
 
 // MetricList names Metrics for help and errors: "bird, spider, ... or x".
 func MetricList() string {

@@ -75,6 +75,8 @@ type Grader struct {
 	digests map[string]*digestEntry
 	known   map[string]ledger.Digest // digests a DatabaseCheck gave (UseDatabases)
 	schemas map[string]schema
+	// emSchemas are the databases' schemas for exact match.
+	emSchemas map[string]*emSchema
 }
 
 type digestEntry struct {
@@ -102,10 +104,11 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 			// the grading.
 			Immutable: true,
 		}),
-		gold:    cache,
-		digests: make(map[string]*digestEntry),
-		known:   make(map[string]ledger.Digest),
-		schemas: make(map[string]schema),
+		gold:      cache,
+		digests:   make(map[string]*digestEntry),
+		known:     make(map[string]ledger.Digest),
+		schemas:   make(map[string]schema),
+		emSchemas: make(map[string]*emSchema),
 	}
 }
 
@@ -163,6 +166,9 @@ func (g *Grader) timeout(m Metric) time.Duration {
 // ErrNoPrediction. The error reports only a database that cannot be
 // hashed; everything about the queries is in the Outcome.
 func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Outcome, error) {
+	if !m.Executes() {
+		return g.exactMatch(ctx, dbPath, predSQL, goldSQL)
+	}
 	gold, err := g.Gold(ctx, m, dbPath, goldSQL)
 	if err != nil {
 		return Outcome{}, err

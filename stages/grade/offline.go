@@ -94,6 +94,7 @@ type gradeEnd struct {
 	GoldDefects  int               `json:"gold_defects"`
 	Fragile      int               `json:"fragile"`
 	Score        *float64          `json:"score,omitempty"`
+	Unparsed     int               `json:"unparsed,omitempty"`
 }
 
 // outcomeBatch is how many items go in one outcomes entry.
@@ -170,7 +171,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: status}, Reason: err.Error()})
 		return nil, err
 	}
-	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score})
+	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score, Unparsed: s.Unparsed})
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,10 @@
 package grade
 
-import "github.com/rlgate/rlgate/ledger"
+import (
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+)
 
 // Summary is what a grading reports, of a predictions file (FileSummary)
 // or of a rollout's frozen trajectories (TrajectorySummary): the totals,
@@ -30,6 +34,9 @@ type Summary[I SummaryItem] struct {
 	// digits (Outcome.Fragile): another SQLite could flip them.
 	Fragile int `json:"fragile"`
 	Skipped int `json:"skipped"` // source items without a database, not graded
+	// Unparsed counts, under spider-em, the predictions the official
+	// parser cannot parse, scored 0 (each item's error says why).
+	Unparsed int `json:"unparsed,omitempty"`
 	// Databases are the databases graded on, by digest, and the SQLite
 	// version.
 	Databases *DatabaseCheck `json:"database_check"`
@@ -80,6 +87,9 @@ func (s *Summary[I]) tally() {
 		}
 		if it.Fragile {
 			s.Fragile++
+		}
+		if s.Metric == MetricSpiderEM && it.Verdict == VerdictPredError && strings.HasPrefix(it.Error, unparsedPrefix) {
+			s.Unparsed++
 		}
 		counted := []*Bucket{total}
 		if it.Difficulty != "" {
