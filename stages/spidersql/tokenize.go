@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"unicode"
 )
 
 // ErrQuote is a query with an odd number of quotes, which the official
@@ -15,23 +16,20 @@ var ErrQuote = errors.New("unexpected quote: an odd number of quotes")
 // every quote is gone (they all became string tokens), in its order.
 var (
 	startQuotes = regexp.MustCompile("([«“‘„]|[`]+)")
+	// punctuation are the rules of its PUNCTUATION list that are not a
+	// character class set apart (spaced) or the final period (finalPeriod),
+	// each skipped when its trigger characters are absent.
 	punctuation = []struct {
-		re   *regexp.Regexp
-		repl string
+		trigger string
+		re      *regexp.Regexp
+		repl    string
 	}{
-		{regexp.MustCompile(`([^.])(\.)([\])}>»”’ ]*)\s*$`), "$1 $2 $3 "},
-		{regexp.MustCompile(`([:,])([^\d])`), " $1 $2"},
-		{regexp.MustCompile(`([:,])$`), " $1 "},
-		{regexp.MustCompile(`\.{2,}`), " $0 "},
-		{regexp.MustCompile(`[;@#$%&]`), " $0 "},
-		{regexp.MustCompile(`([^.])(\.)([\])}>]*)\s*$`), "$1 $2$3 "},
-		{regexp.MustCompile(`[?!]`), " $0 "},
-		{regexp.MustCompile(`[*]`), " $0 "},
+		{":,", regexp.MustCompile(`([:,])([^\d])`), " $1 $2"},
+		{":,", regexp.MustCompile(`([:,])$`), " $1 "},
+		{".", regexp.MustCompile(`\.{2,}`), " $0 "},
 	}
-	parensBrackets = regexp.MustCompile(`[\][(){}<>]`)
-	doubleDashes   = regexp.MustCompile(`--`)
-	endingQuotes   = regexp.MustCompile("([»”’])")
-	contractions   = []*regexp.Regexp{
+	endingQuotes = regexp.MustCompile("([»”’])")
+	contractions = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)\b(can)(not)\b`),
 		regexp.MustCompile(`(?i)\b(gim)(me)\b`),
 		regexp.MustCompile(`(?i)\b(gon)(na)\b`),
@@ -96,20 +94,61 @@ func Tokenize(q string) ([]string, error) {
 	return toks, nil
 }
 
+// finalPeriod is nltk's final-period rule, ([^.])(\.)([])}>"'»”’ ]*)\s*$
+// replaced by "\1 \2 \3 ": a period that ends the text, but for closing
+// brackets, quotes and spaces, and follows something other than a
+// period, becomes a token. (Its second form later in the list then finds
+// nothing more to do.)
+func finalPeriod(s string) string {
+	end := len(strings.TrimRightFunc(s, unicode.IsSpace))
+	tail := strings.TrimRight(s[:end], "])}>»”’ ")
+	n := len(tail)
+	if n < 2 || tail[n-1] != '.' || tail[n-2] == '.' {
+		return s
+	}
+	return tail[:n-1] + " . " + s[n:end] + " "
+}
+
+// spaceApart puts spaces around every character nltk's character-class
+// rules set apart: ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+func spaceApart(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(";@#$%&?!*()[]{}<>", s[i]) >= 0 {
+			b.WriteByte(' ')
+			b.WriteByte(s[i])
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
 // wordTokenize is nltk's word_tokenize on text without quotes, taken as
 // one sentence.
 func wordTokenize(s string) []string {
-	s = startQuotes.ReplaceAllString(s, " $1 ")
+	if strings.ContainsAny(s, "«“‘„`") {
+		s = startQuotes.ReplaceAllString(s, " $1 ")
+	}
+	s = finalPeriod(s)
 	for _, p := range punctuation {
-		s = p.re.ReplaceAllString(s, p.repl)
+		if strings.ContainsAny(s, p.trigger) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
 	}
-	s = parensBrackets.ReplaceAllString(s, " $0 ")
-	s = doubleDashes.ReplaceAllString(s, " -- ")
+	s = spaceApart(s)
+	s = strings.ReplaceAll(s, "--", " -- ")
 	s = " " + s + " "
-	s = endingQuotes.ReplaceAllString(s, " $1 ")
-	for _, re := range contractions {
-		s = re.ReplaceAllString(s, " $1 $2 ")
+	if strings.ContainsAny(s, "»”’") {
+		s = endingQuotes.ReplaceAllString(s, " $1 ")
 	}
-	s = wanna.ReplaceAllString(s, " $1 $2 $3")
+	if lower := strings.ToLower(s); strings.Contains(lower, "nn") || strings.Contains(lower, "mm") || strings.Contains(lower, "tt") {
+		for _, re := range contractions {
+			s = re.ReplaceAllString(s, " $1 $2 ")
+		}
+		s = wanna.ReplaceAllString(s, " $1 $2 $3")
+	}
 	return strings.Fields(s)
 }
