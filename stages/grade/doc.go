@@ -32,6 +32,10 @@
 //     is its Soft-F1 (BirdSoftF1), with the official quirks (row i of the
 //     prediction paired with row i of the gold, so row order changes the
 //     score); its correct is the bird verdict of the same rows.
+//   - spider-em reproduces the Spider evaluator's exact set match
+//     (evaluation.py --etype match, default flags) with the parser of
+//     stages/spidersql; nothing is executed, and a prediction the official
+//     parser rejects is a pred-error counted in Summary.Unparsed.
 //
 // Python's sqlite3 runs an empty statement as a query with no rows, and
 // under bird and spider so do we; under strict it is an error.

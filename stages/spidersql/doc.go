@@ -26,4 +26,13 @@
 // (IN/=/... subqueries, INTERSECT, UNION, EXCEPT) and of "others"; the
 // count of aggregates counts, as there, a WHERE condition with NOT and
 // every AND/OR of HAVING.
+//
+// ExactMatch is evaluation.py's exact set match with its default flags
+// (values and DISTINCT disabled): the prediction (its first tab-separated
+// field, "value" replaced by "1") and the gold are parsed, values dropped
+// from their conditions, the columns of their FROM tables unified through
+// the foreign keys (KeyMap) and DISTINCT erased, then compared clause by
+// clause as eval_partial_match does, the FROM tables as sorted lists. A
+// prediction that does not parse is compared as an empty query, so it
+// scores 0; ExactMatch returns why it did not parse.
 package spidersql
