@@ -93,4 +93,9 @@ func TestSpiderHardnessAndExactMatchThroughCLI(t *testing.T) {
 			t.Errorf("grade output lacks %q:\n%s", want, stdout)
 		}
 	}
+	// eval cannot grade by parses: it is refused before anything is played.
+	code, _, errOut = rlgate(t, "eval", "--tasks", out, "--run", "em", "--endpoint", "http://127.0.0.1:1/v1", "--model", "m", "--metric", "spider-em")
+	if code != exitUsage || !strings.Contains(errOut, "rlgate grade --metric spider-em") {
+		t.Errorf("eval --metric spider-em: exit %d, %q; want a usage error pointing at rlgate grade", code, errOut)
+	}
 }
