@@ -8,8 +8,7 @@ import (
 // BenchmarkExactMatch grades the 1034 DAIL-SQL predictions once per
 // iteration, parsing prediction and gold each time.
 func BenchmarkExactMatch(b *testing.B) {
-	schemas := tablesSchemas(b, spider+"/tables.json")
-	kmaps := tablesKeyMaps(b, spider+"/tables.json")
+	schemas, kmaps := tablesJSON(b, spider+"/tables.json")
 	gold := lines(b, spider+"/dev_gold.sql")
 	preds := lines(b, spider+"/predictions/dail-sql-gpt4.txt")
 	for b.Loop() {

@@ -16,7 +16,8 @@ func FuzzParse(f *testing.F) {
 		"select count(*) from singer where age between 1 and", "= = = !", "as", "select * from (select * from singer) union"} {
 		f.Add(s)
 	}
-	schema := tablesSchemas(f, spider+"/tables.json")["concert_singer"]
+	schemas, _ := tablesJSON(f, spider+"/tables.json")
+	schema := schemas["concert_singer"]
 	f.Fuzz(func(t *testing.T, q string) {
 		p, err := Parse(schema, q)
 		var pe *ParseError
@@ -32,7 +33,8 @@ func FuzzParse(f *testing.F) {
 // TestParseDeepNesting: a query nested far deeper than any real one is a
 // parse error, not a stack overflow.
 func TestParseDeepNesting(t *testing.T) {
-	schema := tablesSchemas(t, spider+"/tables.json")["concert_singer"]
+	schemas, _ := tablesJSON(t, spider+"/tables.json")
+	schema := schemas["concert_singer"]
 	q := strings.Repeat("select * from singer where age in (", 1000) + "select age from singer"
 	var pe *ParseError
 	if _, err := Parse(schema, q); !errors.As(err, &pe) || !strings.Contains(err.Error(), "nested") {

@@ -10,9 +10,10 @@ import (
 
 const spider = "../../testdata/spider"
 
-// tablesSchemas reads every database's schema from a Spider tables.json:
-// table_names_original and column_names_original, lower-cased.
-func tablesSchemas(t testing.TB, path string) map[string]Schema {
+// tablesJSON reads every database of a Spider tables.json: its schema
+// (table_names_original and column_names_original, lower-cased) and its
+// KeyMap (foreign_keys).
+func tablesJSON(t testing.TB, path string) (map[string]Schema, map[string]KeyMap) {
 	t.Helper()
 	raw, err := os.ReadFile(path)
 	if err != nil {
@@ -22,25 +23,28 @@ func tablesSchemas(t testing.TB, path string) map[string]Schema {
 		DBID    string   `json:"db_id"`
 		Tables  []string `json:"table_names_original"`
 		Columns [][2]any `json:"column_names_original"`
+		FKs     [][2]int `json:"foreign_keys"`
 	}
 	if err := json.Unmarshal(raw, &dbs); err != nil {
 		t.Fatal(err)
 	}
-	out := map[string]Schema{}
+	schemas, kmaps := map[string]Schema{}, map[string]KeyMap{}
 	for _, db := range dbs {
 		s := Schema{}
 		for _, tb := range db.Tables {
 			s[strings.ToLower(tb)] = []string{}
 		}
-		for _, c := range db.Columns {
-			if ti := int(c[0].(float64)); ti >= 0 {
-				tb := strings.ToLower(db.Tables[ti])
-				s[tb] = append(s[tb], strings.ToLower(c[1].(string)))
+		cols := make([]Column, len(db.Columns))
+		for i, c := range db.Columns {
+			cols[i] = Column{Table: int(c[0].(float64)), Name: c[1].(string)}
+			if cols[i].Table >= 0 {
+				tb := strings.ToLower(db.Tables[cols[i].Table])
+				s[tb] = append(s[tb], strings.ToLower(cols[i].Name))
 			}
 		}
-		out[db.DBID] = s
+		schemas[db.DBID], kmaps[db.DBID] = s, ForeignKeyMap(db.Tables, cols, db.FKs)
 	}
-	return out
+	return schemas, kmaps
 }
 
 // lines reads a file's lines, each split at tabs.
@@ -65,7 +69,7 @@ func lines(t testing.TB, path string) [][]string {
 // gives what get_schema reads from them, and covers wta_1), is the
 // official evaluator's on every item (248 / 446 / 174 / 166).
 func TestHardnessMatchesOfficial(t *testing.T) {
-	schemas := tablesSchemas(t, spider+"/tables.json")
+	schemas, _ := tablesJSON(t, spider+"/tables.json")
 	gold := lines(t, spider+"/dev_gold.sql")
 	official := lines(t, spider+"/dev_hardness.official.tsv")[1:]
 	if len(gold) != 1034 || len(official) != 1034 {

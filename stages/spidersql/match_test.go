@@ -1,45 +1,15 @@
 package spidersql
 
 import (
-	"encoding/json"
-	"os"
 	"strings"
 	"testing"
 )
-
-// tablesKeyMaps reads every database's KeyMap from a Spider tables.json.
-func tablesKeyMaps(t testing.TB, path string) map[string]KeyMap {
-	t.Helper()
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var dbs []struct {
-		DBID    string   `json:"db_id"`
-		Tables  []string `json:"table_names_original"`
-		Columns [][2]any `json:"column_names_original"`
-		FKs     [][2]int `json:"foreign_keys"`
-	}
-	if err := json.Unmarshal(raw, &dbs); err != nil {
-		t.Fatal(err)
-	}
-	out := map[string]KeyMap{}
-	for _, db := range dbs {
-		cols := make([]Column, len(db.Columns))
-		for i, c := range db.Columns {
-			cols[i] = Column{Table: int(c[0].(float64)), Name: c[1].(string)}
-		}
-		out[db.DBID] = ForeignKeyMap(db.Tables, cols, db.FKs)
-	}
-	return out
-}
 
 // TestExactMatchMatchesOfficial: the exact set match of the DAIL-SQL
 // predictions equals evaluation.py --etype match's on all 1034 Spider dev
 // items (724 matches), schemas and foreign keys from tables.json.
 func TestExactMatchMatchesOfficial(t *testing.T) {
-	schemas := tablesSchemas(t, spider+"/tables.json")
-	kmaps := tablesKeyMaps(t, spider+"/tables.json")
+	schemas, kmaps := tablesJSON(t, spider+"/tables.json")
 	gold := lines(t, spider+"/dev_gold.sql")
 	preds := lines(t, spider+"/predictions/dail-sql-gpt4.txt")
 	official := lines(t, spider+"/predictions/dail-sql-gpt4.official-em.tsv")[1:]

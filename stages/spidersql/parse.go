@@ -229,31 +229,28 @@ func (p *parser) parseColUnit(i int, defaults []string) (int, ColUnit) {
 		block = true
 		i++
 	}
-	if agg := slices.Index(aggOps, p.tok(i)); agg >= 0 {
+	agg := slices.Index(aggOps, p.tok(i))
+	if agg >= 0 {
 		i++
 		if i >= len(p.toks) || p.toks[i] != "(" {
 			fail("expected ( after %s", aggOps[agg])
 		}
 		i++
-		distinct := false
-		if p.tok(i) == "distinct" {
-			i++
-			distinct = true
-		}
-		var col string
-		i, col = p.parseCol(i, defaults)
+	}
+	distinct := p.tok(i) == "distinct"
+	if distinct {
+		i++
+	}
+	var col string
+	i, col = p.parseCol(i, defaults)
+	if agg >= 0 {
+		// The aggregate's ")" closes it; a "(" before the aggregate is
+		// left open, as the official parser leaves it.
 		if i >= len(p.toks) || p.toks[i] != ")" {
 			fail("expected ) after %s(", aggOps[agg])
 		}
 		return i + 1, ColUnit{Agg: agg, Col: col, Distinct: distinct}
 	}
-	distinct := false
-	if p.tok(i) == "distinct" {
-		i++
-		distinct = true
-	}
-	var col string
-	i, col = p.parseCol(i, defaults)
 	if block {
 		if p.tok(i) != ")" {
 			fail("expected )")
