@@ -99,3 +99,69 @@ func TestSpiderHardnessAndExactMatchThroughCLI(t *testing.T) {
 		t.Errorf("eval --metric spider-em: exit %d, %q; want a usage error pointing at rlgate grade", code, errOut)
 	}
 }
+
+// TestBirdSoftF1ThroughCLI: rlgate grade --metric bird-softf1 on both BIRD
+// mini-dev baselines (one command, one gold cache) gives every item the
+// Soft-F1 of evaluation_f1.py bit for bit (the TSV holds Python's repr,
+// which reads back exactly, and --json writes Go's shortest form, which
+// does too), the official means, and as correct the evaluation_ex.py
+// verdict.
+func TestBirdSoftF1ThroughCLI(t *testing.T) {
+	dir := t.TempDir()
+	out, _ := gradeTruthImport(t, dir)
+	files := []string{"gpt-4", "mixtral-8x7b"}
+	args := []string{"grade", "--format", "bird-json", "--tasks", out, "--metric", "bird-softf1", "--json"}
+	for _, f := range files {
+		args = append(args, "--predictions", gradeTruthBird+"/predictions/"+f+".json")
+	}
+	code, stdout, errOut := rlgate(t, args...)
+	var got []struct {
+		Score *float64 `json:"score"`
+		Items []struct {
+			Index   int      `json:"index"`
+			Correct bool     `json:"correct"`
+			Score   *float64 `json:"score"`
+		} `json:"items"`
+	}
+	if err := json.Unmarshal([]byte(stdout), &got); code != exitOK || err != nil || len(got) != 2 {
+		t.Fatalf("grade --metric bird-softf1: exit %d, %v, %s", code, err, errOut)
+	}
+	for i, mean := range []float64{0.6461905034324944, 0.28019056456092506} {
+		t.Run(files[i], func(t *testing.T) {
+			path := gradeTruthBird + "/predictions/" + files[i]
+			// Columns j, index, question_id, db_id, softf1: keyed by index.
+			byJ := officialColumn(t, path+".official-softf1.tsv", 4)
+			index := officialColumn(t, path+".official-softf1.tsv", 1)
+			ex := officialColumn(t, path+".official-verdicts.tsv", 3)
+			want, gotF1, wantEX, gotEX := map[int]float64{}, map[int]float64{}, map[int]bool{}, map[int]bool{}
+			sum := 0.0
+			for j := 0; j < len(byJ); j++ {
+				k, _ := strconv.Atoi(index[j])
+				v, err := strconv.ParseFloat(byJ[j], 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want[k], wantEX[k] = v, ex[k] == "1"
+				sum += v
+			}
+			for _, it := range got[i].Items {
+				if it.Score == nil {
+					t.Fatalf("item %d has no score", it.Index)
+				}
+				gotF1[it.Index], gotEX[it.Index] = *it.Score, it.Correct
+			}
+			if len(want) != 140 {
+				t.Fatalf("%d official values, want 140", len(want))
+			}
+			if d := cmp.Diff(want, gotF1); d != "" {
+				t.Errorf("Soft-F1 differs from evaluation_f1.py (-official +ours):\n%s", d)
+			}
+			if d := cmp.Diff(wantEX, gotEX); d != "" {
+				t.Errorf("correct is not evaluation_ex.py's verdict (-official +ours):\n%s", d)
+			}
+			if s := got[i].Score; sum/140 != mean || s == nil || *s != sum/140*100 {
+				t.Errorf("mean %v, summary %v; want %v", sum/140, s, mean)
+			}
+		})
+	}
+}
