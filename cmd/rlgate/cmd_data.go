@@ -18,7 +18,9 @@ func newDataCommand() *cli.Command {
 	dbRoot := &cli.StringFlag{Name: "db-root", Required: true, Usage: "`DIR` holding <db_id>/<db_id>.sqlite"}
 	force := &cli.BoolFlag{Name: "force", Usage: "import into a --out that is not empty, replacing tasks.jsonl, gold.jsonl and manifest.json there and nothing else"}
 	importHelp := "Writes the public tasks (id, position, db_id, question, evidence, a schema\n" +
-		"rendered from the database) and the gold (id, SQL, difficulty) to separate\n" +
+		"rendered from the database) and the gold (id, SQL, difficulty: BIRD's own;\n" +
+		"for Spider and its variants the official hardness, easy/medium/hard/extra,\n" +
+		"computed from the gold SQL as evaluation.py does, or \"unparsed\") to separate\n" +
 		"files with both digests in manifest.json, and records a dataset entry.\n" +
 		"Questions whose database is missing are listed and skipped. A --out that\n" +
 		"already holds anything (an earlier import) is refused unless --force.\n" +

@@ -39,7 +39,7 @@ func newEvalCommand() *cli.Command {
 			"entries (allow_incomplete, unfinished_episodes) say so.\n\n" +
 			rolloutHelp + exitCodesHelp,
 		Flags: append([]cli.Flag{jsonFlag,
-			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
+			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: " + grade.MetricList()},
 			&cli.StringFlag{Name: "mode", Value: grade.ModeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},
 			&cli.StringFlag{Name: "grade-run", Validator: ledger.CheckName, Usage: "grading run `ID` (default <run>.<metric>-<mode>)"},
@@ -55,6 +55,9 @@ func newEvalCommand() *cli.Command {
 			m, err := grade.ParseMetric(cmd.String("metric"))
 			if err != nil {
 				return usagef("--metric: %v", err)
+			}
+			if !m.Executes() {
+				return usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", m, m)
 			}
 			weights, err := parseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {

@@ -21,7 +21,11 @@ func newGradeCommand() *cli.Command {
 			"dataset, executes prediction and gold read-only, compares them under --metric\n" +
 			"(bird: set equality as evaluation_ex.py; spider: the test-suite's\n" +
 			"eval_exec_match with its defaults; strict: ordered multisets with exact\n" +
-			"decimals), prints EX overall and per difficulty, and records an evaluation\n" +
+			"decimals; bird-softf1: evaluation_f1.py's Soft-F1 per item, beside the bird\n" +
+			"verdict of the same rows; spider-em: evaluation.py's exact set match,\n" +
+			"nothing executed, unparsable predictions scored 0 and counted), prints\n" +
+			"the accuracy (and Soft-F1) overall and per\n" +
+			"difficulty, and records an evaluation\n" +
 			"run with one outcome per task. Several --predictions share one gold cache,\n" +
 			"so each gold query runs once.\n\n" +
 			"Before grading, every database is hashed (once per command) and checked\n" +
@@ -42,7 +46,7 @@ func newGradeCommand() *cli.Command {
 			&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: bird-json, spider-txt or jsonl"},
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import"},
 			&cli.StringFlag{Name: "db-root", Usage: "`DIR` of the databases (default: the one recorded at import)"},
-			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: bird, spider or strict"},
+			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: " + grade.MetricList()},
 			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (one --predictions only; default from the file name and digest)"},
 			&cli.DurationFlag{Name: "query-timeout", Usage: "`DURATION` a query may run (under bird: prediction and gold together; default: the official evaluator's)"},
 			&cli.BoolFlag{Name: "lenient", Usage: "read defects the official readers tolerate (a BIRD value that is not a string or lacks the separator) their way, as warnings, instead of refusing the file"},
@@ -51,7 +55,7 @@ func newGradeCommand() *cli.Command {
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			m, err := grade.ParseMetric(cmd.String("metric"))
 			if err != nil {
-				return usagef("--metric %q: want bird, spider or strict", cmd.String("metric"))
+				return usagef("--metric %q: want %s", cmd.String("metric"), grade.MetricList())
 			}
 			if f := cmd.String("format"); !slices.Contains(grade.Formats, f) {
 				return usagef("--format %q: want %s", f, strings.Join(grade.Formats, ", "))
@@ -127,10 +131,27 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 		accs = append(accs, fmt.Sprintf("%.2f", s.EX))
 		t := newTable(w, header...)
 		t.Append(counts...)
+		if s.Score != nil {
+			scores := []any{scoreName(s.Metric)}
+			for _, k := range order {
+				scores = append(scores, fmt.Sprintf("%.2f", *s.ByDifficulty[k].Score))
+			}
+			t.Append(append(scores, fmt.Sprintf("%.2f", *s.Score))...)
+		}
 		t.Append(accs...)
 		t.Render()
 	}
-	fmt.Fprintf(w, "execution accuracy %.2f%% (%d/%d)", s.EX, s.Correct, s.Total)
+	if s.Score != nil {
+		fmt.Fprintf(w, "%s %.2f%%; ", scoreName(s.Metric), *s.Score)
+	}
+	accuracy := "execution accuracy"
+	if s.Metric == grade.MetricSpiderEM {
+		accuracy = "exact match accuracy"
+	}
+	fmt.Fprintf(w, "%s %.2f%% (%d/%d)", accuracy, s.EX, s.Correct, s.Total)
+	if s.Unparsed > 0 {
+		fmt.Fprintf(w, "; %d predictions the official parser cannot parse (scored 0; each item's error says why)", s.Unparsed)
+	}
 	if s.Skipped > 0 {
 		fmt.Fprintf(w, "; %d items without a database not graded", s.Skipped)
 	}
@@ -141,12 +162,20 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 		fmt.Fprintf(w, "; %d GOLD DEFECTS (gold query failed; scored 0)", s.GoldDefects)
 	}
 	if s.Fragile > 0 {
-		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits, which another SQLite may print differently (items flagged \"fragile\" in --json)", s.Fragile)
+		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits or on the order SQLite adds floats in, which another SQLite may do differently (items flagged \"fragile\", with \"fragile_reason\", in --json)", s.Fragile)
 	}
 	if d := s.Databases; d != nil {
 		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)
 	}
 	fmt.Fprintf(w, "\nrecorded entries %d..%d\n", s.StartSeq, s.EndSeq)
+}
+
+// scoreName is what a metric's item scores are called in a summary.
+func scoreName(m grade.Metric) string {
+	if m == grade.MetricBirdSoftF1 {
+		return "Soft-F1"
+	}
+	return "score"
 }
 
 // checkTaskDatabases checks the databases a rollout or an evaluation runs

@@ -64,8 +64,8 @@ func newSynthCommand() *cli.Command {
 			o.Sampling.N, o.Sampling.Temperature, o.Sampling.Seed = &n, &temp, &seed
 			if m := cmd.String("metric"); m != "" {
 				metric, err := grade.ParseMetric(m)
-				if err != nil {
-					return usagef("--metric %q: want bird, spider or strict", m)
+				if err != nil || !metric.Executes() {
+					return usagef("--metric %q: want an execution metric: %s, not spider-em", m, grade.MetricList())
 				}
 				o.Metric = metric
 			}

@@ -206,7 +206,10 @@ func newTrainGRPOCommand() *cli.Command {
 		Usage: "GRPO with DAPO dynamic sampling and asymmetric clipping, rewarded by execution match",
 		Description: "Per step, --batch tasks are played --group-size times each at temperature 1\n" +
 			"(in process, as against rlgate serve-policy); each final SQL is graded against\n" +
-			"the import's gold (execution match, stages/grade); advantages are normalised\n" +
+			"the import's gold (stages/grade) and rewarded under --reward: execution match\n" +
+			"(1 or 0), or bird-softf1, BIRD's official Soft-F1 of its rows (partial credit;\n" +
+			"rows pair by position, so a right answer in another row order can score 0);\n" +
+			"--unsolved-only always judges by execution match. Advantages are normalised\n" +
 			"within each group; groups whose rewards are all equal are dropped and counted\n" +
 			"(training/n_zero_adv_groups); the clipped surrogate (ratio in [1-clip-low,\n" +
 			"1+clip-high]) plus --kl-coef x KL to --kl-ref is minimised with AdamW under a\n" +
@@ -227,10 +230,11 @@ func newTrainGRPOCommand() *cli.Command {
 			&cli.StringFlag{Name: "kl-ref", Usage: "reference checkpoint `DIR` of the KL term"},
 			&cli.FloatFlag{Name: "kl-coef", Value: 0.001, Usage: "weight of the KL term (with --kl-ref)"},
 			&cli.IntFlag{Name: "ppo-epochs", Value: 2, Usage: "updates per batch"},
+			&cli.StringFlag{Name: "reward", Value: "execution", Usage: "`REWARD`: execution (1 when the spider rule calls the answer correct, else 0) or bird-softf1 (BIRD's official Soft-F1 of its rows, in [0, 1])"},
 			&cli.BoolFlag{Name: "unsolved-only", Usage: "train only on tasks --init answers rightly in some but not all of a greedy play and --group-size samples (curriculum)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			o := trainGRPOOptions{trainCommon: trainCommonOf(cmd), KLRef: cmd.String("kl-ref"), UnsolvedOnly: cmd.Bool("unsolved-only"),
+			o := trainGRPOOptions{trainCommon: trainCommonOf(cmd), KLRef: cmd.String("kl-ref"), UnsolvedOnly: cmd.Bool("unsolved-only"), Reward: cmd.String("reward"),
 				Opts: train.GRPOOptions{Steps: int(cmd.Int("steps")), Batch: int(cmd.Int("batch")), Group: int(cmd.Int("group-size")), LR: cmd.Float("lr"),
 					ClipLow: cmd.Float("clip-low"), ClipHigh: cmd.Float("clip-high"), KLCoef: cmd.Float("kl-coef"), Decay: cmd.Float("weight-decay"),
 					PPOEpochs: int(cmd.Int("ppo-epochs")), Seed: cmd.Uint64("seed")}}
@@ -244,12 +248,21 @@ type trainGRPOOptions struct {
 	trainCommon
 	KLRef        string
 	UnsolvedOnly bool
+	Reward       string // execution or bird-softf1
 	Opts         train.GRPOOptions
 }
+
+// grpoRewardMetrics maps train grpo's --reward to the metric its env
+// grades under: the reward is that metric's verdict, or its score.
+var grpoRewardMetrics = map[string]grade.Metric{"": grade.MetricSpider, "execution": grade.MetricSpider, "bird-softf1": grade.MetricBirdSoftF1}
 
 func runTrainGRPO(ctx context.Context, o trainGRPOOptions, w io.Writer) (*trainSummary, error) {
 	if o.Opts.Steps < 1 || o.Opts.Batch < 1 || o.Opts.Group < 2 || o.Opts.LR < 0 || o.Opts.PPOEpochs < 1 {
 		return nil, usagef("train grpo needs --steps, --batch and --ppo-epochs of at least 1, --group-size of at least 2 and --lr >= 0")
+	}
+	metric, ok := grpoRewardMetrics[o.Reward]
+	if !ok {
+		return nil, usagef("--reward %q: want execution or bird-softf1", o.Reward)
 	}
 	weights, ts, mf, err := o.open(o.KLRef)
 	if err != nil {
@@ -261,7 +274,7 @@ func runTrainGRPO(ctx context.Context, o trainGRPOOptions, w io.Writer) (*trainS
 			return nil, err
 		}
 	}
-	env := train.NewEnv(grade.MetricSpider)
+	env := train.NewEnv(metric)
 	defer env.Close()
 	if o.UnsolvedOnly {
 		if ts, err = train.Frontier(ctx, env, weights, ts, o.Opts.Group, o.Opts.Seed); err != nil {

@@ -191,7 +191,7 @@ func TestGradeCompareStatsBadFlagValues(t *testing.T) {
 		want []string
 	}{
 		{append(grade, "--format", "foo"), []string{`--format "foo"`, "bird-json, spider-txt, jsonl"}},
-		{append(grade, "--metric", "foo"), []string{`--metric "foo"`, "bird, spider or strict"}},
+		{append(grade, "--metric", "foo"), []string{`--metric "foo"`, "bird, spider, strict, bird-softf1 or spider-em"}},
 		{append(compare, "--alpha", "2"), []string{"--alpha 2", "between 0 and 1"}},
 		{append(compare, "--alpha", "0"), []string{"--alpha 0", "between 0 and 1"}},
 		{append(compare, "--resamples", "0"), []string{"--resamples 0", "want 100 or more"}},

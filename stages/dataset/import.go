@@ -9,11 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/jsonl"
+	"github.com/rlgate/rlgate/stages/spidersql"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
@@ -110,6 +112,10 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	}
 	ex := sqlenv.NewExecutor(sqlenv.Options{})
 	defer ex.Close()
+	// Spider-format gold has no difficulty of its own: its hardness is
+	// computed from the gold SQL as the official evaluator computes it.
+	hardness := kind == "spider" || strings.HasPrefix(kind, "spider-")
+	parsed := map[string]spidersql.Schema{}
 	schemas := map[string]string{}
 	missing := map[string]string{}
 	for i, r := range rows {
@@ -135,10 +141,19 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 				return nil, err
 			}
 			schemas[r.dbID], im.Manifest.Databases[r.dbID] = schema, d
+			if hardness {
+				if parsed[r.dbID], err = ParseSchema(ctx, ex, path); err != nil {
+					return nil, err
+				}
+			}
+		}
+		difficulty := r.difficulty
+		if hardness {
+			difficulty = goldHardness(parsed[r.dbID], r.sql)
 		}
 		id := fmt.Sprintf("%s-%04d", name, i)
 		im.Tasks = append(im.Tasks, tasks.Task{ID: id, Index: i, Dataset: name, DBID: r.dbID, Question: r.question, Evidence: r.evidence, Schema: schema})
-		im.Gold = append(im.Gold, gold.Gold{ID: id, Index: i, DBID: r.dbID, SQL: r.sql, Difficulty: r.difficulty})
+		im.Gold = append(im.Gold, gold.Gold{ID: id, Index: i, DBID: r.dbID, SQL: r.sql, Difficulty: difficulty})
 	}
 	if len(im.Tasks) == 0 {
 		return nil, fmt.Errorf("import %s: no question has its database under %s. Try: --db-root pointing at the directory holding <db_id>/<db_id>.sqlite", name, dbRoot)

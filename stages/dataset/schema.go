@@ -5,8 +5,39 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/rlgate/rlgate/stages/spidersql"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 )
+
+// ParseSchema reads a database's tables and columns as the Spider
+// evaluator's process_sql.get_schema does: every table in sqlite_master,
+// its columns in table_info order, names lower-cased.
+func ParseSchema(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.Schema, error) {
+	res, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
+	if err != nil {
+		return nil, fmt.Errorf("read schema of %s: %w", dbPath, err)
+	}
+	s := spidersql.Schema{}
+	for _, row := range res.Rows {
+		t := strings.ToLower(row[0].String())
+		s[t] = append(s[t], strings.ToLower(row[1].String()))
+	}
+	return s, nil
+}
+
+// UnparsedHardness is the hardness recorded for a gold query the official
+// parser cannot parse (the official evaluator would stop on it).
+const UnparsedHardness = "unparsed"
+
+// goldHardness is the official Spider hardness of a gold query, or
+// UnparsedHardness.
+func goldHardness(s spidersql.Schema, sql string) string {
+	q, err := spidersql.Parse(s, sql)
+	if err != nil {
+		return UnparsedHardness
+	}
+	return spidersql.Hardness(q)
+}
 
 // examplesPerColumn and exampleMaxLen shape the example values shown
 // under each table, as the seeds' db_details does.
@@ -70,3 +101,49 @@ func exampleValue(c sqlenv.Cell) string {
 
 func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
+
+// ParseKeyMap reads a database's foreign keys as a spidersql.KeyMap: the
+// columns in get_schema order (as tables.json lists them), each foreign
+// key (to its referenced column, or the referenced table's first primary
+// key column) a pair. For the 19 Spider dev databases it equals the map
+// tables.json's foreign_keys give.
+func ParseKeyMap(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.KeyMap, error) {
+	cols, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name, p.pk FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
+	if err != nil {
+		return nil, fmt.Errorf("read columns of %s: %w", dbPath, err)
+	}
+	var tables []string
+	var columns []spidersql.Column
+	index := map[[2]string]int{{"", "*"}: 0}
+	firstPK := map[string]string{}
+	columns = append(columns, spidersql.Column{Table: -1, Name: "*"})
+	for _, row := range cols.Rows {
+		t, c := strings.ToLower(row[0].String()), strings.ToLower(row[1].String())
+		if len(tables) == 0 || tables[len(tables)-1] != t {
+			tables = append(tables, t)
+		}
+		index[[2]string{t, c}] = len(columns)
+		columns = append(columns, spidersql.Column{Table: len(tables) - 1, Name: c})
+		if _, ok := firstPK[t]; !ok && row[2].Int > 0 {
+			firstPK[t] = c
+		}
+	}
+	fks, err := ex.Execute(ctx, dbPath, "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'")
+	if err != nil {
+		return nil, fmt.Errorf("read foreign keys of %s: %w", dbPath, err)
+	}
+	var pairs [][2]int
+	for _, row := range fks.Rows {
+		t, ref, from := strings.ToLower(row[0].String()), strings.ToLower(row[1].String()), strings.ToLower(row[2].String())
+		to := strings.ToLower(row[3].String())
+		if row[3].Kind == sqlenv.KindNull {
+			to = firstPK[ref]
+		}
+		a, okA := index[[2]string{t, from}]
+		b, okB := index[[2]string{ref, to}]
+		if okA && okB {
+			pairs = append(pairs, [2]int{a, b})
+		}
+	}
+	return spidersql.ForeignKeyMap(tables, columns, pairs), nil
+}

@@ -7,7 +7,9 @@
 // rlgate data import writes gold.jsonl beside tasks.jsonl, one Gold per
 // line: the task id it answers, the task's position in the source file
 // (which positional predictions files align with), the database the gold
-// runs on, the SQL, and for BIRD the difficulty. The two files have
+// runs on, the SQL, and its difficulty: BIRD's own, or for Spider-format
+// benchmarks the official hardness computed at import (stages/spidersql).
+// The two files have
 // separate digests in the dataset manifest, so a grading records exactly
 // which answers it used.
 //

@@ -13,7 +13,7 @@ type Gold struct {
 	Index      int    `json:"index"` // position in the source file, which predictions files align with
 	DBID       string `json:"db_id"` // the database the gold runs on, which grading uses
 	SQL        string `json:"sql"`
-	Difficulty string `json:"difficulty,omitempty"` // BIRD: simple, moderate, challenging
+	Difficulty string `json:"difficulty,omitempty"` // BIRD: simple, moderate, challenging; Spider: easy, medium, hard, extra
 }
 
 // Read reads a gold.jsonl file, refusing unknown fields and a repeated id.

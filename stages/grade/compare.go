@@ -30,15 +30,51 @@ const (
 	// when the gold's outermost query has an ORDER BY clause), numbers
 	// compared by exact decimal value, text and blobs by bytes.
 	MetricStrict Metric = "strict"
+	// MetricBirdSoftF1 is BIRD mini-dev's evaluation_f1.py: each item
+	// scores its Soft-F1 (BirdSoftF1), executed as MetricBird executes;
+	// the item's correct is the bird execution match of the same rows,
+	// so one grading gives both official numbers.
+	MetricBirdSoftF1 Metric = "bird-softf1"
+	// MetricSpiderEM is the Spider evaluator's exact set match
+	// (evaluation.py --etype match, default flags): the parsed prediction
+	// against the parsed gold, nothing executed (stages/spidersql). A
+	// prediction the official parser cannot parse scores 0 as a
+	// pred-error naming why.
+	MetricSpiderEM Metric = "spider-em"
 )
 
-// ParseMetric accepts "bird", "spider" or "strict".
+// Metrics lists the metrics rlgate grades under, for help and errors.
+var Metrics = []Metric{MetricBird, MetricSpider, MetricStrict, MetricBirdSoftF1, MetricSpiderEM}
+
+// Executes reports whether m grades by executing the queries; only such a
+// metric can reduce a rollout's samples by their results or reward them.
+func (m Metric) Executes() bool { return m != MetricSpiderEM }
+
+// MetricList names Metrics for help and errors: "bird, spider, ... or x".
+func MetricList() string {
+	names := make([]string, len(Metrics))
+	for i, m := range Metrics {
+		names[i] = string(m)
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// ParseMetric accepts a name from Metrics.
 func ParseMetric(s string) (Metric, error) {
-	switch m := Metric(s); m {
-	case MetricBird, MetricSpider, MetricStrict:
+	if m := Metric(s); slices.Contains(Metrics, m) {
 		return m, nil
 	}
 	return "", fmt.Errorf("parse metric %q: %w", s, ErrUnknownMetric)
+}
+
+// execution is the execution-match rule m executes and compares with:
+// m itself, or bird for bird-softf1, whose official script runs the
+// queries as evaluation_ex.py does.
+func (m Metric) execution() Metric {
+	if m == MetricBirdSoftF1 {
+		return MetricBird
+	}
+	return m
 }
 
 // Query returns the SQL the metric executes for q: q itself, except that
@@ -79,8 +115,15 @@ type Outcome struct {
 	Correct bool    `json:"correct"`          // execution match: 1, else 0
 	Detail  string  `json:"detail,omitempty"` // why it is not correct, for reports
 	// Fragile is set when the verdict rests on the last digits of a float
-	// (see fragile), so that another SQLite could flip it.
-	Fragile bool `json:"fragile,omitempty"`
+	// (see fragile) or on the order in which SUM, AVG or TOTAL add floats
+	// (Grader.Grade), so that another SQLite could flip it;
+	// FragileReason says which.
+	Fragile       bool   `json:"fragile,omitempty"`
+	FragileReason string `json:"fragile_reason,omitempty"`
+	// Score is the item's graded score where the metric has one besides
+	// execution match: the Soft-F1 under bird-softf1 (0 when either query
+	// failed).
+	Score *float64 `json:"score,omitempty"`
 	// Pred and Gold are the denotations compared; not for serialising.
 	Pred, Gold Denotation `json:"-"`
 }
@@ -91,19 +134,25 @@ type Outcome struct {
 // a failed prediction scores 0.
 func Compare(m Metric, pred, gold Denotation) Outcome {
 	o := Outcome{Metric: m, Pred: pred, Gold: gold}
-	gold, gErr := m.view(gold)
-	pred, pErr := m.view(pred)
+	x := m.execution()
+	gold, gErr := x.view(gold)
+	pred, pErr := x.view(pred)
 	switch {
 	case gErr != nil:
 		o.Verdict, o.Detail = VerdictGoldDefect, "gold: "+gErr.Error()
 	case pErr != nil:
 		o.Verdict, o.Detail = VerdictPredError, pErr.Error()
-	case m.equal(pred, gold):
+	case x.equal(pred, gold):
 		o.Verdict, o.Correct = VerdictCorrect, true
-		o.Fragile = fragile(m, pred, gold, true)
+		o.FragileReason = fragile(x, pred, gold, true)
 	default:
 		o.Verdict, o.Detail = VerdictWrong, difference(pred, gold)
-		o.Fragile = fragile(m, pred, gold, false)
+		o.FragileReason = fragile(x, pred, gold, false)
+	}
+	o.Fragile = o.FragileReason != ""
+	if m == MetricBirdSoftF1 {
+		f := birdSoftF1(o.Pred, o.Gold)
+		o.Score = &f
 	}
 	return o
 }

@@ -4,8 +4,8 @@
 //
 // # Metrics
 //
-// Three execution-match rules are selectable, and the one used is recorded
-// (Metric):
+// Three execution-match rules and BIRD's Soft-F1 are selectable, and the
+// one used is recorded (Metric; docs/METRICS.md):
 //
 //   - bird reproduces BIRD's evaluation_ex.py: set(pred_rows) ==
 //     set(gold_rows) under Python equality (1 == 1.0, None == None,
@@ -28,6 +28,14 @@
 //     one in a subquery), numbers equal when their
 //     exact decimal values are (an integer, or a float's shortest repr
 //     read as a rational), text and blobs by bytes, NULL equal to NULL.
+//   - bird-softf1 reproduces BIRD's evaluation_f1.py: each item's score
+//     is its Soft-F1 (BirdSoftF1), with the official quirks (row i of the
+//     prediction paired with row i of the gold, so row order changes the
+//     score); its correct is the bird verdict of the same rows.
+//   - spider-em reproduces the Spider evaluator's exact set match
+//     (evaluation.py --etype match, default flags) with the parser of
+//     stages/spidersql; nothing is executed, and a prediction the official
+//     parser rejects is a pred-error counted in Summary.Unparsed.
 //
 // Python's sqlite3 runs an empty statement as a query with no rows, and
 // under bird and spider so do we; under strict it is an error.
@@ -35,7 +43,11 @@
 // # Grading
 //
 // Compare is pure: it takes two Denotations (rows or error) and returns an
-// Outcome with a Verdict: correct, wrong, pred-error, or gold-defect. A
+// Outcome with a Verdict: correct, wrong, pred-error, or gold-defect, and
+// whether the verdict is fragile: resting on a float's last digits.
+// Grader.Grade adds the verdicts that SQLite before 3.43, which adds SUM,
+// AVG and TOTAL left to right where later versions compensate, would
+// flip: it grades such queries again with sqlenv's naive sums. A
 // gold that fails is a gold defect, scored 0 under every metric and
 // reported; the official Spider code would stop with an assertion.
 //
@@ -55,7 +67,7 @@
 //
 // Grader.Reward returns every component in [0, 1] and their weighted sum
 // with the Weights used: execution match; SoftF1, the F1 of predicted
-// against gold rows as bags; format, whether the final turn parsed;
+// against gold rows as bags; BirdSoftF1, the official Soft-F1; format, whether the final turn parsed;
 // parses, whether the prediction compiles against the database; schema
 // Jaccard, over the table and column names each query mentions (a plain
 // tokenizer matched against the database's names, no alias resolution);

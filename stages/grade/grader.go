@@ -75,6 +75,8 @@ type Grader struct {
 	digests map[string]*digestEntry
 	known   map[string]ledger.Digest // digests a DatabaseCheck gave (UseDatabases)
 	schemas map[string]schema
+	// emSchemas are the databases' schemas for exact match.
+	emSchemas map[string]*emSchema
 }
 
 type digestEntry struct {
@@ -102,10 +104,11 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 			// the grading.
 			Immutable: true,
 		}),
-		gold:    cache,
-		digests: make(map[string]*digestEntry),
-		known:   make(map[string]ledger.Digest),
-		schemas: make(map[string]schema),
+		gold:      cache,
+		digests:   make(map[string]*digestEntry),
+		known:     make(map[string]ledger.Digest),
+		schemas:   make(map[string]schema),
+		emSchemas: make(map[string]*emSchema),
 	}
 }
 
@@ -148,7 +151,7 @@ func (g *Grader) Gold(ctx context.Context, m Metric, dbPath, goldSQL string) (De
 
 // timeout is the time one gold query gets under m.
 func (g *Grader) timeout(m Metric) time.Duration {
-	if m == MetricBird {
+	if m.execution() == MetricBird {
 		return g.opts.BirdBudget
 	}
 	return g.opts.QueryTimeout
@@ -157,10 +160,15 @@ func (g *Grader) timeout(m Metric) time.Duration {
 // Grade executes predSQL and (through the cache) goldSQL on the database
 // at dbPath and compares them under m. Under the bird rule the prediction
 // gets what is left of the budget once the gold's own time is taken, as
-// if both ran in one call. An empty predSQL is graded as
+// if both ran in one call. A verdict that SUM, AVG or TOTAL adding floats
+// left to right (SQLite before 3.43) would flip is flagged fragile. An
+// empty predSQL is graded as
 // ErrNoPrediction. The error reports only a database that cannot be
 // hashed; everything about the queries is in the Outcome.
 func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Outcome, error) {
+	if !m.Executes() {
+		return g.exactMatch(ctx, dbPath, predSQL, goldSQL)
+	}
 	gold, err := g.Gold(ctx, m, dbPath, goldSQL)
 	if err != nil {
 		return Outcome{}, err
@@ -169,17 +177,23 @@ func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL s
 	switch budget := g.timeout(m); {
 	case predSQL == "":
 		pred = Denotation{Err: ErrNoPrediction}
-	case gold.Err == nil && m.Query(predSQL) == gold.SQL && (m != MetricBird || 2*gold.Elapsed < budget):
+	case gold.Err == nil && m.Query(predSQL) == gold.SQL && (m.execution() != MetricBird || 2*gold.Elapsed < budget):
 		// The same statement on the same frozen database has the same
 		// result: reuse the gold's. Under the bird rule only when running
 		// it twice would have fit the shared budget.
 		pred = gold
-	case m == MetricBird && gold.Err == nil:
+	case m.execution() == MetricBird && gold.Err == nil:
 		pred = g.Execute(ctx, m, dbPath, predSQL, budget-gold.Elapsed)
 	default:
 		pred = g.Execute(ctx, m, dbPath, predSQL, budget)
 	}
-	return Compare(m, pred, gold), nil
+	o := Compare(m, pred, gold)
+	if !o.Fragile && predSQL != goldSQL {
+		if why := g.summationFragile(ctx, m, dbPath, o, predSQL, goldSQL); why != "" {
+			o.Fragile, o.FragileReason = true, why
+		}
+	}
+	return o, nil
 }
 
 // digest returns the BLAKE3 digest of the database file, hashed once per

@@ -49,8 +49,13 @@ type Item struct {
 	Difficulty string  `json:"difficulty,omitempty"`
 	Verdict    Verdict `json:"verdict"`
 	Error      string  `json:"error,omitempty"`
-	// Fragile: the verdict rests on a float's last digits (Outcome.Fragile).
-	Fragile bool `json:"fragile,omitempty"`
+	// Fragile: the verdict rests on a float's last digits or on the order
+	// of a float sum (Outcome.Fragile); FragileReason says which.
+	Fragile       bool   `json:"fragile,omitempty"`
+	FragileReason string `json:"fragile_reason,omitempty"`
+	// Score is the metric's score of the item where it has one besides
+	// execution match (Outcome.Score: the Soft-F1 under bird-softf1).
+	Score *float64 `json:"score,omitempty"`
 }
 
 // Bucket counts one difficulty level (or the total).
@@ -58,6 +63,9 @@ type Bucket struct {
 	Correct int     `json:"correct"`
 	Total   int     `json:"total"`
 	EX      float64 `json:"ex"` // percent, as the official scripts print it
+	// Score is the mean of the items' Score in percent, as
+	// evaluation_f1.py prints Soft-F1; only for a metric with scores.
+	Score *float64 `json:"score,omitempty"`
 }
 
 // gradeStart is the body of a grading run's run.start entry.
@@ -85,6 +93,8 @@ type gradeEnd struct {
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
 	Fragile      int               `json:"fragile"`
+	Score        *float64          `json:"score,omitempty"`
+	Unparsed     int               `json:"unparsed,omitempty"`
 }
 
 // outcomeBatch is how many items go in one outcomes entry.
@@ -161,7 +171,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 		run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: status}, Reason: err.Error()})
 		return nil, err
 	}
-	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile})
+	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score, Unparsed: s.Unparsed})
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +245,7 @@ func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds [
 			return fmt.Errorf("grade %s: %w", gd.ID, err)
 		}
 		items[i] = Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: out.Correct}, Index: gd.Index, DBID: gd.DBID,
-			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile}
+			Difficulty: gd.Difficulty, Verdict: out.Verdict, Error: out.Detail, Fragile: out.Fragile, FragileReason: out.FragileReason, Score: out.Score}
 		bar.Done(out.Verdict == VerdictPredError || out.Verdict == VerdictGoldDefect)
 		return nil
 	})
@@ -252,10 +262,11 @@ func percent(k, n int) float64 {
 	return 100 * float64(k) / float64(n)
 }
 
-// DifficultyOrder lists difficulty levels in the order the BIRD script
-// prints them, then any others alphabetically.
+// DifficultyOrder lists difficulty levels in the order the official
+// scripts print them (BIRD's simple, moderate, challenging; Spider's
+// easy, medium, hard, extra), then any others alphabetically.
 func DifficultyOrder(by map[string]Bucket) []string {
-	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2}
+	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2, "easy": 3, "medium": 4, "hard": 5, "extra": 6}
 	keys := make([]string, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)

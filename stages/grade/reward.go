@@ -11,8 +11,12 @@ import (
 // Weights combine reward components into the total. They are recorded
 // with every reward, so a total can be recomputed and compared.
 type Weights struct {
-	Execution     float64 `json:"execution"`      // binary execution match
-	SoftF1        float64 `json:"soft_f1"`        // F1 over result rows
+	Execution float64 `json:"execution"` // binary execution match
+	SoftF1    float64 `json:"soft_f1"`   // F1 over result rows
+	// BirdSoftF1 is BIRD's official Soft-F1 (BirdSoftF1), whose rows pair
+	// by position; omitted from the record when zero, so weights recorded
+	// before it existed hash as they did.
+	BirdSoftF1    float64 `json:"bird_soft_f1,omitempty"`
 	Format        float64 `json:"format"`         // final turn well formed
 	Parses        float64 `json:"parses"`         // the SQL compiles against the database
 	SchemaJaccard float64 `json:"schema_jaccard"` // tables and columns named, against gold
@@ -36,6 +40,7 @@ type Reward struct {
 	Weights       Weights `json:"weights"`
 	Execution     float64 `json:"execution"`
 	SoftF1        float64 `json:"soft_f1"`
+	BirdSoftF1    float64 `json:"bird_soft_f1"`
 	Format        float64 `json:"format"`
 	Parses        float64 `json:"parses"`
 	SchemaJaccard float64 `json:"schema_jaccard"`
@@ -51,7 +56,7 @@ func (g *Grader) Reward(ctx context.Context, in RewardInput, w Weights) (Reward,
 	if err != nil {
 		return Reward{}, err
 	}
-	r := Reward{Weights: w, Outcome: o, SoftF1: SoftF1(o.Pred, o.Gold), Bigram: BigramOverlap(in.PredSQL, in.GoldSQL)}
+	r := Reward{Weights: w, Outcome: o, SoftF1: SoftF1(o.Pred, o.Gold), BirdSoftF1: birdSoftF1(o.Pred, o.Gold), Bigram: BigramOverlap(in.PredSQL, in.GoldSQL)}
 	if o.Correct {
 		r.Execution = 1
 	}
@@ -66,7 +71,7 @@ func (g *Grader) Reward(ctx context.Context, in RewardInput, w Weights) (Reward,
 		return Reward{}, err
 	}
 	r.SchemaJaccard = jaccard(s.items(in.PredSQL), s.items(in.GoldSQL))
-	r.Total = w.Execution*r.Execution + w.SoftF1*r.SoftF1 + w.Format*r.Format +
+	r.Total = w.Execution*r.Execution + w.SoftF1*r.SoftF1 + w.BirdSoftF1*r.BirdSoftF1 + w.Format*r.Format +
 		w.Parses*r.Parses + w.SchemaJaccard*r.SchemaJaccard + w.Bigram*r.Bigram
 	return r, nil
 }

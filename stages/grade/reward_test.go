@@ -57,7 +57,7 @@ func TestBigramOverlap(t *testing.T) {
 
 func TestReward(t *testing.T) {
 	g := newTestGrader(t, Options{})
-	w := Weights{Execution: 1, SoftF1: 0.5, Format: 0.1, Parses: 0.1, SchemaJaccard: 0.2, Bigram: 0.3}
+	w := Weights{Execution: 1, SoftF1: 0.5, BirdSoftF1: 0.25, Format: 0.1, Parses: 0.1, SchemaJaccard: 0.2, Bigram: 0.3}
 	tests := []struct {
 		name string
 		in   RewardInput
@@ -66,7 +66,15 @@ func TestReward(t *testing.T) {
 		{
 			name: "correct",
 			in:   RewardInput{Metric: MetricBird, PredSQL: "SELECT name FROM Dogs WHERE age > 8", GoldSQL: "SELECT name FROM Dogs WHERE age > 8", WellFormed: true},
-			want: Reward{Execution: 1, SoftF1: 1, Format: 1, Parses: 1, SchemaJaccard: 1, Bigram: 1},
+			want: Reward{Execution: 1, SoftF1: 1, BirdSoftF1: 1, Format: 1, Parses: 1, SchemaJaccard: 1, Bigram: 1},
+		},
+		{
+			// The same three rows in reverse order: a set match and a bag
+			// F1 of 1, but BIRD's Soft-F1 pairs row i with row i and
+			// matches only the middle one: tp 1, fp 2, fn 2.
+			name: "rows in another order",
+			in:   RewardInput{Metric: MetricBird, PredSQL: "SELECT name FROM Dogs WHERE dog_id <= 3 ORDER BY dog_id DESC", GoldSQL: "SELECT name FROM Dogs WHERE dog_id <= 3 ORDER BY dog_id", WellFormed: true},
+			want: Reward{Execution: 1, SoftF1: 1, BirdSoftF1: 2 * (1.0 / 3) * (1.0 / 3) / (1.0/3 + 1.0/3), Format: 1, Parses: 1, SchemaJaccard: 1, Bigram: 2 * 10.0 / (11 + 10)},
 		},
 		{
 			// pred names Dogs, name, dog_id; gold names Dogs, name, age:
@@ -78,7 +86,8 @@ func TestReward(t *testing.T) {
 		{
 			name: "right rows among others",
 			in:   RewardInput{Metric: MetricBird, PredSQL: "SELECT name FROM Dogs WHERE dog_id <= 3", GoldSQL: "SELECT name FROM Dogs WHERE age = '6'", WellFormed: true},
-			want: Reward{SoftF1: 2 * 1.0 / (3 + 1), Format: 1, Parses: 1, SchemaJaccard: 2.0 / 4, Bigram: 2 * 4.0 / (7 + 7)},
+			// BIRD's Soft-F1: the gold row is the first predicted one; fp 2.
+			want: Reward{SoftF1: 2 * 1.0 / (3 + 1), BirdSoftF1: 2 * (1.0 / 3) / (1.0/3 + 1), Format: 1, Parses: 1, SchemaJaccard: 2.0 / 4, Bigram: 2 * 4.0 / (7 + 7)},
 		},
 		{
 			name: "does not compile",
@@ -98,15 +107,15 @@ func TestReward(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := [6]float64{r.Execution, r.SoftF1, r.Format, r.Parses, r.SchemaJaccard, r.Bigram}
-			want := [6]float64{tt.want.Execution, tt.want.SoftF1, tt.want.Format, tt.want.Parses, tt.want.SchemaJaccard, tt.want.Bigram}
+			got := [7]float64{r.Execution, r.SoftF1, r.Format, r.Parses, r.SchemaJaccard, r.Bigram, r.BirdSoftF1}
+			want := [7]float64{tt.want.Execution, tt.want.SoftF1, tt.want.Format, tt.want.Parses, tt.want.SchemaJaccard, tt.want.Bigram, tt.want.BirdSoftF1}
 			for k := range got {
 				if math.Abs(got[k]-want[k]) > 1e-12 {
 					t.Errorf("components %v, want %v", got, want)
 					break
 				}
 			}
-			total := w.Execution*got[0] + w.SoftF1*got[1] + w.Format*got[2] + w.Parses*got[3] + w.SchemaJaccard*got[4] + w.Bigram*got[5]
+			total := w.Execution*got[0] + w.SoftF1*got[1] + w.Format*got[2] + w.Parses*got[3] + w.SchemaJaccard*got[4] + w.Bigram*got[5] + w.BirdSoftF1*got[6]
 			if math.Abs(r.Total-total) > 1e-12 || r.Weights != w {
 				t.Errorf("total %v with weights %+v, want %v", r.Total, r.Weights, total)
 			}

@@ -1,6 +1,10 @@
 package grade
 
-import "github.com/rlgate/rlgate/ledger"
+import (
+	"strings"
+
+	"github.com/rlgate/rlgate/ledger"
+)
 
 // Summary is what a grading reports, of a predictions file (FileSummary)
 // or of a rollout's frozen trajectories (TrajectorySummary): the totals,
@@ -15,18 +19,24 @@ type Summary[I SummaryItem] struct {
 	Mode string `json:"mode,omitempty"`
 	K    int    `json:"k,omitempty"`
 	// Predictions and PredDigest: a predictions file only.
-	Predictions  string            `json:"predictions,omitempty"`
-	PredDigest   ledger.Digest     `json:"predictions_digest,omitzero"`
-	Dataset      string            `json:"dataset"`
-	Correct      int               `json:"correct"`
-	Total        int               `json:"total"`
-	EX           float64           `json:"ex"`
+	Predictions string        `json:"predictions,omitempty"`
+	PredDigest  ledger.Digest `json:"predictions_digest,omitzero"`
+	Dataset     string        `json:"dataset"`
+	Correct     int           `json:"correct"`
+	Total       int           `json:"total"`
+	EX          float64       `json:"ex"`
+	// Score is the mean of the items' scores in percent, for a metric
+	// that scores items besides execution match (bird-softf1: Soft-F1).
+	Score        *float64          `json:"score,omitempty"`
 	ByDifficulty map[string]Bucket `json:"by_difficulty,omitempty"`
 	GoldDefects  int               `json:"gold_defects"`
 	// Fragile counts the items whose verdict rests on a float's last
 	// digits (Outcome.Fragile): another SQLite could flip them.
 	Fragile int `json:"fragile"`
 	Skipped int `json:"skipped"` // source items without a database, not graded
+	// Unparsed counts, under spider-em, the predictions the official
+	// parser cannot parse, scored 0 (each item's error says why).
+	Unparsed int `json:"unparsed,omitempty"`
 	// Databases are the databases graded on, by digest, and the SQLite
 	// version.
 	Databases *DatabaseCheck `json:"database_check"`
@@ -68,38 +78,58 @@ func (it TrajectoryItem) passAtK() *float64 { return it.PassAtK }
 func (s *Summary[I]) tally() {
 	buckets := map[string]*Bucket{}
 	var passk float64
+	total := &Bucket{}
+	var sums map[*Bucket]float64
 	for _, x := range s.Items {
 		it := x.item()
-		s.Total++
-		if it.Correct {
-			s.Correct++
-		}
 		if it.Verdict == VerdictGoldDefect {
 			s.GoldDefects++
 		}
 		if it.Fragile {
 			s.Fragile++
 		}
+		if s.Metric == MetricSpiderEM && it.Verdict == VerdictPredError && strings.HasPrefix(it.Error, unparsedPrefix) {
+			s.Unparsed++
+		}
+		counted := []*Bucket{total}
 		if it.Difficulty != "" {
 			b := buckets[it.Difficulty]
 			if b == nil {
 				b = &Bucket{}
 				buckets[it.Difficulty] = b
 			}
+			counted = append(counted, b)
+		}
+		for _, b := range counted {
 			b.Total++
 			if it.Correct {
 				b.Correct++
+			}
+			if it.Score != nil {
+				if sums == nil {
+					sums = map[*Bucket]float64{}
+				}
+				// Summed in item order, as evaluation_f1.py's sum(results).
+				sums[b] += *it.Score
 			}
 		}
 		if p := x.passAtK(); p != nil {
 			passk += *p
 		}
 	}
-	s.EX = percent(s.Correct, s.Total)
+	finish := func(b *Bucket) {
+		b.EX = percent(b.Correct, b.Total)
+		if sum, ok := sums[b]; ok {
+			v := sum / float64(b.Total) * 100
+			b.Score = &v
+		}
+	}
+	finish(total)
+	s.Correct, s.Total, s.EX, s.Score = total.Correct, total.Total, total.EX, total.Score
 	if len(buckets) > 0 {
 		s.ByDifficulty = map[string]Bucket{}
 		for k, b := range buckets {
-			b.EX = percent(b.Correct, b.Total)
+			finish(b)
 			s.ByDifficulty[k] = *b
 		}
 	}

@@ -235,7 +235,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 		}
 	}
 	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
-		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
+		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err
 	}
@@ -332,7 +332,8 @@ func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, 
 		ep := chosen.Episode
 		it := TrajectoryItem{
 			Item: Item{Outcome: ledger.Outcome{TaskID: gd.ID, Correct: d.Correct, Reward: d.PassAtK}, Index: gd.Index, DBID: gd.DBID,
-				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail, Fragile: chosen.Outcome.Fragile},
+				Difficulty: gd.Difficulty, Verdict: chosen.Outcome.Verdict, Error: chosen.Outcome.Detail, Fragile: chosen.Outcome.Fragile,
+				FragileReason: chosen.Outcome.FragileReason, Score: chosen.Outcome.Score},
 			Samples: n, ChosenSample: d.Chosen, Votes: d.Votes, PassAtK: d.PassAtK, SampleCorrect: make([]bool, n),
 			SampleReward: make([]float64, n), ChosenReward: chosen.Reward,
 			StopReason: ep.StopReason, Turns: ep.Turns, SQLExecutions: ep.SQLExecutions, TokensIn: ep.TokensIn, TokensOut: ep.TokensOut,

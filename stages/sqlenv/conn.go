@@ -139,6 +139,9 @@ func openConn(path string, o *Options) (_ *conn, err error) {
 	if err := c.exec("PRAGMA query_only = 1"); err != nil {
 		return nil, fmt.Errorf("set query_only: %w", err)
 	}
+	if err := c.registerNaiveSums(); err != nil {
+		return nil, err
+	}
 	if rc := sqlite3.Xsqlite3_set_authorizer(c.tls, c.db, cFunc(authorizerCallback), 0); rc != sqlite3.SQLITE_OK {
 		return nil, fmt.Errorf("install authorizer: %w", c.lastError(rc))
 	}

@@ -65,4 +65,12 @@
 // environment can put in a format-correction prompt. Because engines stop
 // at the stop strings </sql> and </solution> and may strip them, a reply
 // may end where the closing tag would be.
+//
+// # Naive sums
+//
+// Every connection also defines rlgate_naive_sum, rlgate_naive_avg and
+// rlgate_naive_total (NaiveAggregates): SUM, AVG and TOTAL as SQLite
+// before 3.43 computed them, one double added to left to right, where
+// later versions compensate. A grader runs a query with them to learn
+// whether its verdict depends on the SQLite version (stages/grade).
 package sqlenv

@@ -81,11 +81,19 @@ type Env struct {
 
 	mu      sync.Mutex
 	obs     map[[2]string]string
-	rewards map[[2]string]float64
+	rewards map[[2]string]judgement
+}
+
+// judgement is an answer's grade: whether it is correct, and its reward.
+type judgement struct {
+	correct bool
+	reward  float64
 }
 
 // NewEnv returns an environment that renders observations as the default
-// protocol does and grades under metric m.
+// protocol does and grades under metric m. The reward is execution match
+// (1 or 0), except under a metric that scores items (grade.Outcome.Score:
+// bird-softf1), where it is that score, BIRD's Soft-F1 in [0, 1].
 func NewEnv(m grade.Metric) *Env {
 	proto := rollout.DefaultProtocol()
 	return &Env{
@@ -94,7 +102,7 @@ func NewEnv(m grade.Metric) *Env {
 		exec:    sqlenv.NewExecutor(sqlenv.Options{Timeout: time.Duration(proto.SQLTimeoutMS) * time.Millisecond, MaxRows: proto.SQLMaxRows}),
 		grader:  grade.NewGrader(grade.Options{}, nil),
 		obs:     map[[2]string]string{},
-		rewards: map[[2]string]float64{},
+		rewards: map[[2]string]judgement{},
 	}
 }
 
@@ -135,27 +143,44 @@ func (e *Env) Situation(ctx context.Context, t *Task) *refpolicy.Situation {
 	return refpolicy.NewSituation(&t.Prompt, probed)
 }
 
-// Reward is the execution-match reward of answering t with q: 1 when the
-// grader (stages/grade) calls it correct, else 0.
+// Reward is the reward of answering t with q: 1 or 0 for execution match
+// under the env's metric, or the metric's score of the answer (NewEnv).
 func (e *Env) Reward(ctx context.Context, t *Task, q string) (float64, error) {
+	j, err := e.judge(ctx, t, q)
+	return j.reward, err
+}
+
+// Correct reports whether the grader calls q a correct answer to t
+// (execution match), whatever the reward.
+func (e *Env) Correct(ctx context.Context, t *Task, q string) (bool, error) {
+	j, err := e.judge(ctx, t, q)
+	return j.correct, err
+}
+
+// judge grades q against t's gold once per (task, query).
+func (e *Env) judge(ctx context.Context, t *Task, q string) (judgement, error) {
 	key := [2]string{t.ID, q}
 	e.mu.Lock()
-	r, ok := e.rewards[key]
+	j, ok := e.rewards[key]
 	e.mu.Unlock()
 	if ok {
-		return r, nil
+		return j, nil
 	}
 	out, err := e.grader.Grade(ctx, e.metric, t.DBPath, q, t.Gold)
 	if err != nil {
-		return 0, fmt.Errorf("reward %s: %w", t.ID, err)
+		return judgement{}, fmt.Errorf("reward %s: %w", t.ID, err)
 	}
-	if out.Correct {
-		r = 1
+	j.correct = out.Correct
+	switch {
+	case out.Score != nil:
+		j.reward = *out.Score
+	case out.Correct:
+		j.reward = 1
 	}
 	e.mu.Lock()
-	e.rewards[key] = r
+	e.rewards[key] = j
 	e.mu.Unlock()
-	return r, nil
+	return j, nil
 }
 
 // Play runs one episode of pol on t in process, as a rollout against the

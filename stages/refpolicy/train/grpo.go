@@ -50,7 +50,8 @@ type sample struct {
 
 // GRPO trains w in place on ts: per step, Batch tasks (in an order drawn
 // from Seed, epoch after epoch) are played Group times each in process at
-// temperature 1; each final SQL is graded (execution match, env.Reward);
+// temperature 1; each final SQL is rewarded (env.Reward: execution match,
+// or the Soft-F1 of an env grading under bird-softf1);
 // advantages are normalised within each task's group; groups whose
 // rewards are all equal carry no signal and are dropped and counted
 // (DAPO's dynamic sampling); the clipped surrogate (ratio clipped to

@@ -130,11 +130,13 @@ func Frontier(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, gr
 				s = refpolicy.Sampler{Temperature: 1, Seed: seed, Stream: stream(0, t.ID, g)}
 			}
 			d, _ := env.Play(ctx, pol, t, s)
-			r, err := env.Reward(ctx, t, d.Turn.Body)
+			ok, err := env.Correct(ctx, t, d.Turn.Body)
 			if err != nil {
 				return nil, err
 			}
-			right += int(r)
+			if ok {
+				right++
+			}
 		}
 		if right > 0 && right <= group {
 			out = append(out, *t)
@@ -153,11 +155,13 @@ func Accuracy(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task) (f
 	ok := 0
 	for i := range ts {
 		d, _ := env.Play(ctx, pol, &ts[i], refpolicy.Sampler{})
-		r, err := env.Reward(ctx, &ts[i], d.Turn.Body)
+		right, err := env.Correct(ctx, &ts[i], d.Turn.Body)
 		if err != nil {
 			return 0, err
 		}
-		ok += int(r)
+		if right {
+			ok++
+		}
 	}
 	return float64(ok) / float64(max(len(ts), 1)), nil
 }

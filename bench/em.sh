@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Times Spider exact set match (EM) end to end (process start to printed
+# result, ledger writes included): `rlgate grade --metric spider-em` on the
+# 1034 DAIL-SQL predictions (the 972 whose database is here are graded).
+# Issue target: at most a tenth of the official `evaluation.py --etype
+# match` time on the same machine, in the same run.
+#
+# With OFFICIAL=DIR, a checkout of taoyds/test-suite-sql-eval (evaluation.py,
+# process_sql.py, exec_eval.py; run with a python3 that has nltk with its
+# punkt model, sqlparse and tqdm: apt-get install python3-nltk
+# python3-sqlparse python3-tqdm), the official evaluator runs in the same
+# run, unmodified, through its own command line on the same 972 items
+# (gold and predictions without the wta_1 lines, whose database is not
+# here). Uses hyperfine when installed (apt-get install hyperfine).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+go build -o "$work/rlgate" ./cmd/rlgate
+rl="$work/rlgate --ledger $work/ledger"
+$rl init >/dev/null
+sp=testdata/spider
+$rl data import spider --dev $sp/dev.json --gold $sp/dev_gold.sql --db-root $sp/database --out "$work/spider" >/dev/null
+ours="$rl grade --format spider-txt --tasks $work/spider --metric spider-em --predictions $sp/predictions/dail-sql-gpt4.txt"
+echo "load average: $(cut -d' ' -f1-3 /proc/loadavg)"
+$ours | tail -4
+official=()
+if [ -n "${OFFICIAL:-}" ]; then
+  paste $sp/dev_gold.sql $sp/predictions/dail-sql-gpt4.txt | awk -F'\t' '$2 != "wta_1"' >"$work/pairs.tsv"
+  cut -f1,2 "$work/pairs.tsv" >"$work/gold.sql"
+  cut -f3- "$work/pairs.tsv" >"$work/pred.txt"
+  official=("${PYTHON:-/usr/bin/python3} $OFFICIAL/evaluation.py --gold $work/gold.sql --pred $work/pred.txt --db $sp/database --table $sp/tables.json --etype match")
+fi
+if command -v hyperfine >/dev/null; then
+  hyperfine --warmup 1 --runs 10 -N --output=null "${official[@]}" "$ours"
+else
+  for c in "${official[@]}" "$ours"; do
+    s=$(date +%s.%N); for _ in 1 2 3 4 5; do $c >/dev/null; done; e=$(date +%s.%N)
+    echo "$(echo "($e - $s) / 5" | bc -l | cut -c1-6) s  $c"
+  done
+fi

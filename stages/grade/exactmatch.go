@@ -1,0 +1,70 @@
+package grade
+
+import (
+	"context"
+	"errors"
+
+	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/spidersql"
+)
+
+// emSchema is what exact match needs of a database: its tables and
+// columns, and its foreign-key map, read once per database.
+type emSchema struct {
+	schema spidersql.Schema
+	kmap   spidersql.KeyMap
+}
+
+// exactMatch grades predSQL against goldSQL by the official exact set
+// match on the database at dbPath's schema. The error reports only a
+// database whose schema cannot be read.
+func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string) (Outcome, error) {
+	s, err := g.emSchema(ctx, dbPath)
+	if err != nil {
+		return Outcome{}, err
+	}
+	o := Outcome{Metric: MetricSpiderEM}
+	match, predErr, goldErr := spidersql.ExactMatch(s.schema, s.kmap, predSQL, goldSQL)
+	switch {
+	case goldErr != nil:
+		o.Verdict, o.Detail = VerdictGoldDefect, "gold: the official parser cannot parse it: "+goldErr.Error()
+	case predSQL == "":
+		o.Verdict, o.Detail = VerdictPredError, ErrNoPrediction.Error()
+	case predErr != nil:
+		o.Verdict, o.Detail = VerdictPredError, unparsedPrefix+predErr.Error()
+	case match:
+		o.Verdict, o.Correct = VerdictCorrect, true
+	default:
+		o.Verdict, o.Detail = VerdictWrong, "not an exact set match"
+	}
+	return o, nil
+}
+
+// unparsedPrefix starts the detail of a prediction the official parser
+// rejects; the summary counts such items (Summary.Unparsed).
+const unparsedPrefix = "unparsable (scored 0, as the official parser rejects it): "
+
+func (g *Grader) emSchema(ctx context.Context, dbPath string) (*emSchema, error) {
+	g.mu.Lock()
+	s, ok := g.emSchemas[dbPath]
+	g.mu.Unlock()
+	if ok {
+		return s, nil
+	}
+	schema, err := dataset.ParseSchema(ctx, g.exec, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	kmap, err := dataset.ParseKeyMap(ctx, g.exec, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	if len(schema) == 0 {
+		return nil, errors.New("exact match: " + dbPath + " has no tables")
+	}
+	s = &emSchema{schema: schema, kmap: kmap}
+	g.mu.Lock()
+	g.emSchemas[dbPath] = s
+	g.mu.Unlock()
+	return s, nil
+}

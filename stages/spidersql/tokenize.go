@@ -1,0 +1,154 @@
+package spidersql
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+	"unicode"
+)
+
+// ErrQuote is a query with an odd number of quotes, which the official
+// tokenizer refuses ("Unexpected quote").
+var ErrQuote = errors.New("unexpected quote: an odd number of quotes")
+
+// The splitting rules of nltk 3.8's NLTKWordTokenizer that can apply once
+// every quote is gone (they all became string tokens), in its order.
+var (
+	startQuotes = regexp.MustCompile("([«“‘„]|[`]+)")
+	// punctuation are the rules of its PUNCTUATION list that are not a
+	// character class set apart (spaced) or the final period (finalPeriod),
+	// each skipped when its trigger characters are absent.
+	punctuation = []struct {
+		trigger string
+		re      *regexp.Regexp
+		repl    string
+	}{
+		{":,", regexp.MustCompile(`([:,])([^\d])`), " $1 $2"},
+		{":,", regexp.MustCompile(`([:,])$`), " $1 "},
+		{".", regexp.MustCompile(`\.{2,}`), " $0 "},
+	}
+	endingQuotes = regexp.MustCompile("([»”’])")
+	contractions = []*regexp.Regexp{
+		regexp.MustCompile(`(?i)\b(can)(not)\b`),
+		regexp.MustCompile(`(?i)\b(gim)(me)\b`),
+		regexp.MustCompile(`(?i)\b(gon)(na)\b`),
+		regexp.MustCompile(`(?i)\b(got)(ta)\b`),
+		regexp.MustCompile(`(?i)\b(lem)(me)\b`),
+	}
+	wanna = regexp.MustCompile(`(?i)\b(wan)(na)(\s)`)
+)
+
+// Tokenize splits q into the official tokenizer's tokens: string values
+// (with their double quotes, case kept) and lower-cased words.
+func Tokenize(q string) ([]string, error) {
+	s := strings.ReplaceAll(q, "'", `"`)
+	var quotes []int
+	for i := 0; i < len(s); i++ {
+		if s[i] == '"' {
+			quotes = append(quotes, i)
+		}
+	}
+	if len(quotes)%2 != 0 {
+		return nil, ErrQuote
+	}
+	vals := map[string]string{}
+	for i := len(quotes) - 1; i > 0; i -= 2 {
+		a, b := quotes[i-1], quotes[i]
+		key := fmt.Sprintf("__val_%d_%d__", a, b)
+		vals[key] = s[a : b+1]
+		s = s[:a] + key + s[b+1:]
+	}
+	toks := wordTokenize(s)
+	for i, t := range toks {
+		t = strings.ToLower(t)
+		if v, ok := vals[t]; ok {
+			t = v
+		}
+		toks[i] = t
+	}
+	// "!", ">" or "<" before "=" joins it, from the last "=" back; the
+	// token before the first is the last one (Python's toks[-1]).
+	for i := len(toks) - 1; i >= 0; i-- {
+		if toks[i] != "=" {
+			continue
+		}
+		p := i - 1
+		if p < 0 {
+			p = len(toks) - 1
+		}
+		if pre := toks[p]; pre == "!" || pre == ">" || pre == "<" {
+			var out []string
+			if i == 0 {
+				out = append(out, toks[:len(toks)-1]...)
+			} else {
+				out = append(out, toks[:i-1]...)
+			}
+			out = append(out, pre+"=")
+			toks = append(out, toks[i+1:]...)
+			if i > len(toks) {
+				i = len(toks)
+			}
+		}
+	}
+	return toks, nil
+}
+
+// finalPeriod is nltk's final-period rule, ([^.])(\.)([])}>"'»”’ ]*)\s*$
+// replaced by "\1 \2 \3 ": a period that ends the text, but for closing
+// brackets, quotes and spaces, and follows something other than a
+// period, becomes a token. (Its second form later in the list then finds
+// nothing more to do.)
+func finalPeriod(s string) string {
+	end := len(strings.TrimRightFunc(s, unicode.IsSpace))
+	tail := strings.TrimRight(s[:end], "])}>»”’ ")
+	n := len(tail)
+	if n < 2 || tail[n-1] != '.' || tail[n-2] == '.' {
+		return s
+	}
+	return tail[:n-1] + " . " + s[n:end] + " "
+}
+
+// spaceApart puts spaces around every character nltk's character-class
+// rules set apart: ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+func spaceApart(s string) string {
+	var b strings.Builder
+	b.Grow(len(s) + 16)
+	for i := 0; i < len(s); i++ {
+		if strings.IndexByte(";@#$%&?!*()[]{}<>", s[i]) >= 0 {
+			b.WriteByte(' ')
+			b.WriteByte(s[i])
+			b.WriteByte(' ')
+			continue
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// wordTokenize is nltk's word_tokenize on text without quotes, taken as
+// one sentence.
+func wordTokenize(s string) []string {
+	if strings.ContainsAny(s, "«“‘„`") {
+		s = startQuotes.ReplaceAllString(s, " $1 ")
+	}
+	s = finalPeriod(s)
+	for _, p := range punctuation {
+		if strings.ContainsAny(s, p.trigger) {
+			s = p.re.ReplaceAllString(s, p.repl)
+		}
+	}
+	s = spaceApart(s)
+	s = strings.ReplaceAll(s, "--", " -- ")
+	s = " " + s + " "
+	if strings.ContainsAny(s, "»”’") {
+		s = endingQuotes.ReplaceAllString(s, " $1 ")
+	}
+	if lower := strings.ToLower(s); strings.Contains(lower, "nn") || strings.Contains(lower, "mm") || strings.Contains(lower, "tt") {
+		for _, re := range contractions {
+			s = re.ReplaceAllString(s, " $1 $2 ")
+		}
+		s = wanna.ReplaceAllString(s, " $1 $2 $3")
+	}
+	return strings.Fields(s)
+}
