@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"encoding/json"
 	"flag"
 	"os"
@@ -84,6 +85,9 @@ func reportNormalise(t *testing.T, x *reportExperiment, dir string, b []byte) []
 	s = strings.ReplaceAll(s, r.Head.Hash.Hex(), "HEAD-HASH")
 	if r.Verdict != nil {
 		s = strings.ReplaceAll(s, r.Verdict.DecidedOn.Hash.String(), "VERDICT-HEAD-HASH")
+	}
+	for _, v := range r.Verdicts {
+		s = strings.ReplaceAll(s, v.DecidedOn.Hash.String(), fmt.Sprintf("HEAD-HASH-OF-%d", v.DecidedOn.Seq))
 	}
 	repo, err := filepath.Abs("../..")
 	if err != nil {
