@@ -193,7 +193,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		start.Configs = map[string]ledger.Digest{}
 	}
 	for _, c := range spec.Configs {
-		a, bs, err := configArtifact(l, c)
+		a, bs, err := configArtifact(l, c, &red)
 		if err != nil {
 			return nil, err
 		}
