@@ -2,6 +2,7 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
 	"regexp"
 	"slices"
@@ -528,6 +529,54 @@ func (m *Masker) All(b []byte) []byte {
 	out, _ := m.replace(b)
 	out, _ = maskBytes(out)
 	return out
+}
+
+// JSON returns the JSON text b with every string in it masked (member
+// names are kept): a secret inside an escaped string, such as a reply
+// body recorded as a string, is seen unescaped. It returns b itself when
+// nothing was masked, and re-encoded JSON (members in name order)
+// otherwise.
+func (m *Masker) JSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	changed := false
+	v = m.walk(v, &changed)
+	if !changed {
+		return b, nil
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		out.Truncate(out.Len() - 1)
+	}
+	return out.Bytes(), nil
+}
+
+func (m *Masker) walk(v any, changed *bool) any {
+	switch x := v.(type) {
+	case string:
+		if s := m.String(x); s != x {
+			*changed = true
+			return s
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = m.walk(e, changed)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = m.walk(e, changed)
+		}
+	}
+	return v
 }
 
 // String is All for a string.

@@ -201,3 +201,101 @@ func TestSecretsRolloutEndpoint(t *testing.T) {
 		t.Errorf("recorded endpoint %q, want %q", start.Endpoint, want)
 	}
 }
+
+// echoGateway is a front door as some gateways are: it checks the bearer
+// token, passes requests on to the scripted server, and echoes every
+// request's headers and URL in its replies, in the error body of the
+// first completion request (a 503, retried) and beside the choices of
+// every other one.
+func echoGateway(t *testing.T, key string) *httptest.Server {
+	t.Helper()
+	backend := rollouttest.New(t, rollouttest.ThreeTurns(nil))
+	target, _ := url.Parse(backend.URL)
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	var mu sync.Mutex
+	failed := false
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		echo := map[string]any{"headers": r.Header, "url": r.URL.String()}
+		if r.Header.Get("Authorization") != "Bearer "+key {
+			w.WriteHeader(http.StatusUnauthorized)
+			json.NewEncoder(w).Encode(map[string]any{"error": "bad key", "request": echo})
+			return
+		}
+		mu.Lock()
+		fail := !failed && strings.HasSuffix(r.URL.Path, "/chat/completions")
+		failed = failed || fail
+		mu.Unlock()
+		if fail {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			json.NewEncoder(w).Encode(map[string]any{"error": "overloaded", "request": echo})
+			return
+		}
+		rec := httptest.NewRecorder()
+		proxy.ServeHTTP(rec, r)
+		var reply map[string]any
+		if err := json.Unmarshal(rec.Body.Bytes(), &reply); err != nil {
+			w.WriteHeader(rec.Code)
+			w.Write(rec.Body.Bytes())
+			return
+		}
+		reply["request"] = echo
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(rec.Code)
+		json.NewEncoder(w).Encode(reply)
+	}))
+	t.Cleanup(front.Close)
+	return front
+}
+
+// TestSecretsRolloutEchoedNeverReachTheLedger: the --api-key-env token and
+// a ?api_key= value that a gateway echoes in its replies are masked in
+// every recorded body, and the probe's error names the endpoint without
+// them.
+func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
+	ldir, data := spiderLedger(t)
+	const key, query = "rk-bearer-55120917", "qv-77312-gw"
+	front := echoGateway(t, key)
+	endpoint := front.URL + "/v1?api_key=" + query
+	t.Setenv("GW_KEY", "wrong-key-40913")
+	code, _, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
+		"--api-key-env", "GW_KEY", "--run", "r0", "--limit", "2")
+	if code != exitError || !strings.Contains(errOut, "status 401") || strings.Contains(errOut, query) {
+		t.Errorf("rollout with a refused key: exit %d, %q; want exit 1 naming status 401 without the query value", code, errOut)
+	}
+	t.Setenv("GW_KEY", key)
+	code, out, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
+		"--api-key-env", "GW_KEY", "--run", "r1", "--limit", "3", "--json")
+	if code != 0 {
+		t.Fatalf("rollout: exit %d: %s", code, errOut)
+	}
+	var s rollout.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != 3 {
+		t.Fatalf("summary %+v: %v", s, err)
+	}
+	if leaked := secretsLeaked(t, ldir, []string{key, query, "wrong-key-40913"}); len(leaked) > 0 {
+		t.Errorf("secrets in the ledger: %v", leaked)
+	}
+	// The echoes were recorded, masked: the test saw what it plants.
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	eps := rollouttest.Episodes(t, l, "r1")
+	retried, echoed := 0, 0
+	for _, ep := range eps {
+		for _, tr := range ep.Turns {
+			for _, a := range tr.Retried {
+				if a.Status == http.StatusServiceUnavailable && strings.Contains(string(a.Response), "Bearer "+ledger.Redacted) {
+					retried++
+				}
+			}
+			if strings.Contains(string(tr.Response), "api_key="+ledger.Redacted) && tr.Reply != "" {
+				echoed++
+			}
+		}
+	}
+	if retried != 1 || echoed == 0 {
+		t.Errorf("%d retried attempts and %d replies hold the masked echo; want 1 and some", retried, echoed)
+	}
+}
