@@ -299,3 +299,96 @@ func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
 		t.Errorf("%d retried attempts and %d replies hold the masked echo; want 1 and some", retried, echoed)
 	}
 }
+
+// plantedRun runs one stage through rlgate run with a secret on every
+// path a run records (a config file, an sh -c header, allow-listed
+// variables holding secrets, a parameter whose value is a key, output
+// naming secrets by name and by shape) and returns the ledger directory
+// and the secrets planted.
+func plantedRun(t *testing.T, ldir string, extra ...string) []string {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "train.yaml")
+	yaml := "# run settings\nlr: 1e-6\nwandb_api_key: wandb-cfg-31337abc\nopenai:\n  api_key: \"oa-cfg-key-2718\"\n  model: gpt-4o\n" +
+		"headers: [\"Authorization: Bearer cfg-bearer-99123\"]\ndata_path: /data/x\npatience: 3\n"
+	if err := os.WriteFile(cfg, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("HF_HUB_HEADERS", "Authorization: Bearer hfhdr-41822xyz")
+	t.Setenv("RLGATE_DB_URL_OPTS", "sslmode=require password=rlg-pw-66031")
+	t.Setenv("MYSQL_PWD", "mysql-pw-50271")
+	t.Setenv("GH_PAT", "ghpat-plain-80913")
+	secrets := []string{"wandb-cfg-31337abc", "oa-cfg-key-2718", "cfg-bearer-99123", "hfhdr-41822xyz", "rlg-pw-66031",
+		"mysql-pw-50271", "ghpat-plain-80913", "argv-bearer-17711", "sk-proj-PARAMab12cd34ef56gh78",
+		"T0AAA/B0BBB/slackhook7713", "ghp_0123456789abcdefghijABCDEF012345"}
+	script := `cat "$1"; echo curl -s -H "Authorization: Bearer argv-bearer-17711" http://127.0.0.1:9/
+echo "MYSQL_PWD=$MYSQL_PWD GH_PAT=$GH_PAT"
+echo "key $RLGATE_PARAM_OPENAI hook https://hooks.slack.com/services/T0AAA/B0BBB/slackhook7713"
+echo "token ghp_0123456789abcdefghijABCDEF012345 headers $HF_HUB_HEADERS opts $RLGATE_DB_URL_OPTS"`
+	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--gpu", "off", "--config", cfg,
+		"--param", "openai=sk-proj-PARAMab12cd34ef56gh78", "--param", "patience=3"}, extra...)
+	args = append(args, "--", "sh", "-c", script, "sh", cfg)
+	code, out, errOut := rlgate(t, args...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	for _, s := range secrets {
+		if !strings.Contains(out+errOut, s) {
+			t.Errorf("the stage did not print %q: the real value did not reach it", s)
+		}
+	}
+	return secrets
+}
+
+// TestSecretsPlantedRunNeverReachTheLedger: every secret of plantedRun is
+// absent from every byte of the ledger directory; what is not secret
+// (data_path, patience) is kept, and the config records the digest of the
+// file as written.
+func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
+	ldir := filepath.Join(t.TempDir(), "ledger")
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
+		t.Fatal(errOut)
+	}
+	secrets := plantedRun(t, ldir, "--run", "p1")
+	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
+		t.Errorf("secrets in the ledger: %v", leaked)
+	}
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var start runner.StartBody
+	var config struct {
+		Digest    ledger.Digest  `json:"digest"`
+		Canonical *ledger.Digest `json:"canonical"`
+		Original  *ledger.Digest `json:"original"`
+		Redacted  []string       `json:"redacted"`
+	}
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "p1"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch e.Kind {
+		case ledger.KindRunStart:
+			json.Unmarshal(e.Body, &start)
+		case ledger.KindArtifact:
+			json.Unmarshal(e.Body, &config)
+		}
+	}
+	if start.Params["patience"] != "3" || start.Params["openai"] != ledger.Redacted || start.Env["HF_HUB_HEADERS"] != "Authorization: Bearer "+ledger.Redacted {
+		t.Errorf("recorded params %v, HF_HUB_HEADERS %q", start.Params, start.Env["HF_HUB_HEADERS"])
+	}
+	raw, err := l.ReadBlob(config.Digest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, _ := os.ReadFile(start.Argv[4])
+	if config.Original == nil || *config.Original != ledger.Sum(written) || !strings.Contains(string(raw), "data_path: /data/x\npatience: 3") ||
+		!strings.HasPrefix(string(raw), "# run settings\n") {
+		t.Errorf("config stored as %q, original %v (file %s)", raw, config.Original, ledger.Sum(written))
+	}
+	if want := []string{"headers[0]", "openai.api_key", "wandb_api_key"}; !slices.Equal(config.Redacted, want) {
+		t.Errorf("config redacted %v, want %v", config.Redacted, want)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -84,6 +85,9 @@ func loadConfig(path string) (*storedConfig, error) {
 	}
 	masked := c.red.Masker().All(raw)
 	if ok && !bytes.Equal(masked, raw) {
+		if tree != nil && strings.HasSuffix(strings.ToLower(path), "ml") {
+			masked = yamlPlainRedacted.ReplaceAll(masked, []byte(`${1}"`+ledger.Redacted+`"`))
+		}
 		back, _, err := canonicalConfig(path, masked)
 		var canon []byte
 		if err == nil {
@@ -99,6 +103,11 @@ func loadConfig(path string) (*storedConfig, error) {
 	}
 	return c, nil
 }
+
+// yamlPlainRedacted finds ledger.Redacted where it replaced a whole plain
+// YAML scalar (key: SECRET, - SECRET), which YAML would read as a list:
+// it is quoted there.
+var yamlPlainRedacted = regexp.MustCompile(`(?m)((?:^\s*-|[:,\[{])[ \t]*)` + regexp.QuoteMeta(ledger.Redacted))
 
 // redactTree applies the redaction rule to a config tree, noting in r the
 // fields changed by their path ("openai.api_key", "headers[0]").
