@@ -47,6 +47,40 @@ func secretsLeaked(t *testing.T, ldir string, secrets []string) []string {
 	return found
 }
 
+// openRun opens the ledger at ldir for the rest of the test and returns
+// it with run's entries.
+func openRun(t *testing.T, ldir, run string) (*ledger.Ledger, []ledger.Entry) {
+	t.Helper()
+	l, err := ledger.Open(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	var entries []ledger.Entry
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: run}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, e)
+	}
+	return l, entries
+}
+
+// runPrinting runs rlgate run with args, and checks that the stage saw
+// the real values: the terminal shows every secret it printed.
+func runPrinting(t *testing.T, secrets []string, args ...string) {
+	t.Helper()
+	code, out, errOut := rlgate(t, args...)
+	if code != 0 {
+		t.Fatalf("run: exit %d: %s", code, errOut)
+	}
+	for _, s := range secrets {
+		if !strings.Contains(out+errOut, s) {
+			t.Errorf("the stage did not print %q: the real value did not reach it", s)
+		}
+	}
+}
+
 func TestSecretsRunNeverReachTheLedger(t *testing.T) {
 	ldir := filepath.Join(t.TempDir(), "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
@@ -73,32 +107,16 @@ printf hun; sleep 0.1; printf 'ter2\n'`
 		"--endpoint", "http://u:argv-pw-8805@127.0.0.1:9/v1?api_key=argv-q-7706&model=m"}
 	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--run", "s1", "--gpu", "off",
 		"--param", "api_key=param-key-6612", "--param", "lr=1e-6", "--"}, argv...)
-	code, out, errOut := rlgate(t, args...)
-	if code != 0 {
-		t.Fatalf("run: exit %d: %s", code, errOut)
-	}
-	// The stage saw the real values: the terminal shows what it printed.
-	for _, s := range secrets {
-		if !strings.Contains(out+errOut, s) {
-			t.Errorf("the stage did not print %q: the real value did not reach it", s)
-		}
-	}
+	runPrinting(t, secrets, args...)
 	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
 		t.Errorf("secrets in the ledger: %v", leaked)
 	}
 
-	l, err := ledger.Open(context.Background(), ldir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, entries := openRun(t, ldir, "s1")
 	var start runner.StartBody
 	var stdout bytes.Buffer
 	masked := 0
-	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "s1"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range entries {
 		switch e.Kind {
 		case ledger.KindRunStart:
 			json.Unmarshal(e.Body, &start)
@@ -328,15 +346,7 @@ echo "token ghp_0123456789abcdefghijABCDEF012345 headers $HF_HUB_HEADERS opts $R
 	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--gpu", "off", "--config", cfg,
 		"--param", "openai=sk-proj-PARAMab12cd34ef56gh78", "--param", "patience=3"}, extra...)
 	args = append(args, "--", "sh", "-c", script, "sh", cfg)
-	code, out, errOut := rlgate(t, args...)
-	if code != 0 {
-		t.Fatalf("run: exit %d: %s", code, errOut)
-	}
-	for _, s := range secrets {
-		if !strings.Contains(out+errOut, s) {
-			t.Errorf("the stage did not print %q: the real value did not reach it", s)
-		}
-	}
+	runPrinting(t, secrets, args...)
 	return secrets
 }
 
@@ -353,11 +363,7 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
 		t.Errorf("secrets in the ledger: %v", leaked)
 	}
-	l, err := ledger.Open(context.Background(), ldir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
+	l, entries := openRun(t, ldir, "p1")
 	var start runner.StartBody
 	var config struct {
 		Digest    ledger.Digest  `json:"digest"`
@@ -365,10 +371,7 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 		Original  *ledger.Digest `json:"original"`
 		Redacted  []string       `json:"redacted"`
 	}
-	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "p1"}) {
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, e := range entries {
 		switch e.Kind {
 		case ledger.KindRunStart:
 			json.Unmarshal(e.Body, &start)
