@@ -198,6 +198,20 @@ func TestPublishGated(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(bundle, publish.ReportDir, "report.md")); err != nil || strings.HasPrefix(string(md), "UNSUPPORTED") {
 		t.Errorf("the bundle's report.md (err %v) starts %.80q", err, md)
 	}
+	// A training run of the same model with secrets planted on every path
+	// a run records: its bundle and a report hold none of them.
+	secretOut := filepath.Join(t.TempDir(), "ckpt")
+	secrets := plantedRun(t, x.ledger, fmt.Sprintf("mkdir -p %s && cp -r %s/. %s", secretOut, x.written["rl"], secretOut),
+		"--run", "train-rl-secrets", "--out", "ckpt="+secretOut)
+	secretBundle := filepath.Join(t.TempDir(), "secret-bundle")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-secrets", "--to", secretBundle, "--key", key); code != exitOK {
+		t.Fatalf("publish of the run with secrets: exit %d: %s", code, errOut)
+	}
+	for what, dir := range map[string]string{"bundle": secretBundle, "report": reportWrite(t, x.ledger), "ledger": x.ledger} {
+		if leaked := secretsLeaked(t, dir, secrets); len(leaked) > 0 {
+			t.Errorf("secrets in the %s: %v", what, leaked)
+		}
+	}
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitError || !strings.Contains(errOut, "not empty") {
 		t.Errorf("publish into a bundle: exit %d: %s", code, errOut)
 	}

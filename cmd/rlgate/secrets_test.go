@@ -321,9 +321,9 @@ func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
 // plantedRun runs one stage through rlgate run with a secret on every
 // path a run records (a config file, an sh -c header, allow-listed
 // variables holding secrets, a parameter whose value is a key, output
-// naming secrets by name and by shape) and returns the ledger directory
-// and the secrets planted.
-func plantedRun(t *testing.T, ldir string, extra ...string) []string {
+// naming secrets by name and by shape), then the shell command then, and
+// returns the secrets planted.
+func plantedRun(t *testing.T, ldir, then string, extra ...string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "train.yaml")
@@ -342,7 +342,8 @@ func plantedRun(t *testing.T, ldir string, extra ...string) []string {
 	script := `cat "$1"; echo curl -s -H "Authorization: Bearer argv-bearer-17711" http://127.0.0.1:9/
 echo "MYSQL_PWD=$MYSQL_PWD GH_PAT=$GH_PAT"
 echo "key $RLGATE_PARAM_OPENAI hook https://hooks.slack.com/services/T0AAA/B0BBB/slackhook7713"
-echo "token ghp_0123456789abcdefghijABCDEF012345 headers $HF_HUB_HEADERS opts $RLGATE_DB_URL_OPTS"`
+echo "token ghp_0123456789abcdefghijABCDEF012345 headers $HF_HUB_HEADERS opts $RLGATE_DB_URL_OPTS"
+` + then
 	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--gpu", "off", "--config", cfg,
 		"--param", "openai=sk-proj-PARAMab12cd34ef56gh78", "--param", "patience=3"}, extra...)
 	args = append(args, "--", "sh", "-c", script, "sh", cfg)
@@ -359,7 +360,7 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
 		t.Fatal(errOut)
 	}
-	secrets := plantedRun(t, ldir, "--run", "p1")
+	secrets := plantedRun(t, ldir, "", "--run", "p1")
 	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
 		t.Errorf("secrets in the ledger: %v", leaked)
 	}
