@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
@@ -10,6 +11,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -21,8 +23,13 @@ import (
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
-// secretsLeaked returns the planted secrets found anywhere in the ledger
-// directory: every byte of ledger.db, its -wal and -shm, and every blob.
+// base64Run is a run of base64 text long enough to hold a secret: a
+// signed bundle carries its statement base64-encoded.
+var base64Run = regexp.MustCompile(`[A-Za-z0-9+/]{24,}={0,2}`)
+
+// secretsLeaked returns the planted secrets found anywhere in a directory
+// (a ledger: every byte of ledger.db, its -wal and -shm, and every blob; a
+// bundle; a report), as written or inside base64 text.
 func secretsLeaked(t *testing.T, ldir string, secrets []string) []string {
 	t.Helper()
 	var found []string
@@ -33,6 +40,11 @@ func secretsLeaked(t *testing.T, ldir string, secrets []string) []string {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return err
+		}
+		for _, run := range base64Run.FindAll(data, -1) {
+			if dec, err := base64.StdEncoding.DecodeString(string(run)); err == nil {
+				data = append(data, dec...)
+			}
 		}
 		for _, s := range secrets {
 			if bytes.Contains(data, []byte(s)) {
