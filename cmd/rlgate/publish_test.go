@@ -201,7 +201,7 @@ func TestPublishGated(t *testing.T) {
 	// A training run of the same model with secrets planted on every path
 	// a run records: its bundle and a report hold none of them.
 	secretOut := filepath.Join(t.TempDir(), "ckpt")
-	secrets := plantedRun(t, x.ledger, fmt.Sprintf("mkdir -p %s && cp -r %s/. %s", secretOut, x.written["rl"], secretOut),
+	secrets := plantedRun(t, []string{"--ledger", x.ledger}, fmt.Sprintf("mkdir -p %s && cp -r %s/. %s", secretOut, x.written["rl"], secretOut),
 		"--run", "train-rl-secrets", "--out", "ckpt="+secretOut)
 	secretBundle := filepath.Join(t.TempDir(), "secret-bundle")
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-secrets", "--to", secretBundle, "--key", key); code != exitOK {

@@ -27,6 +27,23 @@ import (
 // signed bundle carries its statement base64-encoded.
 var base64Run = regexp.MustCompile(`[A-Za-z0-9+/]{24,}={0,2}`)
 
+// secretsIn returns the planted secrets found in data, as written or
+// inside base64 text, each as "SECRET in NAME".
+func secretsIn(name string, data []byte, secrets []string) []string {
+	for _, run := range base64Run.FindAll(data, -1) {
+		if dec, err := base64.StdEncoding.DecodeString(string(run)); err == nil {
+			data = append(data, dec...)
+		}
+	}
+	var found []string
+	for _, s := range secrets {
+		if bytes.Contains(data, []byte(s)) {
+			found = append(found, s+" in "+name)
+		}
+	}
+	return found
+}
+
 // secretsLeaked returns the planted secrets found anywhere in a directory
 // (a ledger: every byte of ledger.db, its -wal and -shm, and every blob; a
 // bundle; a report), as written or inside base64 text.
@@ -41,16 +58,7 @@ func secretsLeaked(t *testing.T, ldir string, secrets []string) []string {
 		if err != nil {
 			return err
 		}
-		for _, run := range base64Run.FindAll(data, -1) {
-			if dec, err := base64.StdEncoding.DecodeString(string(run)); err == nil {
-				data = append(data, dec...)
-			}
-		}
-		for _, s := range secrets {
-			if bytes.Contains(data, []byte(s)) {
-				found = append(found, s+" in "+strings.TrimPrefix(path, ldir))
-			}
-		}
+		found = append(found, secretsIn(strings.TrimPrefix(path, ldir), data, secrets)...)
 		return nil
 	})
 	if err != nil {
@@ -335,7 +343,7 @@ func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
 // variables holding secrets, a parameter whose value is a key, output
 // naming secrets by name and by shape), then the shell command then, and
 // returns the secrets planted.
-func plantedRun(t *testing.T, ldir, then string, extra ...string) []string {
+func plantedRun(t *testing.T, ledgerArgs []string, then string, extra ...string) []string {
 	t.Helper()
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "train.yaml")
@@ -356,8 +364,9 @@ echo "MYSQL_PWD=$MYSQL_PWD GH_PAT=$GH_PAT"
 echo "key $RLGATE_PARAM_OPENAI hook https://hooks.slack.com/services/T0AAA/B0BBB/slackhook7713"
 echo "token ghp_0123456789abcdefghijABCDEF012345 headers $HF_HUB_HEADERS opts $RLGATE_DB_URL_OPTS"
 ` + then
-	args := append([]string{"--ledger", ldir, "run", "--stage", "secrets", "--gpu", "off", "--config", cfg,
-		"--param", "openai=sk-proj-PARAMab12cd34ef56gh78", "--param", "patience=3"}, extra...)
+	args := append(slices.Clone(ledgerArgs), "run", "--stage", "secrets", "--gpu", "off", "--config", cfg,
+		"--param", "openai=sk-proj-PARAMab12cd34ef56gh78", "--param", "patience=3")
+	args = append(args, extra...)
 	args = append(args, "--", "sh", "-c", script, "sh", cfg)
 	runPrinting(t, secrets, args...)
 	return secrets
@@ -372,7 +381,7 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
 		t.Fatal(errOut)
 	}
-	secrets := plantedRun(t, ldir, "", "--run", "p1")
+	secrets := plantedRun(t, []string{"--ledger", ldir}, "", "--run", "p1")
 	if leaked := secretsLeaked(t, ldir, secrets); len(leaked) > 0 {
 		t.Errorf("secrets in the ledger: %v", leaked)
 	}
