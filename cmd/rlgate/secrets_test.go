@@ -18,6 +18,7 @@ import (
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -416,4 +417,63 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 	if want := []string{"headers[0]", "openai.api_key", "wandb_api_key"}; !slices.Equal(config.Redacted, want) {
 		t.Errorf("config redacted %v, want %v", config.Redacted, want)
 	}
+}
+
+// TestSecretsMaskLeavesRealRolloutAlone: a rollout of the reference
+// policy (serve-policy) over every Spider dev task, real prompts with
+// schemas and rows, real SQL replies and observations, with an API key
+// and a secret query value to mask: no recorded line was changed by the
+// masking (each is what the masker, given the same secrets, leaves alone),
+// and no body holds the mark of a masked value.
+func TestSecretsMaskLeavesRealRolloutAlone(t *testing.T) {
+	ldir, data := spiderLedger(t)
+	base, _ := policyInit(t, t.TempDir(), "1")
+	const key, query = "sk-proj-realrollout0123456789ab", "qv-real-5512"
+	t.Setenv("POLICY_KEY", key)
+	t.Setenv("RLGATE_TEST_MAIN", "1") // the CMD below is this test binary acting as rlgate
+	code, out, errOut := rlgate(t, "serve-policy", "--ckpt", base, "--addr", "127.0.0.1:0", "--",
+		os.Args[0], "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", "{endpoint}?api_key="+query, "--model", refpolicy.ModelName,
+		"--api-key-env", "POLICY_KEY", "--run", "real", "--limit", "150", "--json")
+	if code != 0 {
+		t.Fatalf("serve-policy -- rollout: exit %d: %s", code, errOut)
+	}
+	var s rollout.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != 150 {
+		t.Fatalf("summary %+v: %v", s, err)
+	}
+	var red ledger.Redactor
+	red.Value("", "API_KEY", key)
+	red.Value("", "", "http://127.0.0.1:1/v1?api_key="+query)
+	mask := red.Masker()
+	l, entries := openRun(t, ldir, "real")
+	lines, turns := 0, 0
+	for _, e := range entries {
+		if e.Kind != rollout.KindTrajectories {
+			continue
+		}
+		blob, err := l.ReadBlob(e.Blobs[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		for line := range bytes.Lines(blob) {
+			lines++
+			if got, err := mask.JSON(line); err != nil || !bytes.Equal(got, line) {
+				t.Errorf("entry %d: the masker changes a recorded line (%v):\n%s", e.Seq, err, line)
+			}
+			var ep rollout.Episode
+			if err := json.Unmarshal(line, &ep); err != nil {
+				t.Fatal(err)
+			}
+			for _, tr := range ep.Turns {
+				turns++
+				if bytes.Contains(tr.Request, []byte(ledger.Redacted)) || bytes.Contains(tr.Response, []byte(ledger.Redacted)) {
+					t.Errorf("episode %s#%d turn %d: a body was masked", ep.TaskID, ep.Sample, tr.Index)
+				}
+			}
+		}
+	}
+	if lines != s.Episodes {
+		t.Errorf("%d recorded lines, %d episodes", lines, s.Episodes)
+	}
+	t.Logf("%d episodes, %d turns recorded unmasked", lines, turns)
 }
