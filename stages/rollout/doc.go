@@ -48,6 +48,12 @@
 // refuses the run with ErrEndpoint before anything is recorded; any other
 // answer, 404 included (some servers have no models route), passes.
 //
+// The API key and the endpoint's user information and secret query values
+// are never recorded nor printed: a server or gateway may echo them in a
+// reply, so every string of a recorded episode and every error is masked
+// of them and of what ledger's redaction rule finds (docs/FORMAT.md,
+// Secrets). An episode with nothing to mask is recorded byte for byte.
+//
 // # Fleet
 //
 // Options.Endpoints plays one run across several servers of the same
