@@ -301,6 +301,11 @@ func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
 	if code != exitError || !strings.Contains(errOut, "status 401") || strings.Contains(errOut, query) {
 		t.Errorf("rollout with a refused key: exit %d, %q; want exit 1 naming status 401 without the query value", code, errOut)
 	}
+	code, _, errOut = rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", rollouttest.Refusing(t)+"/v1?api_key="+query,
+		"--model", "scripted", "--run", "r0", "--limit", "2")
+	if code != exitError || !strings.Contains(errOut, "endpoint unusable") || strings.Contains(errOut, query) {
+		t.Errorf("rollout to a refusing port: exit %d, %q; want exit 1 without the query value", code, errOut)
+	}
 	t.Setenv("GW_KEY", key)
 	code, out, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
 		"--api-key-env", "GW_KEY", "--run", "r1", "--limit", "3", "--json")
