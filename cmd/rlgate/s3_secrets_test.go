@@ -27,8 +27,23 @@ func TestS3SecretsNeverReachTheBucket(t *testing.T) {
 	}
 	secrets := plantedRun(t, s3, "", "--run", "p1")
 	leaked := append(secretsIn("the dump", ledgertest.PGDump(t, loc), secrets), secretsLeaked(t, cache, secrets)...)
+	objects := s3Objects(t, srv, "", func(key string, b []byte) {
+		leaked = append(leaked, secretsIn("object "+key, b, secrets)...)
+	})
+	if objects == 0 {
+		t.Fatal("the run stored no object: the bucket shows nothing")
+	}
+	if len(leaked) > 0 {
+		t.Errorf("secrets in the S3 ledger: %v", leaked)
+	}
+}
+
+// s3Objects calls fn with every object under prefix in srv's bucket and
+// returns how many there were.
+func s3Objects(t *testing.T, srv *ledgertest.S3Server, prefix string, fn func(key string, b []byte)) int {
+	t.Helper()
 	objects := 0
-	for oi := range srv.Client.ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Recursive: true}) {
+	for oi := range srv.Client.ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: prefix, Recursive: true}) {
 		if oi.Err != nil {
 			t.Fatal(oi.Err)
 		}
@@ -42,12 +57,7 @@ func TestS3SecretsNeverReachTheBucket(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		leaked = append(leaked, secretsIn("object "+oi.Key, b, secrets)...)
+		fn(oi.Key, b)
 	}
-	if objects == 0 {
-		t.Fatal("the run stored no object: the bucket shows nothing")
-	}
-	if len(leaked) > 0 {
-		t.Errorf("secrets in the S3 ledger: %v", leaked)
-	}
+	return objects
 }

@@ -241,6 +241,21 @@ func TestSecretsRolloutEndpoint(t *testing.T) {
 	}
 }
 
+// rolloutOK runs a command line ending in rollout --json and returns its
+// summary, which must say ok with episodes episodes.
+func rolloutOK(t *testing.T, episodes int, args ...string) rollout.Summary {
+	t.Helper()
+	code, out, errOut := rlgate(t, args...)
+	if code != 0 {
+		t.Fatalf("%s: exit %d: %s", args[len(args)-1], code, errOut)
+	}
+	var s rollout.Summary
+	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != episodes {
+		t.Fatalf("rollout summary %+v: %v", s, err)
+	}
+	return s
+}
+
 // echoGateway is a front door as some gateways are: it checks the bearer
 // token, passes requests on to the scripted server, and echoes every
 // request's headers and URL in its replies, in the error body of the
@@ -307,15 +322,8 @@ func TestSecretsRolloutEchoedNeverReachTheLedger(t *testing.T) {
 		t.Errorf("rollout to a refusing port: exit %d, %q; want exit 1 without the query value", code, errOut)
 	}
 	t.Setenv("GW_KEY", key)
-	code, out, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
+	rolloutOK(t, 3, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", endpoint, "--model", "scripted",
 		"--api-key-env", "GW_KEY", "--run", "r1", "--limit", "3", "--json")
-	if code != 0 {
-		t.Fatalf("rollout: exit %d: %s", code, errOut)
-	}
-	var s rollout.Summary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != 3 {
-		t.Fatalf("summary %+v: %v", s, err)
-	}
 	if leaked := secretsLeaked(t, ldir, []string{key, query, "wrong-key-40913"}); len(leaked) > 0 {
 		t.Errorf("secrets in the ledger: %v", leaked)
 	}
@@ -436,16 +444,9 @@ func TestSecretsMaskLeavesRealRolloutAlone(t *testing.T) {
 	const key, query = "sk-proj-realrollout0123456789ab", "qv-real-5512"
 	t.Setenv("POLICY_KEY", key)
 	t.Setenv("RLGATE_TEST_MAIN", "1") // the CMD below is this test binary acting as rlgate
-	code, out, errOut := rlgate(t, "serve-policy", "--ckpt", base, "--addr", "127.0.0.1:0", "--",
+	s := rolloutOK(t, 150, "serve-policy", "--ckpt", base, "--addr", "127.0.0.1:0", "--",
 		os.Args[0], "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", "{endpoint}?api_key="+query, "--model", refpolicy.ModelName,
 		"--api-key-env", "POLICY_KEY", "--run", "real", "--limit", "150", "--json")
-	if code != 0 {
-		t.Fatalf("serve-policy -- rollout: exit %d: %s", code, errOut)
-	}
-	var s rollout.Summary
-	if err := json.Unmarshal([]byte(out), &s); err != nil || s.Status != "ok" || s.Episodes != 150 {
-		t.Fatalf("summary %+v: %v", s, err)
-	}
 	var red ledger.Redactor
 	red.Value("", "API_KEY", key)
 	red.Value("", "", "http://127.0.0.1:1/v1?api_key="+query)
