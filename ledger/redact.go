@@ -2,7 +2,9 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/url"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +27,12 @@ var secretWordEnds = []string{
 	"auth", "authorization", "credential", "credentials", "access", "sig", "signature",
 }
 
+// secretWords are the words that make a name secret only as a whole word
+// of a name of several words: MYSQL_PWD and GH_PAT are secret, while PWD
+// alone is the shell's working directory and path and patience are other
+// words.
+var secretWords = []string{"pwd", "pat"}
+
 // SecretName reports whether name (an environment variable, a parameter, a
 // command-line flag, a URL query parameter) marks its value secret. This is
 // the one redaction rule's test of names: the name is split into words at
@@ -32,39 +40,44 @@ var secretWordEnds = []string{
 // letter or digit meets an upper-case one; the value is secret when a word,
 // lower-cased, ends with one of key, token, secret(s), pass, password,
 // passwd, passphrase, auth, authorization, credential(s), access, sig or
-// signature. So HF_TOKEN, MY_DB_PASSWORD, DB_PASS, S3_ACCESS, APIKEY,
-// apiKey, --access-token and X-Amz-Signature are secret; max_tokens,
-// TOKENIZERS_PARALLELISM and XAUTHORITY are not.
+// signature, or, in a name of several words, is pwd or pat. So HF_TOKEN,
+// MY_DB_PASSWORD, DB_PASS, S3_ACCESS, APIKEY, apiKey, --access-token,
+// X-Amz-Signature, MYSQL_PWD and GH_PAT are secret; max_tokens,
+// TOKENIZERS_PARALLELISM, XAUTHORITY, PWD, PATH and patience are not.
 func SecretName(name string) bool {
+	var words []string
 	var word []rune
-	end := func() bool {
-		w := strings.ToLower(string(word))
-		word = word[:0]
-		for _, s := range secretWordEnds {
-			if strings.HasSuffix(w, s) {
-				return true
-			}
+	end := func() {
+		if len(word) > 0 {
+			words = append(words, strings.ToLower(string(word)))
 		}
-		return false
+		word = word[:0]
 	}
 	prev := rune(0)
 	for _, r := range name {
 		switch {
 		case !unicode.IsLetter(r) && !unicode.IsDigit(r):
-			if end() {
-				return true
-			}
+			end()
 		case unicode.IsUpper(r) && (unicode.IsLower(prev) || unicode.IsDigit(prev)):
-			if end() {
-				return true
-			}
+			end()
 			word = append(word, r)
 		default:
 			word = append(word, r)
 		}
 		prev = r
 	}
-	return end()
+	end()
+	for _, w := range words {
+		for _, s := range secretWordEnds {
+			if strings.HasSuffix(w, s) {
+				return true
+			}
+		}
+		if len(words) > 1 && slices.Contains(secretWords, w) {
+			return true
+		}
+	}
+	return false
 }
 
 // Redactor applies the redaction rule to the values that go into one entry
@@ -73,11 +86,11 @@ func SecretName(name string) bool {
 // can be masked with Masker. The zero value is ready to use.
 //
 // The rule, in full: a value whose name is secret (SecretName) is replaced
-// by Redacted whole; in any other value, the user information of a URL
-// (scheme://USER:PASSWORD@host) is replaced by Redacted, and so is the value
-// of every query parameter whose name is secret (api_key, key, token,
-// access_token, sig, signature, password, secret, X-Amz-Credential, ...).
-// Command lines follow the same rule per argument (see Argv).
+// by Redacted whole; in any other value, every secret the value rule finds
+// (see maskText: well-known token shapes, bearer tokens, NAME=VALUE with a
+// secret NAME, URL user information and secret query parameters, webhook
+// URLs) is replaced by Redacted where it stands. Command lines follow the
+// same rule per argument (see Argv).
 type Redactor struct {
 	fields  []string
 	secrets map[string]bool
@@ -94,7 +107,7 @@ func (r *Redactor) Value(field, name, value string) string {
 		r.note(field, value)
 		return Redacted
 	}
-	out, removed := redactURLs(value)
+	out, removed := maskText(value)
 	if len(removed) > 0 {
 		r.note(field, removed...)
 	}
@@ -154,6 +167,9 @@ func (r *Redactor) script(field, s string) string {
 	for _, w := range strings.Fields(s) {
 		_, secretNext = words.arg(field, w, secretNext)
 	}
+	if _, found := maskText(s); len(found) > 0 { // a secret spanning words: -H "Authorization: Bearer X"
+		words.note("", found...)
+	}
 	if len(words.secrets) == 0 {
 		return s
 	}
@@ -187,6 +203,15 @@ func (r *Redactor) note(field string, secrets ...string) {
 	}
 	for _, s := range secrets {
 		r.secrets[s] = true
+	}
+}
+
+// Absorb adds the secrets o removed to those r's Masker masks, without
+// o's fields: values recorded in another entry (a config file) whose
+// secrets a stage may still print.
+func (r *Redactor) Absorb(o *Redactor) {
+	for s := range o.secrets {
+		r.note("", s)
 	}
 }
 
@@ -239,11 +264,13 @@ func redactURLs(s string) (string, []string) {
 		if at := strings.LastIndexByte(host, '@'); at >= 0 {
 			info := host[:at]
 			if _, pw, ok := strings.Cut(info, ":"); ok && pw != "" {
-				removed = append(removed, pw)
+				if pw != Redacted {
+					removed = append(removed, pw)
+				}
 				if dec, err := url.PathUnescape(pw); err == nil && dec != pw {
 					removed = append(removed, dec)
 				}
-			} else if info != "" {
+			} else if info != "" && info != Redacted {
 				removed = append(removed, info)
 			}
 			host = Redacted + host[at:]
@@ -262,7 +289,7 @@ func redactURLs(s string) (string, []string) {
 			}
 			name, value, ok := strings.Cut(p, "=")
 			dname, _ := url.QueryUnescape(name)
-			if !ok || value == "" || !SecretName(dname) {
+			if !ok || value == "" || value == Redacted || !SecretName(dname) {
 				b.WriteString(p)
 				continue
 			}
@@ -278,6 +305,139 @@ func redactURLs(s string) (string, []string) {
 	}
 	b.WriteString(rest)
 	return b.String(), removed
+}
+
+// The value rule: what marks a secret in text by its shape or by the name
+// written before it, wherever the text came from (an argument, a variable
+// holding a header, a stage's output, a server's reply). Each expression's
+// last group is the secret. They are kept narrow, so that SQL, questions,
+// model names, digests, paths and numbers pass unchanged: a token must
+// start at a word boundary with its vendor's prefix and be as long as its
+// vendor makes them; a NAME=VALUE needs a secret NAME and an unquoted VALUE
+// right after the "=" (SQL's "password = 'x'" is left alone).
+var (
+	// tokenShape: OpenAI and Anthropic keys (sk-), GitHub tokens (ghp_,
+	// gho_, ghu_, ghs_, ghr_, github_pat_), Hugging Face tokens (hf_),
+	// Slack tokens (xoxb-, xoxp-, ...), AWS access key ids (AKIA, ASIA) and
+	// JSON Web Tokens.
+	tokenShape = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(` +
+		`sk-[A-Za-z0-9_-]{16,}` +
+		`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}` +
+		`|hf_[A-Za-z0-9]{20,}` +
+		`|xox[abposr]-[A-Za-z0-9-]{10,}` +
+		`|(?:AKIA|ASIA)[0-9A-Z]{16}` +
+		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)
+	// bearer: the credentials of an HTTP Authorization header, with or
+	// without the header's name.
+	bearer        = regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`)
+	authorization = regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:basic|bearer|token|digest|apikey)\s+)?([^\s"',;\\]{4,})`)
+	// webhook: the secret path of a chat webhook URL.
+	webhook = regexp.MustCompile(`(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/|webhook\.office\.com/webhookb2/)([A-Za-z0-9/_@.-]+)`)
+	// assignment: NAME=VALUE (a shell variable, a flag, a query
+	// parameter), NAME secret.
+	assignment = regexp.MustCompile("(?:^|[^A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_-]*)=([^\\s\"'&\\\\<>`]+)")
+	// jsonMember: "NAME": "VALUE" in JSON text, NAME secret.
+	jsonMember = regexp.MustCompile(`"([A-Za-z0-9_.-]+)"\s*:\s*"((?:[^"\\]|\\.)+)"`)
+	// header: Header-Name: VALUE of an HTTP header echoed in text (a name
+	// of several words joined by "-"), the name secret: X-Api-Key.
+	header = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)\s*:\s*([^\s"',;\\]+)`)
+)
+
+// valueRules are the expressions above with what text must hold for
+// each to match (lower-cased), which spares the regular expressions most
+// text: a stage's output and every recorded body pass through them.
+// named: the expression's first group is a name, which must be secret
+// (SecretName), and its second the value.
+var valueRules = []struct {
+	re    *regexp.Regexp
+	named bool
+	may   func(lower string) bool
+}{
+	{tokenShape, false, containsAny("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "eyj")},
+	{bearer, false, containsAny("bearer")},
+	{authorization, false, containsAny("authorization")},
+	{webhook, false, containsAny("hooks.slack.com", "discord", "webhook.office.com")},
+	{assignment, true, secretWordIn("=")},
+	{jsonMember, true, secretWordIn(`":`, `" :`)},
+	{header, true, secretWordIn(":")},
+}
+
+func containsAny(subs ...string) func(string) bool {
+	return func(s string) bool {
+		for _, sub := range subs {
+			if strings.Contains(s, sub) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// secretWordIn: s holds one of seps and a word that can make a name
+// secret.
+func secretWordIn(seps ...string) func(string) bool {
+	sep, word := containsAny(seps...), containsAny(append(slices.Clone(secretWordEnds), secretWords...)...)
+	return func(s string) bool { return sep(s) && word(s) }
+}
+
+// maskText returns s with every secret the value rule finds replaced by
+// Redacted, and the secrets found. It works line by line: no secret the
+// rule knows spans lines, and most lines of output need no expression.
+func maskText(s string) (string, []string) {
+	if !strings.Contains(s, "\n") {
+		return maskLine(s)
+	}
+	var b strings.Builder
+	var found []string
+	for line := range strings.SplitAfterSeq(s, "\n") {
+		out, f := maskLine(line)
+		b.WriteString(out)
+		found = append(found, f...)
+	}
+	return b.String(), found
+}
+
+// maskLine is maskText for one line.
+func maskLine(s string) (string, []string) {
+	s, found := redactURLs(s)
+	var spans [][2]int
+	add := func(lo, hi int) {
+		if hi > lo && !strings.HasPrefix(s[lo:hi], Redacted) { // masked already
+			spans = append(spans, [2]int{lo, hi})
+		}
+	}
+	lower := strings.ToLower(s)
+	for _, r := range valueRules {
+		if !r.may(lower) {
+			continue
+		}
+		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+			if !r.named {
+				add(m[len(m)-2], m[len(m)-1])
+			} else if SecretName(s[m[2]:m[3]]) {
+				add(m[4], m[5])
+			}
+		}
+	}
+	if len(spans) > 0 {
+		slices.SortFunc(spans, func(a, b [2]int) int { return a[0] - b[0] })
+		var b strings.Builder
+		at := 0
+		for _, sp := range spans {
+			if sp[1] <= at {
+				continue // inside a span already masked
+			}
+			if sp[0] >= at {
+				b.WriteString(s[at:sp[0]])
+				b.WriteString(Redacted)
+			} // else it overlaps the span masked last, which grows
+			found = append(found, s[sp[0]:sp[1]])
+			at = sp[1]
+		}
+		b.WriteString(s[at:])
+		s = b.String()
+	}
+	return s, found
 }
 
 // sortedSecrets lists secrets longest first, so that a secret containing
@@ -305,26 +465,31 @@ func replacer(secrets []string) *strings.Replacer {
 }
 
 // Masker masks, in a stream of output, every secret the Redactor removed
-// that is at least MinMasked bytes long. A secret split across writes is
-// still masked: Mask holds back a tail that could begin one until the next
-// write or Flush.
+// that is at least MinMasked bytes long, and every secret the value rule
+// finds (maskText). A secret split across writes is still masked: Mask
+// holds back a tail that could begin a known secret, and the end of a line
+// not yet ended (at most maxLine bytes), until the next write or Flush.
+// All masks a whole buffer and may be called from several goroutines.
 type Masker struct {
-	secrets [][]byte // longest first
+	secrets [][]byte // longest first; none when the Redactor removed none
 	rep     *strings.Replacer
-	held    []byte
+	held    []byte // may begin a known secret
+	line    []byte // known secrets masked; the value rule waits for the line's end
 }
 
-// Masker returns a masker for the secrets removed so far; nil when there is
-// none to mask.
+// maxLine bounds the end of a line a Masker holds back: output that never
+// ends a line (a progress bar) still reaches the ledger. A token cut there
+// is not seen by the value rule.
+const maxLine = 64 << 10
+
+// Masker returns a masker for the secrets removed so far and the value
+// rule.
 func (r *Redactor) Masker() *Masker {
 	var long []string
 	for _, s := range sortedSecrets(r.secrets) {
 		if len(s) >= MinMasked {
 			long = append(long, s)
 		}
-	}
-	if len(long) == 0 {
-		return nil
 	}
 	m := &Masker{rep: replacer(long)}
 	for _, s := range long {
@@ -340,7 +505,99 @@ func (m *Masker) Mask(p []byte) ([]byte, int) {
 	cut := m.boundary(m.held)
 	out, n := m.replace(m.held[:cut])
 	m.held = append(m.held[:0], m.held[cut:]...)
-	return out, n
+	m.line = append(m.line, out...)
+	end := bytes.LastIndexAny(m.line, "\n\r") + 1
+	if end == 0 && len(m.line) > maxLine {
+		end = len(m.line)
+	}
+	out, k := maskBytes(m.line[:end])
+	m.line = append(m.line[:0], m.line[end:]...)
+	return out, n + k
+}
+
+// Flush releases what Mask held back: the stream has ended.
+func (m *Masker) Flush() ([]byte, int) {
+	out, n := m.replace(m.held)
+	m.held = m.held[:0]
+	out, k := maskBytes(append(m.line, out...))
+	m.line = m.line[:0]
+	return out, n + k
+}
+
+// All returns b masked whole: a body recorded at once.
+func (m *Masker) All(b []byte) []byte {
+	out, _ := m.replace(b)
+	out, _ = maskBytes(out)
+	return out
+}
+
+// JSON returns the JSON text b with every string in it masked (member
+// names are kept): a secret inside an escaped string, such as a reply
+// body recorded as a string, is seen unescaped. It returns b itself when
+// nothing was masked, and re-encoded JSON (members in name order)
+// otherwise.
+func (m *Masker) JSON(b []byte) ([]byte, error) {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil {
+		return nil, err
+	}
+	changed := false
+	v = m.walk(v, &changed)
+	if !changed {
+		return b, nil
+	}
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	if !bytes.HasSuffix(b, []byte("\n")) {
+		out.Truncate(out.Len() - 1)
+	}
+	return out.Bytes(), nil
+}
+
+func (m *Masker) walk(v any, changed *bool) any {
+	switch x := v.(type) {
+	case string:
+		if s := m.String(x); s != x {
+			*changed = true
+			return s
+		}
+	case map[string]any:
+		for k, e := range x {
+			x[k] = m.walk(e, changed)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = m.walk(e, changed)
+		}
+	}
+	return v
+}
+
+// Known masks in b only the secrets the Redactor removed, not what the
+// value rule would guess: for bytes that must stay usable (a diff to
+// apply), which a guess could break.
+func (m *Masker) Known(b []byte) []byte {
+	out, _ := m.replace(b)
+	return out
+}
+
+// String is All for a string.
+func (m *Masker) String(s string) string { return string(m.All([]byte(s))) }
+
+// maskBytes applies the value rule to b, returning how many secrets it
+// masked.
+func maskBytes(b []byte) ([]byte, int) {
+	out, found := maskText(string(b))
+	if len(found) == 0 {
+		return slices.Clone(b), 0
+	}
+	return []byte(out), len(found)
 }
 
 // boundary returns how much of b can be released: everything before the
@@ -360,13 +617,6 @@ func (m *Masker) boundary(b []byte) int {
 	return cut
 }
 
-// Flush releases what Mask held back: the stream has ended.
-func (m *Masker) Flush() ([]byte, int) {
-	out, n := m.replace(m.held)
-	m.held = m.held[:0]
-	return out, n
-}
-
 func (m *Masker) replace(b []byte) ([]byte, int) {
 	n := 0
 	for _, s := range m.secrets {
@@ -384,6 +634,9 @@ func (m *Masker) replace(b []byte) ([]byte, int) {
 // prefix of some secret, or the start of a secret's occurrence that reaches
 // the end of b.
 func (m *Masker) partial(b []byte) int {
+	if len(m.secrets) == 0 {
+		return 0
+	}
 	longest := len(m.secrets[0])
 	for k := min(len(b), longest-1); k > 0; k-- {
 		tail := b[len(b)-k:]

@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,9 +12,10 @@ import (
 func TestSecretName(t *testing.T) {
 	secret := []string{"HF_TOKEN", "MY_DB_PASSWORD", "DB_PASS", "S3_ACCESS", "OPENAI_API_KEY", "APIKEY", "apiKey",
 		"api_key", "access-token", "X-Amz-Signature", "X-Amz-Credential", "sig", "AWS_SECRET_ACCESS_KEY", "PGPASSWORD",
-		"GH_AUTH", "oauth", "passwordFile", "key", "secret", "password"}
+		"GH_AUTH", "oauth", "passwordFile", "key", "secret", "password", "MYSQL_PWD", "GH_PAT", "db-pwd", "gitlabPat", "PAT_TOKEN"}
 	plain := []string{"max_tokens", "TOKENIZERS_PARALLELISM", "XAUTHORITY", "lr", "HF_ENDPOINT", "CUDA_VISIBLE_DEVICES",
-		"PWD", "endpoint", "model", "num_passes", ""}
+		"PWD", "OLDPWD", "endpoint", "model", "num_passes", "", "PATH", "path", "data_path", "patience", "early_stop_patience",
+		"pat", "PATCH_SIZE", "spat", "pwdx", "MODEL_PATH"}
 	for _, n := range secret {
 		if !SecretName(n) {
 			t.Errorf("SecretName(%q) = false, want true", n)
@@ -133,9 +135,70 @@ func TestMaskerSplits(t *testing.T) {
 	if strings.Contains(string(got), "hunter2") {
 		t.Error("a secret survived")
 	}
+}
+
+// TestMaskerValueRuleSplits: with no secret known, a secret found by the
+// value rule is masked however the output is split into writes.
+func TestMaskerValueRuleSplits(t *testing.T) {
 	var none Redactor
 	none.Value("", "lr", "1")
-	if none.Masker() != nil {
-		t.Error("Masker without secrets is not nil")
+	text := "step 1 loss 0.5\nexport MYSQL_PWD=sqlpw-123 GH_PAT=pat-77\nhook https://hooks.slack.com/services/T01/B02/xyz\ndone"
+	want := "step 1 loss 0.5\nexport MYSQL_PWD=[redacted] GH_PAT=[redacted]\nhook https://hooks.slack.com/services/[redacted]\ndone"
+	for cut := 0; cut <= len(text); cut++ {
+		m := none.Masker()
+		var got []byte
+		n := 0
+		for _, part := range []string{text[:cut], text[cut:]} {
+			out, k := m.Mask([]byte(part))
+			got, n = append(got, out...), n+k
+		}
+		out, k := m.Flush()
+		got, n = append(got, out...), n+k
+		if string(got) != want || n != 3 {
+			t.Fatalf("split at %d: got %q (%d masked), want %q (3)", cut, got, n, want)
+		}
+	}
+}
+
+// TestValueRule: each secret shape is masked where it stands, in a value
+// without a secret name, and the text around it is kept.
+func TestValueRule(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"sk-proj-Ab3dE5gH7jK9mN1pQ3", "[redacted]"},
+		{"key sk-ant-api03-xyzXYZ0123456789 end", "key [redacted] end"},
+		{"ghp_0123456789abcdefghijABCDEFGHIJ", "[redacted]"},
+		{"push github_pat_11AAAAAAA0123456789_abcdefghij", "push [redacted]"},
+		{"HF hf_AbCdEfGhIjKlMnOpQrStUvWxYz012345", "HF [redacted]"},
+		{"slack xoxb-1234567890-abcdefghij", "slack [redacted]"},
+		{"aws AKIAIOSFODNN7EXAMPLE", "aws [redacted]"},
+		{"jwt eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0In0.dozjgNryP4J3jVmNHl0w5N", "jwt [redacted]"},
+		{"Authorization: Bearer tok-12345678", "Authorization: Bearer [redacted]"},
+		{`-H "authorization: Basic dXNlcjpwdw=="`, `-H "authorization: Basic [redacted]"`},
+		{"HF_HUB_HEADERS=Authorization: Bearer abc.def-123", "HF_HUB_HEADERS=Authorization: Bearer [redacted]"},
+		{"db password=hunter-2 user=bob", "db password=[redacted] user=bob"},
+		{"MYSQL_PWD=pw1 GH_PAT=pat2 PWD=/home/u", "MYSQL_PWD=[redacted] GH_PAT=[redacted] PWD=/home/u"},
+		{"--db-password=pw3", "--db-password=[redacted]"},
+		{"GET /v1/models?api_key=q-1&model=m", "GET /v1/models?api_key=[redacted]&model=m"},
+		{`{"x-api-key": "k-9", "model": "m"}`, `{"x-api-key": "[redacted]", "model": "m"}`},
+		{"X-Api-Key: k-10\nContent-Type: application/json", "X-Api-Key: [redacted]\nContent-Type: application/json"},
+		{"https://hooks.slack.com/services/T0/B0/abc", "https://hooks.slack.com/services/[redacted]"},
+		{"https://discord.com/api/webhooks/123/abc-DEF", "https://discord.com/api/webhooks/[redacted]"},
+		{"git clone https://x:ghp_tok@github.com/a/b", "git clone https://[redacted]@github.com/a/b"},
+		{"Authorization: Bearer [redacted]", "Authorization: Bearer [redacted]"},
+	}
+	for _, tt := range tests {
+		var r Redactor
+		got := r.Value("f", "", tt.in)
+		if got != tt.want {
+			t.Errorf("Value(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+		if again := r.Value("g", "", got); again != got || slices.Contains(r.Fields(), "g") {
+			t.Errorf("Value(%q) masks again: %q", got, again)
+		}
+		for s := range r.secrets {
+			if !strings.Contains(tt.in, s) || strings.Contains(got, s) {
+				t.Errorf("Value(%q): secret %q not in the input or left in %q", tt.in, s, got)
+			}
+		}
 	}
 }

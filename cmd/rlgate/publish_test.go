@@ -205,7 +205,33 @@ func TestPublishGated(t *testing.T) {
 	if md, err := os.ReadFile(filepath.Join(bundle, publish.ReportDir, "report.md")); err != nil || strings.HasPrefix(string(md), "UNSUPPORTED") {
 		t.Errorf("the bundle's report.md (err %v) starts %.80q", err, md)
 	}
-	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-pub", "--to", bundle, "--key", key, "--after-failed-verdict", reason); code != exitError || !strings.Contains(errOut, "not empty") {
+	// A training run of the same model with secrets planted on every path
+	// a run records, gated and published: its bundle and a report hold
+	// none of them.
+	secretOut := filepath.Join(t.TempDir(), "ckpt")
+	secretLog := filepath.Join(t.TempDir(), "secrets-metrics.jsonl")
+	var metricsLog strings.Builder
+	for step := 1; step <= 20; step++ {
+		fmt.Fprintf(&metricsLog, `{"step": %d, "data": {"training/global_step": %d, "actor/lr": 1e-6, "critic/score/mean": 0.25, "actor/kl_loss": %g}}`+"\n", step, step, 0.01+0.0005*float64(step))
+	}
+	gateWrite(t, secretLog+".src", metricsLog.String())
+	secrets := plantedRun(t, []string{"--ledger", x.ledger},
+		fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s.src %s", secretOut, x.written["rl"], secretOut, secretLog, secretLog),
+		"--run", "train-rl-secrets", "--out", "ckpt="+secretOut, "--in", "base="+x.base, "--in", "data="+x.trainData["rl"], "--metrics", secretLog+":verl")
+	x.train = gateSetLabel(passingTrain, "rl", "train-rl-secrets")
+	if code, _, ok, _ := publishGate(t, x); code != exitOK || !ok {
+		t.Fatalf("gate of the run with secrets: exit %d", code)
+	}
+	secretBundle := filepath.Join(t.TempDir(), "secret-bundle")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-secrets", "--to", secretBundle, "--key", key, "--after-failed-verdict", reason); code != exitOK {
+		t.Fatalf("publish of the run with secrets: exit %d: %s", code, errOut)
+	}
+	for what, dir := range map[string]string{"bundle": secretBundle, "report": reportWrite(t, x.ledger), "ledger": x.ledger} {
+		if leaked := secretsLeaked(t, dir, secrets); len(leaked) > 0 {
+			t.Errorf("secrets in the %s: %v", what, leaked)
+		}
+	}
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-secrets", "--to", bundle, "--key", key, "--after-failed-verdict", reason); code != exitError || !strings.Contains(errOut, "not empty") {
 		t.Errorf("publish into a bundle: exit %d: %s", code, errOut)
 	}
 	marker := filepath.Join(t.TempDir(), "ran")

@@ -10,7 +10,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/minio/minio-go/v7"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 )
 
@@ -49,25 +48,11 @@ func TestS3CLI(t *testing.T) {
 	if strings.Contains(entries, ledgertest.S3SecretKey) || !strings.Contains(entries, "sft1") {
 		t.Errorf("the entries hold the S3 secret, or no run: %s", entries)
 	}
-	objects := 0
-	for oi := range srv.Client.ListObjects(context.Background(), srv.Bucket, minio.ListObjectsOptions{Prefix: "cli/", Recursive: true}) {
-		if oi.Err != nil {
-			t.Fatal(oi.Err)
-		}
-		objects++
-		obj, err := srv.Client.GetObject(context.Background(), srv.Bucket, oi.Key, minio.GetObjectOptions{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := io.ReadAll(obj)
-		obj.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
+	objects := s3Objects(t, srv, "cli/", func(key string, b []byte) {
 		if strings.Contains(string(b), ledgertest.S3SecretKey) {
-			t.Errorf("object %s holds the S3 secret", oi.Key)
+			t.Errorf("object %s holds the S3 secret", key)
 		}
-	}
+	})
 	if objects == 0 {
 		t.Error("the run stored no object under cli/")
 	}

@@ -148,6 +148,24 @@ func (c *PGCluster) StopImmediately() {
 }
 
 // pgBinDir finds initdb: on PATH, else in Debian's versioned directory.
+// PGDump returns pg_dump's plain SQL dump (schema and data) of the
+// database of a ledger URL from Postgres, as an operator backs it up.
+func PGDump(t testing.TB, ledgerURL string) []byte {
+	t.Helper()
+	u, err := url.Parse(ledgerURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := u.Query()
+	q.Del("blobs")
+	u.RawQuery = q.Encode()
+	out, err := exec.Command(filepath.Join(pgBinDir(t), "pg_dump"), "--dbname", u.String()).Output()
+	if err != nil {
+		t.Fatalf("pg_dump: %v", err)
+	}
+	return out
+}
+
 func pgBinDir(t testing.TB) string {
 	if p, err := exec.LookPath("initdb"); err == nil {
 		if real, err := filepath.EvalSymlinks(p); err == nil {

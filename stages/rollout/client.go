@@ -103,6 +103,11 @@ type client struct {
 	// drained, when not nil, hears of each endpoint drained and how many
 	// are left.
 	drained func(EndpointStats, int)
+	// mask masks what the client knows to be secret (the API key, the
+	// endpoints' credentials and secret query values) and what the
+	// redaction rule finds, in everything recorded or printed: a server
+	// may echo the request's headers and URL in its reply.
+	mask *ledger.Masker
 
 	mu sync.Mutex // guards the endpoints' counters
 }
@@ -137,10 +142,14 @@ func newClient(endpoints []string, apiKey string, opts ClientOptions, conns int)
 		IdleConnTimeout:     90 * time.Second,
 		DisableCompression:  true, // keep the bodies byte for byte as the server sent them
 	}
+	var red ledger.Redactor
+	red.Value("", "API_KEY", apiKey)
 	c := &client{apiKey: apiKey, opts: opts, http: &http.Client{Transport: tr}}
 	for _, e := range endpoints {
+		red.Value("", "", e)
 		c.endpoints = append(c.endpoints, newEndpoint(e))
 	}
+	c.mask = red.Masker()
 	return c
 }
 
@@ -195,6 +204,7 @@ func (c *client) probe(ctx context.Context, model string) ([]*ledger.Digest, err
 // reports.
 func (c *client) probeOne(ctx context.Context, e *endpoint, model string) (*ledger.Digest, error) {
 	url := modelsURL(e.given)
+	shown := c.mask.String(url)
 	ctx, cancel := context.WithTimeout(ctx, c.opts.RequestTimeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
@@ -208,9 +218,9 @@ func (c *client) probeOne(ctx context.Context, e *endpoint, model string) (*ledg
 			res.Body.Close()
 			switch {
 			case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
-				return nil, fmt.Errorf("%w: GET %s: status %d. Try: --api-key-env VAR naming a key the server accepts", ErrEndpoint, url, res.StatusCode)
+				return nil, fmt.Errorf("%w: GET %s: status %d. Try: --api-key-env VAR naming a key the server accepts", ErrEndpoint, shown, res.StatusCode)
 			case res.StatusCode >= 500:
-				return nil, fmt.Errorf("%w: GET %s: status %d. Try: wait until the server serves the model, then run again", ErrEndpoint, url, res.StatusCode)
+				return nil, fmt.Errorf("%w: GET %s: status %d. Try: wait until the server serves the model, then run again", ErrEndpoint, shown, res.StatusCode)
 			case res.StatusCode != http.StatusOK || rerr != nil || len(reply) > maxModelsReply:
 				return nil, nil
 			}
@@ -220,7 +230,7 @@ func (c *client) probeOne(ctx context.Context, e *endpoint, model string) (*ledg
 	if errors.Is(ctx.Err(), context.Canceled) {
 		return nil, ctx.Err()
 	}
-	return nil, fmt.Errorf("%w: %w. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, err)
+	return nil, fmt.Errorf("%w: %s. Try: --endpoint http://HOST:PORT/v1 of a running OpenAI-compatible server", ErrEndpoint, c.recordable(err))
 }
 
 // names returns the endpoints as records name them (redacted), in the
@@ -233,10 +243,10 @@ func (c *client) names() []string {
 	return out
 }
 
-// recordable is an attempt's error as the ledger may keep it: Go's HTTP
-// errors quote the URL, credentials included, so it passes through the
-// ledger's redaction rule.
-func recordable(err error) string { return ledger.Redact("", err.Error()) }
+// recordable is an error as the ledger may keep it and the terminal show
+// it: Go's HTTP errors quote the URL, credentials included, so it is
+// masked.
+func (c *client) recordable(err error) string { return c.mask.String(err.Error()) }
 
 // errTransient marks a failed attempt worth retrying.
 type errTransient struct{ error }
@@ -276,11 +286,11 @@ func (c *client) do(ctx context.Context, body []byte) (*exchange, error) {
 			failedOn = append(failedOn, e)
 		}
 		if !x.transient || c.charged(failedOn) >= c.opts.MaxAttempts {
-			x.err = fmt.Errorf("attempt %d: %s", attempt, recordable(err))
+			x.err = fmt.Errorf("attempt %d: %s", attempt, c.recordable(err))
 			x.duration = time.Since(start)
 			return x, nil
 		}
-		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: recordable(err), LatencyMS: lat, Endpoint: x.endpoint})
+		x.failed = append(x.failed, Attempt{Status: status, Response: resp, Error: c.recordable(err), LatencyMS: lat, Endpoint: x.endpoint})
 		select {
 		case <-ctx.Done():
 			return nil, ctx.Err()

@@ -60,6 +60,12 @@
 // none, without an assertion), and a resume under another identity than
 // the run recorded.
 //
+// The API key and the endpoint's user information and secret query values
+// are never recorded nor printed: a server or gateway may echo them in a
+// reply, so every string of a recorded episode and every error is masked
+// of them and of what ledger's redaction rule finds (docs/FORMAT.md,
+// Secrets). An episode with nothing to mask is recorded byte for byte.
+//
 // # Fleet
 //
 // Options.Endpoints plays one run across several servers of the same

@@ -110,7 +110,7 @@ func (c *client) settle(e *endpoint, ms float64, err error, failed bool) {
 	if e.stats.Drained || e.inARow < DrainAfter || c.inUse() == 1 {
 		return
 	}
-	e.stats.Drained, e.stats.DrainError = true, recordable(err)
+	e.stats.Drained, e.stats.DrainError = true, c.recordable(err)
 	e.halt()
 	if c.drained != nil {
 		c.drained(e.stats, c.inUse())

@@ -26,6 +26,7 @@ type recorder struct {
 	every time.Duration
 	max   int
 	in    chan *Episode
+	mask  *ledger.Masker // the client's: bodies may echo the API key
 }
 
 // loop records what arrives on r.in until it is closed, then flushes the
@@ -63,20 +64,29 @@ func (r *recorder) loop(ctx context.Context) error {
 	}
 }
 
-// flush writes eps as one JSON-lines blob, then the entry naming it.
+// flush writes eps as one JSON-lines blob, then the entry naming it. Every
+// string of an episode (request and response bodies, replies, errors) is
+// masked of the secrets the client knows and those the redaction rule
+// finds; a normal episode holds none and is recorded byte for byte.
 func (r *recorder) flush(ctx context.Context, eps []*Episode) error {
-	var blob bytes.Buffer
-	enc := json.NewEncoder(&blob)
+	var blob, line bytes.Buffer
+	enc := json.NewEncoder(&line)
 	enc.SetEscapeHTML(false) // replies are full of <think> and <sql>
 	body := Trajectories{Episodes: make([]EpisodeRef, len(eps))}
 	for i, ep := range eps {
 		off := int64(blob.Len())
+		line.Reset()
 		if err := enc.Encode(ep); err != nil {
 			return fmt.Errorf("record episode %s#%d: %w", ep.TaskID, ep.Sample, err)
 		}
+		masked, err := r.mask.JSON(line.Bytes())
+		if err != nil {
+			return fmt.Errorf("record episode %s#%d: %w", ep.TaskID, ep.Sample, err)
+		}
+		blob.Write(masked)
 		body.Episodes[i] = EpisodeRef{TaskID: ep.TaskID, Sample: ep.Sample, StopReason: ep.StopReason, Turns: ep.Usage.Turns,
 			SQLExecutions: ep.Usage.SQLExecutions, TokensIn: ep.Usage.TokensIn, TokensOut: ep.Usage.TokensOut,
-			FinalSQL: ep.FinalSQL, Line: i, Offset: off, Length: int64(blob.Len()) - off - 1}
+			FinalSQL: r.mask.String(ep.FinalSQL), Line: i, Offset: off, Length: int64(blob.Len()) - off - 1}
 	}
 	d, err := r.l.PutBlobBytes(blob.Bytes())
 	if err != nil {

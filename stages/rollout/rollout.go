@@ -244,7 +244,7 @@ func (o *Options) play(ctx context.Context, l *ledger.Ledger, cl *client, jobs [
 	defer exec.Close()
 	e := &env{proto: &o.Protocol, model: o.Model, client: cl, exec: exec, dbPath: o.DBPath}
 
-	rec := &recorder{l: l, run: o.Run, every: o.FlushEvery, max: o.FlushEpisodes, in: make(chan *Episode, o.FlushEpisodes)}
+	rec := &recorder{l: l, run: o.Run, every: o.FlushEvery, max: o.FlushEpisodes, in: make(chan *Episode, o.FlushEpisodes), mask: cl.mask}
 	recErr := make(chan error, 1)
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

@@ -17,10 +17,15 @@ import (
 // from.
 type artifactBody struct {
 	ledger.Artifact
-	Path       string         `json:"path"`
-	Files      int            `json:"files,omitempty"`
-	Bytes      int64          `json:"bytes,omitempty"`
-	Canonical  *ledger.Digest `json:"canonical,omitempty"`   // configs: canonical JSON blob
+	Path      string         `json:"path"`
+	Files     int            `json:"files,omitempty"`
+	Bytes     int64          `json:"bytes,omitempty"`
+	Canonical *ledger.Digest `json:"canonical,omitempty"` // configs: canonical JSON blob
+	// Original is, for a config whose secrets were redacted, the digest of
+	// the file as read (not stored; Digest names what is); Redacted names
+	// the values replaced ("openai.api_key", "headers[0]").
+	Original   *ledger.Digest `json:"original,omitempty"`
+	Redacted   []string       `json:"redacted,omitempty"`
 	ProducedBy *Lineage       `json:"produced_by,omitempty"` // inputs: the run whose output this was
 }
 

@@ -19,8 +19,9 @@ type CodeVersion struct {
 }
 
 // captureCode records the commit, whether the tree is dirty, and the diff
-// against HEAD as a blob, so the exact code that ran can be rebuilt.
-func captureCode(ctx context.Context, l *ledger.Ledger, dir string) (CodeVersion, error) {
+// against HEAD as a blob, so the exact code that ran can be rebuilt; the
+// secrets the run's redaction removed (mask) are masked in the diff too.
+func captureCode(ctx context.Context, l *ledger.Ledger, dir string, mask *ledger.Masker) (CodeVersion, error) {
 	git := func(args ...string) ([]byte, error) {
 		cmd := exec.CommandContext(ctx, "git", args...)
 		cmd.Dir = dir
@@ -49,7 +50,7 @@ func captureCode(ctx context.Context, l *ledger.Ledger, dir string) (CodeVersion
 		if err != nil {
 			return cv, err
 		}
-		d, _, err := l.PutBlob(bytes.NewReader(diff))
+		d, _, err := l.PutBlob(bytes.NewReader(mask.Known(diff)))
 		if err != nil {
 			return cv, err
 		}

@@ -5,9 +5,10 @@
 // with a model identity for safetensors, a dataset manifest otherwise) and
 // configs (raw bytes, plus a canonical JSON form for YAML and JSON), and
 // records the git commit and diff, an allow-listed environment, and the
-// host with the tool versions found; the environment, argv and params go
-// through ledger's one redaction rule (ledger.Redactor), which also masks
-// their secrets in the recorded output. While the command runs (by argv,
+// host with the tool versions found; the environment, argv, params and
+// configs go through ledger's one redaction rule (ledger.Redactor), which
+// also masks their secrets, and what its value rule finds, in the recorded
+// output (docs/FORMAT.md, Secrets). While the command runs (by argv,
 // never through a shell it did not ask for), its output is teed to the
 // terminal and to the ledger in chunks, declared
 // metrics files are tailed into metrics entries and nvidia-smi is sampled,

@@ -193,7 +193,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		start.Configs = map[string]ledger.Digest{}
 	}
 	for _, c := range spec.Configs {
-		a, bs, err := configArtifact(l, c)
+		a, bs, err := configArtifact(l, c, &red)
 		if err != nil {
 			return nil, err
 		}
@@ -201,7 +201,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		arts, blobs = append(arts, a), append(blobs, bs...)
 	}
 	var err error
-	if start.Code, err = captureCode(ctx, l, spec.Dir); err != nil {
+	if start.Code, err = captureCode(ctx, l, spec.Dir, red.Masker()); err != nil {
 		return nil, fmt.Errorf("record code version: %w", err)
 	}
 	start.Host = DescribeHost(ctx)
