@@ -213,3 +213,21 @@ func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []
 	}
 	return sp, ss, nil
 }
+
+// MetricKeys returns the metric keys a run recorded, sorted.
+func (l *Ledger) MetricKeys(ctx context.Context, run string) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT DISTINCT key FROM metrics WHERE run = ? ORDER BY key", run)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}
