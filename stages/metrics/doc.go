@@ -92,5 +92,9 @@
 // learning rate, gradient norm, zero-variance group counts, optimizer step.
 // Canonical maps a trainer's key to such a Canon and Keys gives the keys
 // behind one, preferred first; the tables are in canonical.go, one per
-// trainer in Trainers (veRL, SkyRL, TRL, LLaMA-Factory, OpenRLHF).
+// trainer in Trainers (veRL, SkyRL, TRL, LLaMA-Factory, OpenRLHF, and the
+// Hugging Face Trainer as its W&B and SwanLab callbacks log it, every key
+// under "train/": train/loss is TRL's loss, train/learning_rate its
+// learning_rate; LLaMA-Factory's lr and a W&B run's lr are the learning
+// rate too).
 package metrics

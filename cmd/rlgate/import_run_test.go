@@ -1,0 +1,149 @@
+package main
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rlgate/rlgate/stages/runner"
+)
+
+// trackerFixtures holds real tracker runs with the values an independent
+// reader decoded (testdata/trackers/SOURCES.md).
+const trackerFixtures = "../../testdata/trackers"
+
+// treeSums returns the sha256 of every file under dir.
+func treeSums(t *testing.T, dir string) map[string][32]byte {
+	t.Helper()
+	sums := map[string][32]byte{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		b, err := os.ReadFile(p)
+		sums[p] = sha256.Sum256(b)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sums
+}
+
+// TestImportRunRealTrackers imports every shipped tracker run through the
+// CLI and compares every scalar rlgate metrics --json prints with
+// expected.json (user and tracker-generated series alike), the recorded
+// status (ok only for a recorded successful end; the killed, truncated W&B
+// run and the failed ones exit 3) and the truncation finding, and checks
+// that the user's files, SwanLab's SQLite WAL among them, are byte-identical
+// afterwards.
+func TestImportRunRealTrackers(t *testing.T) {
+	before := treeSums(t, trackerFixtures)
+	dir := t.TempDir()
+	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
+		t.Fatal(errOut)
+	}
+	cases := []struct{ fixture, format string }{
+		{"wandb/coati-rlhf-0.14.2", "wandb"},
+		{"swanlab/adsft-llamafactory-0.6.8", "auto"},
+		{"mlflow/deepcnnclassifier-keras-2022", "mlflow"},
+	}
+	n := 0
+	for _, c := range cases {
+		b, err := os.ReadFile(filepath.Join(trackerFixtures, c.fixture, "expected.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var doc struct {
+			Runs map[string]struct {
+				Run     map[string]any      `json:"run"`
+				Scalars map[string][][2]any `json:"scalars"`
+				System  map[string][][2]any `json:"system_scalars"`
+				Counts  map[string]any      `json:"counts"`
+			} `json:"runs"`
+		}
+		if err := json.Unmarshal(b, &doc); err != nil {
+			t.Fatal(err)
+		}
+		for src, want := range doc.Runs {
+			n++
+			run := "imported-" + filepath.Base(src)
+			path := filepath.Join(trackerFixtures, c.fixture, src)
+			code, out, errOut := rlgate(t, "--ledger", dir, "import-run", "--json", "--stage", "sft", "--run", run, path+":"+c.format)
+			var res runner.Result
+			if err := json.Unmarshal([]byte(out), &res); err != nil {
+				t.Fatalf("%s: %v\n%s%s", src, err, out, errOut)
+			}
+			status := want.Run["status"]
+			wantCode, wantStatus := exitCheckFailed, "failed"
+			if status == "SUCCESS" || status == "finished" || status == "FINISHED" {
+				wantCode, wantStatus = exitOK, "ok"
+			}
+			if code != wantCode || res.Status != wantStatus {
+				t.Errorf("%s (tracker status %v): exit %d, status %s; want %d, %s: %s", src, status, code, res.Status, wantCode, wantStatus, errOut)
+			}
+			if clean, framed := want.Counts["clean_end"].(bool); framed && !clean {
+				if len(res.MetricFindings) == 0 || !strings.Contains(res.MetricFindings[0], "truncated tail: chunk at byte 15799") {
+					t.Errorf("%s: findings %q, want the truncated tail at byte 15799 first", src, res.MetricFindings)
+				}
+			}
+
+			wantSeries := map[string][][2]any{}
+			for _, m := range []map[string][][2]any{want.Scalars, want.System} {
+				for k, pts := range m {
+					wantSeries[k] = append(wantSeries[k], pts...)
+				}
+			}
+			code, out, errOut = rlgate(t, "--ledger", dir, "metrics", "--run", run, "--json")
+			if code != exitOK {
+				t.Fatalf("metrics --run %s: exit %d: %s", run, code, errOut)
+			}
+			var got struct {
+				Series map[string][][2]any `json:"series"`
+			}
+			if err := json.Unmarshal([]byte(out), &got); err != nil {
+				t.Fatal(err)
+			}
+			if d := cmp.Diff(wantSeries, got.Series, cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("%s: series (-want +got):\n%s", src, d)
+			}
+		}
+	}
+	if n != 5 {
+		t.Fatalf("%d runs in the fixtures, want 5", n)
+	}
+	if d := cmp.Diff(before, treeSums(t, trackerFixtures)); d != "" {
+		t.Errorf("reading changed the user's files:\n%s", d)
+	}
+}
+
+// TestImportedRunTrainingAudit: the training audit reads an imported run
+// like any other. The real SwanLab run logs through LLaMA-Factory's
+// SwanLabCallback, every key under "train/": its optimizer steps and
+// learning rate are found only through the canonical names of the Hugging
+// Face Trainer's tracker keys (train/global_step, train/learning_rate).
+// The killed W&B run fails run-ok and metric-findings (its truncated tail).
+func TestImportedRunTrainingAudit(t *testing.T) {
+	dir := t.TempDir()
+	rlgate(t, "--ledger", dir, "init")
+	swan := filepath.Join(trackerFixtures, "swanlab/adsft-llamafactory-0.6.8/swanlog/run-20260531_190548-kd4v3b6ndym9m725v4d7q")
+	killed := filepath.Join(trackerFixtures, "wandb/coati-rlhf-0.14.2/wandb/offline-run-20230413_090116-iotz2fip")
+	rlgate(t, "--ledger", dir, "import-run", "--stage", "sft", "--run", "swan", swan)
+	rlgate(t, "--ledger", dir, "import-run", "--stage", "sft", "--run", "killed", killed)
+	code, out, errOut := rlgate(t, "--ledger", dir, "audit", "training", "--train", "sft=swan", "--json")
+	if code != exitOK || !strings.Contains(out, "train/learning_rate > 0") || !strings.Contains(out, "train/global_step reached 270") {
+		t.Errorf("audit training of the imported SwanLab run: exit %d\n%s%s", code, out, errOut)
+	}
+	code, out, _ = rlgate(t, "--ledger", dir, "audit", "training", "--train", "sft=killed")
+	for _, want := range []string{"stage run killed is failed: wandb recorded no end of the run", "truncated tail"} {
+		if code != exitCheckFailed || !strings.Contains(out, want) {
+			t.Errorf("audit training of the killed W&B run: exit %d, want %d and %q:\n%s", code, exitCheckFailed, want, out)
+		}
+	}
+}
