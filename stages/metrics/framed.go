@@ -20,8 +20,10 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 	if err != nil {
 		return err
 	}
-	data, err := io.ReadAll(f)
-	if err != nil {
+	// Read what the file held when it was looked at, in one allocation; what
+	// the writer adds meanwhile waits for the next read.
+	data := make([]byte, size-t.cur.Offset)
+	if _, err := io.ReadFull(f, data); err != nil {
 		return fmt.Errorf("read metrics: %w", err)
 	}
 	base := t.cur.Offset
@@ -36,7 +38,12 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 		t.cur.Offset = llogHeaderLen
 	}
 	r := llogReader{data: data, base: base, off: t.cur.Offset}
+	reserved := false
 	for {
+		if !reserved && r.off-base >= readChunk {
+			t.reserve(r.off-base, size-r.off)
+			reserved = true
+		}
 		rec, err := r.next()
 		if err == io.EOF {
 			t.sk.stats.PendingBytes = 0

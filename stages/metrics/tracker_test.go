@@ -33,13 +33,15 @@ func wandbRows(rows int) ([]byte, []Point) {
 	// Row 0's string is sized so that the row ends 3 bytes before the end
 	// of the first block: the next chunk starts after zero padding.
 	var first []byte
-	for n := 32000; ; n++ {
+	for n := 32000; ; {
 		first = trackertest.History(0, trackertest.Item{Key: "loss", JSON: "1"},
 			trackertest.Item{NestedKey: []string{"actor", "lr"}, JSON: "0"},
 			trackertest.Item{Key: "sample", JSON: `"` + strings.Repeat("x", n) + `"`})
-		if len(w.B)+llogChunkLen+len(first) == llogBlockLen-3 {
+		end := len(w.B) + llogChunkLen + len(first)
+		if end == llogBlockLen-3 {
 			break
 		}
+		n += llogBlockLen - 3 - end // the varint lengths settle in a step or two
 	}
 	for s := range rows {
 		loss, lr := 1/float64(s+1), float64(s)*1e-7

@@ -79,14 +79,15 @@ type wandbDecoder struct {
 	runtime int64 // exit record's runtime, seconds
 }
 
-// wandbItem is one HistoryItem, SummaryItem or ConfigItem.
+// wandbItem is one HistoryItem, SummaryItem or ConfigItem; key and value
+// are valid until the next decodeItem.
 type wandbItem struct {
-	key   string
+	key   []byte
 	value []byte
 }
 
 // decodeItem reads key (nested_key joined with "/" when present, as
-// wandb-core's keyPath does) and value_json.
+// wandb-core's keyPath does) and value_json without copying them.
 func (d *wandbDecoder) decodeItem(b []byte) (wandbItem, error) {
 	var it wandbItem
 	d.key = d.key[:0]
@@ -110,10 +111,9 @@ func (d *wandbDecoder) decodeItem(b []byte) (wandbItem, error) {
 		}
 		return nil
 	})
+	it.key = key
 	if nested {
-		it.key = string(d.key)
-	} else {
-		it.key = string(key)
+		it.key = d.key
 	}
 	return it, err
 }
@@ -163,7 +163,7 @@ func (d *wandbDecoder) history(sk *sink, b []byte) error {
 				return err
 			}
 			d.scan.reset(it.value)
-			if it.key == "_step" {
+			if string(it.key) == "_step" {
 				s, err := d.scan.integer()
 				if err != nil {
 					return fmt.Errorf("history row %d: _step: %w", d.rows, err)
@@ -173,7 +173,7 @@ func (d *wandbDecoder) history(sk *sink, b []byte) error {
 			}
 			x, ok, err := d.scan.number()
 			if err == nil && ok && d.scan.expectEnd() == nil {
-				sk.add([]byte(it.key), x)
+				sk.add(it.key, x)
 			} else {
 				sk.stats.Skipped++
 			}
@@ -210,13 +210,13 @@ func (d *wandbDecoder) apply(m *map[string]json.RawMessage, b []byte) error {
 			return err
 		}
 		if num == wbRemove {
-			delete(*m, it.key)
+			delete(*m, string(it.key))
 			return nil
 		}
 		if *m == nil {
 			*m = make(map[string]json.RawMessage)
 		}
-		(*m)[it.key] = jsonValue(it.value)
+		(*m)[string(it.key)] = jsonValue(it.value)
 		return nil
 	})
 }
