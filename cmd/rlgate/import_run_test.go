@@ -147,3 +147,32 @@ func TestImportedRunTrainingAudit(t *testing.T) {
 		}
 	}
 }
+
+// TestMetricsCommandCSVAndErrors: rlgate metrics --csv prints every point
+// as recorded (the real MLflow run's two metrics); an unknown key or run is
+// a one-line error saying what to try, and --json with --csv a usage error.
+func TestMetricsCommandCSVAndErrors(t *testing.T) {
+	dir := t.TempDir()
+	rlgate(t, "--ledger", dir, "init")
+	ml := filepath.Join(trackerFixtures, "mlflow/deepcnnclassifier-keras-2022/mlruns/0/cb0096518b0e4c66a94428555f05420b")
+	rlgate(t, "--ledger", dir, "import-run", "--stage", "sft", "--run", "ml", ml)
+	code, out, errOut := rlgate(t, "--ledger", dir, "metrics", "--run", "ml", "--csv")
+	want := "key,step,value\naccuracy,0,0.7858095765113831\nloss,0,3.2727866172790527\n"
+	if code != exitOK || out != want {
+		t.Errorf("metrics --csv: exit %d\n%s%s\nwant\n%s", code, out, errOut, want)
+	}
+	for _, tt := range []struct {
+		args []string
+		code int
+		msg  string
+	}{
+		{[]string{"--run", "ml", "--key", "train/loss"}, exitError, `run ml recorded no key "train/loss". Try:`},
+		{[]string{"--run", "nope"}, exitError, `no run "nope" in the ledger. Try: rlgate runs`},
+		{[]string{"--run", "ml", "--json", "--csv"}, exitUsage, "give --json or --csv, not both"},
+	} {
+		code, _, errOut := rlgate(t, append([]string{"--ledger", dir, "metrics"}, tt.args...)...)
+		if code != tt.code || !strings.Contains(errOut, tt.msg) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+			t.Errorf("metrics %v: exit %d, %q; want %d and one line with %q", tt.args, code, errOut, tt.code, tt.msg)
+		}
+	}
+}

@@ -47,6 +47,16 @@
 //   - openrlhf-console: OpenRLHF's PPO trainer line "Global step N: {...}",
 //     the metrics a Python dict repr on that line.
 //
+//   - wandb, swanlab, mlflow: an experiment tracker's own files (a W&B
+//     run-*.wandb or pre-0.10 wandb-history.jsonl, a SwanLab 0.6
+//     backup.swanlab, an MLflow file-store run directory), each given as the
+//     file or the run directory. W&B and SwanLab frame records as LevelDB's
+//     log does (llog.go): W&B's are protobuf, decoded by field number
+//     (wandb.go), SwanLab's JSON (swanlab.go). Besides points, these fill a
+//     TrackerRun (Tailer.Run): identity, times, end state, config, summary,
+//     console output, and findings such as a truncated tail, which keeps
+//     every record before it. MLflow's directory is read once, at Final.
+//
 // Both console formats of Python dicts take values as Python printed them
 // (numbers, np.float64(…), tensor(…), nan, inf, and strings holding a
 // number); nested dicts are flattened with "/"; None, bools, lists and
