@@ -15,6 +15,7 @@
 //     with "/" ({"a": {"b": 1}} gives a/b); strings, bools, nulls and arrays
 //     are skipped and counted. Python's NaN, Infinity and -Infinity literals
 //     are accepted, since json.dumps writes them.
+//
 //   - verl-console: veRL's console logger, "step:N - key:value - ...". Ray's
 //     "(TaskRunner pid=N)" prefix, its "[repeated Nx across cluster]"
 //     suffix and ANSI colours are removed; values may be written as
@@ -23,19 +24,24 @@
 //     continues on the next line when a line ends with " -" or the next
 //     starts with "- ". The line must start with "step:" once those
 //     decorations are gone; any other line is ignored and counted.
+//
 //   - trl: TRL's trainer_state.json. Every log_history entry is a record at
 //     its "step"; every other numeric member is a point, summary entries
 //     (train_runtime, ...) included.
+//
 //   - tensorboard: TFRecord-framed Event protobufs. Scalars are
 //     Summary.Value simple_value or a tensor holding exactly one float,
 //     double, int32 or int64; images, histograms and text are skipped and
 //     counted.
+//
 //   - jsonl: one object per line with a step member (Options.StepKey,
 //     default "step"); every other numeric member, flattened as for verl,
 //     is a point.
+//
 //   - llamafactory: LLaMA-Factory's trainer_log.jsonl, read as jsonl with
 //     the step under current_steps (loss, lr, epoch, percentage, ...;
 //     elapsed_time and remaining_time are strings and skipped).
+//
 //   - skyrl-console: SkyRL's console logger, a loguru line ending
 //     "Step N: " and then the step's metrics as pprint.pformat wrote them,
 //     over as many lines as it took; the record is complete when the
@@ -44,6 +50,7 @@
 //     precise, and a learning rate shown as '0.0000' (1e-6 is) is not
 //     recorded at all but counted as skipped, since it would claim lr = 0;
 //     SkyRL's TensorBoard files keep full precision.
+//
 //   - openrlhf-console: OpenRLHF's PPO trainer line "Global step N: {...}",
 //     the metrics a Python dict repr on that line.
 //
