@@ -21,7 +21,8 @@ func newImportRunCommand() *cli.Command {
 		Usage:     "record a finished run that a tracker recorded elsewhere (W&B, SwanLab, MLflow), executing nothing",
 		ArgsUsage: "PATH[:FORMAT]",
 		Description: "Reads the run at PATH (a W&B run directory or run-*.wandb file, a SwanLab run\n" +
-			"directory or backup.swanlab, an MLflow run directory <root>/<experiment>/<run>,\n" +
+			"directory (0.6 backup.swanlab, or 0.3-0.5 logs/ with ../runs.swanlab, read on\n" +
+			"a copy) or backup.swanlab, an MLflow run directory <root>/<experiment>/<run>,\n" +
 			"or any --metrics file of rlgate run) and records it as a run of --stage:\n" +
 			"its metric points, its config (secrets redacted as rlgate run redacts them),\n" +
 			"summary and console output as artifacts by digest, the start and end times\n" +

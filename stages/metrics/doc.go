@@ -56,7 +56,8 @@
 //
 //   - wandb, swanlab, mlflow: an experiment tracker's own files (a W&B
 //     run-*.wandb or pre-0.10 wandb-history.jsonl, a SwanLab 0.6
-//     backup.swanlab, an MLflow file-store run directory), each given as the
+//     backup.swanlab or 0.3-0.5 logs/ with its runs.swanlab, an MLflow
+//     file-store run directory), each given as the
 //     file or the run directory. W&B and SwanLab frame records as LevelDB's
 //     log does (llog.go): W&B's are protobuf, decoded by field number
 //     (wandb.go), SwanLab's JSON (swanlab.go). Besides points, these fill a

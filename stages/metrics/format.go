@@ -38,8 +38,9 @@ const (
 	// (the Python writer's and the Go core's) or the pre-0.10
 	// wandb-history.jsonl.
 	FormatWandB Format = "wandb"
-	// FormatSwanLab is a SwanLab 0.6 run: its directory or its
-	// backup.swanlab record file.
+	// FormatSwanLab is a SwanLab run: a 0.6 run directory or its
+	// backup.swanlab record file, or a 0.3-0.5 run directory (logs/ beside
+	// ../runs.swanlab).
 	FormatSwanLab Format = "swanlab"
 	// FormatMLflow is an MLflow file-store run directory
 	// <root>/<experiment>/<run>/.

@@ -184,6 +184,8 @@ func (t *Tailer) read(final bool) ([]Point, error) {
 		err = t.readDocument(f, final)
 	case t.format == FormatMLflow:
 		err = t.readMLflow(final)
+	case t.swanLegacy():
+		err = t.readSwanLegacy(final)
 	case t.lines == nil:
 		err = t.readFramed(f, final)
 	default:

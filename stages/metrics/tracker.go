@@ -125,7 +125,10 @@ func resolveTracker(path string, f Format) (string, error) {
 		if b := filepath.Join(path, "backup.swanlab"); fileExists(b) {
 			return b, nil
 		}
-		return "", fmt.Errorf("read swanlab run: %s holds no backup.swanlab (SwanLab 0.6+). Try: name the run directory swanlog/run-<date>-<id>", path)
+		if isSwanLegacy(path) {
+			return path, nil
+		}
+		return "", fmt.Errorf("read swanlab run: %s holds neither backup.swanlab (SwanLab 0.6) nor logs/ beside ../runs.swanlab (0.3-0.5). Try: name the run directory swanlog/run-<date>-<id>", path)
 	}
 	return path, nil
 }
@@ -146,7 +149,7 @@ func detectDir(path string) (Format, error) {
 	if len(wandb) > 0 || has("wandb-history.jsonl") || has(filepath.Join("files", "wandb-history.jsonl")) {
 		found = append(found, FormatWandB)
 	}
-	if has("backup.swanlab") {
+	if has("backup.swanlab") || isSwanLegacy(path) {
 		found = append(found, FormatSwanLab)
 	}
 	if has("meta.yaml") && has("metrics") {
@@ -166,8 +169,19 @@ func detectDir(path string) (Format, error) {
 // findings, not errors: the points are what matters.
 func (t *Tailer) readTrackerSide() {
 	if t.format == FormatSwanLab {
-		t.swan.readSide(t.run, filepath.Dir(t.path))
+		dir := t.path
+		if !t.swanLegacy() {
+			dir = filepath.Dir(t.path)
+		}
+		t.swan.readSide(t.run, dir)
 	}
+}
+
+// swanLegacy reports whether the Tailer reads a SwanLab 0.3-0.5 run
+// directory rather than a backup.swanlab.
+func (t *Tailer) swanLegacy() bool {
+	fi, err := os.Stat(t.path)
+	return t.format == FormatSwanLab && err == nil && fi.IsDir()
 }
 
 // trackerFinding adds a finding to the run, once.

@@ -1,6 +1,7 @@
 package metrics
 
 import (
+	"crypto/sha256"
 	"encoding/json"
 	"math"
 	"os"
@@ -172,4 +173,90 @@ func decodeRaw(t *testing.T, m map[string]json.RawMessage) map[string]any {
 		out[k] = x
 	}
 	return out
+}
+
+// TestSwanLabLegacyLayoutReadsWALUntouched reads a run in SwanLab's
+// 0.3-0.5 layout: metric names only in the real runs.swanlab of the
+// LLaMA-Factory run, most of whose rows are in its -wal, and each metric's
+// logs/<folder>/0.log written as SwanLab's local writer writes them
+// (json.dumps of {"index", "data", "create_time"} per line) from
+// expected.json's values. Every user scalar must come back under its name,
+// the state must be the database's (SUCCESS), and the database, its WAL
+// and shm must be byte-identical afterwards: SQLite applies and may
+// checkpoint a WAL when it opens a database, so the reader opens a copy.
+func TestSwanLabLegacyLayoutReadsWALUntouched(t *testing.T) {
+	const fixture = "swanlab/adsft-llamafactory-0.6.8"
+	const runDir = "swanlog/run-20260531_190548-kd4v3b6ndym9m725v4d7q"
+	var want expectedRun
+	for _, r := range loadExpected(t, fixture) {
+		want = r
+	}
+	src := filepath.Join(trackerFixtures, fixture, "swanlog")
+	root := filepath.Join(t.TempDir(), "swanlog")
+	run := filepath.Join(root, filepath.Base(runDir))
+	if err := os.MkdirAll(filepath.Join(run, "files"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range []string{"runs.swanlab", "runs.swanlab-wal", "runs.swanlab-shm", filepath.Join(filepath.Base(runDir), "files", "config.yaml")} {
+		b, err := os.ReadFile(filepath.Join(src, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, f), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The folders are the database's; the backup's Column records agree
+	// (testdata/trackers/SOURCES.md, cross-checks).
+	folders := map[string]string{"train/loss": "17", "train/grad_norm": "18", "train/learning_rate": "19", "train/epoch": "20",
+		"train/global_step": "21", "single_value/train_runtime": "22", "single_value/train_samples_per_second": "23",
+		"single_value/train_steps_per_second": "24", "single_value/total_flos": "25", "single_value/train_loss": "26"}
+	for key, pts := range want.Scalars {
+		var lines []byte
+		for _, p := range pts {
+			line, _ := json.Marshal(map[string]any{"index": p[0], "data": p[1], "create_time": "2026-05-31T11:10:00+00:00"})
+			lines = append(append(lines, line...), '\n')
+		}
+		dir := filepath.Join(run, "logs", folders[key])
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "0.log"), lines, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	sums := func() map[string][32]byte {
+		m := map[string][32]byte{}
+		for _, f := range []string{"runs.swanlab", "runs.swanlab-wal", "runs.swanlab-shm"} {
+			b, err := os.ReadFile(filepath.Join(root, f))
+			if err != nil {
+				t.Fatal(err)
+			}
+			m[f] = sha256.Sum256(b)
+		}
+		return m
+	}
+	before := sums()
+	tl, err := NewTailer(run, Options{Format: FormatAuto}, Cursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := tl.Final()
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantSeries := expectedSeries(t, expectedRun{Scalars: want.Scalars})
+	if d := cmp.Diff(wantSeries, seriesOf(pts)); d != "" {
+		t.Fatalf("series (-want +got):\n%s", d)
+	}
+	r := tl.Run()
+	if r.Status != "SUCCESS" || !r.OK || r.Name != "/proj/arch/users/xinxu/med/aphasiacld/artifacts/adapters/round5-2" || r.Project != "aphasiacld" {
+		t.Errorf("run: status %q ok %v name %q project %q", r.Status, r.OK, r.Name, r.Project)
+	}
+	if len(r.Config) != 223 {
+		t.Errorf("%d config keys, want 223", len(r.Config))
+	}
+	if d := cmp.Diff(before, sums()); d != "" {
+		t.Errorf("reading changed the SwanLab database files:\n%s", d)
+	}
 }
