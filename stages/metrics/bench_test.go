@@ -57,20 +57,13 @@ func BenchmarkParseVerlJSONL(b *testing.B) {
 // 170 MB, written by trackertest): the parse alone, before the ledger.
 func BenchmarkParseWandB(b *testing.B) {
 	const steps, keys = 100000, 50
-	w := trackertest.NewWandB()
-	items := make([]trackertest.Item, keys)
-	for s := range steps {
-		for k := range items {
-			items[k] = trackertest.Item{Key: fmt.Sprintf("train/metric_%02d", k), JSON: trackertest.Float(float64(s)*1.000123 + float64(k)/7)}
-		}
-		w.Record(trackertest.History(int64(s), items...))
-	}
+	data := trackertest.WandBRun(steps, keys)
 	path := b.TempDir() + "/run-bench.wandb"
-	if err := os.WriteFile(path, w.B, 0o644); err != nil {
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(w.B)))
-	w = nil
+	b.SetBytes(int64(len(data)))
+	data = nil
 	b.ResetTimer()
 	for b.Loop() {
 		pts, _, err := ParseFile(path, Options{Format: FormatWandB})

@@ -86,21 +86,9 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 		start.Imported.Status = ""
 	}
 	start.Dir, _ = filepath.Abs(".")
-	var arts []artifactBody
-	var blobs []ledger.Digest
-	if len(spec.Inputs) > 0 {
-		start.Inputs = map[string]ledger.Digest{}
-	}
-	for _, in := range spec.Inputs {
-		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
-		if err != nil {
-			return nil, err
-		}
-		if a.ProducedBy, err = lineage(ctx, l, a.Digest); err != nil {
-			return nil, err
-		}
-		start.Inputs[in.Name] = a.Digest
-		arts, blobs = append(arts, a), append(blobs, blob)
+	arts, blobs, err := hashInputs(ctx, l, spec.Inputs, &start.StartBody)
+	if err != nil {
+		return nil, err
 	}
 	config := redactConfig(&red, tr.Config)
 	start.Redacted = red.Fields()

@@ -80,20 +80,12 @@ func BenchmarkImportWandB(b *testing.B) {
 	const steps, keys = 100000, 50
 	dir := b.TempDir()
 	path := filepath.Join(dir, "run-bench.wandb")
-	w := trackertest.NewWandB()
-	items := make([]trackertest.Item, keys)
-	for s := range steps {
-		for k := range items {
-			items[k] = trackertest.Item{Key: fmt.Sprintf("train/metric_%02d", k), JSON: trackertest.Float(float64(s)*1.000123 + float64(k)/7)}
-		}
-		w.Record(trackertest.History(int64(s), items...))
-	}
-	w.Record(trackertest.Exit(0))
-	if err := os.WriteFile(path, w.B, 0o644); err != nil {
+	data := trackertest.WandBRun(steps, keys)
+	if err := os.WriteFile(path, data, 0o644); err != nil {
 		b.Fatal(err)
 	}
-	b.SetBytes(int64(len(w.B)))
-	w = nil
+	b.SetBytes(int64(len(data)))
+	data = nil
 	b.ResetTimer()
 	var cpu time.Duration
 	for i := 0; i < b.N; i++ {

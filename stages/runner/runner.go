@@ -167,27 +167,15 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		spec.FlushEvery = DefaultFlush
 	}
 
-	var arts []artifactBody
-	var blobs []ledger.Digest
 	var red ledger.Redactor
 	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
 		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid(), SkipPreflight: spec.SkipPreflight}
 	start.Argv, start.Params = recordedCommand(&red, spec)
 	start.Redacted = red.Fields()
 	start.Dir, _ = filepath.Abs(spec.Dir)
-	if len(spec.Inputs) > 0 {
-		start.Inputs = map[string]ledger.Digest{}
-	}
-	for _, in := range spec.Inputs {
-		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
-		if err != nil {
-			return nil, err
-		}
-		if a.ProducedBy, err = lineage(ctx, l, a.Digest); err != nil {
-			return nil, err
-		}
-		start.Inputs[in.Name] = a.Digest
-		arts, blobs = append(arts, a), append(blobs, blob)
+	arts, blobs, err := hashInputs(ctx, l, spec.Inputs, &start)
+	if err != nil {
+		return nil, err
 	}
 	if len(spec.Configs) > 0 {
 		start.Configs = map[string]ledger.Digest{}
@@ -200,7 +188,6 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		start.Configs[ConfigKey(spec.Dir, c)] = a.canonicalDigest()
 		arts, blobs = append(arts, a), append(blobs, bs...)
 	}
-	var err error
 	if start.Code, err = captureCode(ctx, l, spec.Dir); err != nil {
 		return nil, fmt.Errorf("record code version: %w", err)
 	}

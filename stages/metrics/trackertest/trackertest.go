@@ -7,6 +7,7 @@ package trackertest
 
 import (
 	"encoding/binary"
+	"fmt"
 	"hash/crc32"
 	"strconv"
 
@@ -129,3 +130,19 @@ func Exit(code int32) []byte {
 // Float is a value as Python's json.dumps writes it (repr: shortest
 // round trip).
 func Float(v float64) string { return strconv.FormatFloat(v, 'g', -1, 64) }
+
+// WandBRun returns a whole run-*.wandb file of steps history rows of keys
+// metrics each (train/metric_00, ...), ending with exit code 0: the run the
+// ingest benchmarks read.
+func WandBRun(steps, keys int) []byte {
+	w := NewWandB()
+	items := make([]Item, keys)
+	for s := range steps {
+		for k := range items {
+			items[k] = Item{Key: fmt.Sprintf("train/metric_%02d", k), JSON: Float(float64(s)*1.000123 + float64(k)/7)}
+		}
+		w.Record(History(int64(s), items...))
+	}
+	w.Record(Exit(0))
+	return w.B
+}
