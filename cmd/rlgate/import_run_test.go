@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
@@ -174,5 +175,32 @@ func TestMetricsCommandCSVAndErrors(t *testing.T) {
 		if code != tt.code || !strings.Contains(errOut, tt.msg) || strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
 			t.Errorf("metrics %v: exit %d, %q; want %d and one line with %q", tt.args, code, errOut, tt.code, tt.msg)
 		}
+	}
+}
+
+// TestImportRunRefusesBeforeWriting: a W&B run whose row claims a step
+// the ledger cannot store exactly (2^60, beyond float64's integers) is a
+// one-line error naming the file and the row, and the ledger is left as it
+// was: no run.start, no half-recorded run. Before, the run was started and
+// then failed when the metrics entry was refused.
+func TestImportRunRefusesBeforeWriting(t *testing.T) {
+	dir := t.TempDir()
+	rlgate(t, "--ledger", dir, "init")
+	w := trackertest.NewWandB()
+	w.Record(trackertest.History(1, trackertest.Item{Key: "loss", JSON: "0.5"}))
+	w.Record(trackertest.History(1<<60, trackertest.Item{Key: "loss", JSON: "0.4"}))
+	w.Record(trackertest.Exit(0))
+	path := filepath.Join(t.TempDir(), "run-x.wandb")
+	if err := os.WriteFile(path, w.B, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, before, _ := rlgate(t, "--ledger", dir, "head", "--json")
+	code, _, errOut := rlgate(t, "--ledger", dir, "import-run", "--stage", "sft", path)
+	if code != exitError || !strings.Contains(errOut, path) || !strings.Contains(errOut, "history row 1: step 1152921504606846976 is beyond") ||
+		strings.Count(strings.TrimSpace(errOut), "\n") > 0 {
+		t.Errorf("import-run: exit %d, %q; want exit 1 and one line naming the file and row", code, errOut)
+	}
+	if _, after, _ := rlgate(t, "--ledger", dir, "head", "--json"); after != before {
+		t.Errorf("the refused import wrote to the ledger: head %s, was %s", after, before)
 	}
 }

@@ -46,6 +46,9 @@ func parseMLflowLine(b []byte) (ts int64, v float64, step int64, err error) {
 		if step, err = strconv.ParseInt(string(f[2]), 10, 64); err != nil {
 			return 0, 0, 0, fmt.Errorf("step %q is not an integer", f[2])
 		}
+		if err = checkStep(step); err != nil {
+			return 0, 0, 0, err
+		}
 	}
 	return ts, v, step, nil
 }

@@ -65,6 +65,9 @@ func (d *swanDecoder) record(sk *sink, run *TrackerRun, b []byte) error {
 		if s.Metric.Index == nil || s.Key == "" {
 			return fmt.Errorf("Scalar record without key or metric index")
 		}
+		if err := checkStep(*s.Metric.Index); err != nil {
+			return fmt.Errorf("Scalar record of %q: %w", s.Key, err)
+		}
 		sk.begin()
 		if v, ok := swanNumber(s.Metric.Data); ok {
 			sk.add([]byte(s.Key), v)
@@ -171,7 +174,7 @@ func (d *swanDecoder) readSide(run *TrackerRun, dir string) {
 		run.finding("swanlab %s: %v", dir, err)
 	}
 	for _, c := range d.columns {
-		if c.Kid == "" || filepath.Base(c.Kid) != c.Kid {
+		if !safeName(c.Kid) {
 			continue
 		}
 		b, err := readSideFile(filepath.Join(dir, "logs", c.Kid, "_summary.json"))

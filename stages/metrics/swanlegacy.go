@@ -152,7 +152,7 @@ func (t *Tailer) readSwanLegacy(final bool) error {
 	run.Start, _ = time.Parse(time.RFC3339Nano, exp.created.String)
 	run.End, _ = time.Parse(time.RFC3339Nano, exp.finished.String)
 	for _, tag := range exp.tags {
-		if tag.folder == "" || filepath.Base(tag.folder) != tag.folder || tag.folder == ".." {
+		if !safeName(tag.folder) {
 			run.finding("swanlab %s: tag %q has no usable folder %q", dir, tag.name, tag.folder)
 			continue
 		}
@@ -197,6 +197,9 @@ func (t *Tailer) readSwanLogs(folder, key string) error {
 			}
 			if err := json.Unmarshal([]byte(l), &m); err != nil || m.Index == nil {
 				return &ParseError{Path: p, Line: line, Err: fmt.Errorf("not a SwanLab metric line {\"index\": N, \"data\": V}")}
+			}
+			if err := checkStep(*m.Index); err != nil {
+				return &ParseError{Path: p, Line: line, Err: err}
 			}
 			t.sk.begin()
 			if v, ok := swanNumber(m.Data); ok {

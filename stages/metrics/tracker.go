@@ -197,3 +197,22 @@ func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
 
 // joinKey joins W&B's nested key path with "/".
 func joinKey(parts []string) string { return strings.Join(parts, "/") }
+
+// maxStep bounds a tracker's step to what the ledger stores exactly (a
+// float64 integer): a larger one is refused where it is read, not when the
+// run is half recorded.
+const maxStep = 1 << 53
+
+// checkStep refuses a step the ledger cannot store exactly.
+func checkStep(step int64) error {
+	if step > maxStep || step < -maxStep {
+		return fmt.Errorf("step %d is beyond ±2^53, which a metric step must stay within", step)
+	}
+	return nil
+}
+
+// safeName reports whether a folder name from a tracker's files names a
+// folder inside its parent: no separator, not "." or "..".
+func safeName(name string) bool {
+	return name != "" && name != "." && name != ".." && filepath.Base(name) == name && !strings.ContainsAny(name, `/\`)
+}

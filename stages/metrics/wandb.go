@@ -194,6 +194,10 @@ func (d *wandbDecoder) history(sk *sink, b []byte) error {
 	if !hasStep && hasNum {
 		step = num
 	}
+	if err := checkStep(step); err != nil {
+		sk.drop()
+		return fmt.Errorf("history row %d: %w", d.rows, err)
+	}
 	d.rows++
 	sk.commit(step)
 	return nil
