@@ -154,22 +154,7 @@ func (d *swanDecoder) readSide(run *TrackerRun, dir string) {
 		if err := yaml.Unmarshal(b, &doc); err != nil {
 			run.finding("swanlab %s: files/config.yaml: %v", dir, err)
 		}
-		for k, v := range doc {
-			if w, ok := v.(map[string]any); ok {
-				if inner, ok := w["value"]; ok {
-					v = inner
-				}
-			}
-			js, err := json.Marshal(v)
-			if err != nil {
-				run.finding("swanlab %s: files/config.yaml: %s: %v", dir, k, err)
-				continue
-			}
-			if run.Config == nil {
-				run.Config = make(map[string]json.RawMessage)
-			}
-			run.Config[k] = js
-		}
+		setConfig(run, dir, doc)
 	} else if !isNotExist(err) {
 		run.finding("swanlab %s: %v", dir, err)
 	}
@@ -190,5 +175,26 @@ func (d *swanDecoder) readSide(run *TrackerRun, dir string) {
 			}
 			run.Summary[c.Key] = json.RawMessage(b)
 		}
+	}
+}
+
+// setConfig records a tracker's config.yaml (W&B's and SwanLab's write
+// each key as {desc, value} or {desc, sort, value}), unwrapping each value.
+func setConfig(run *TrackerRun, dir string, doc map[string]any) {
+	for k, v := range doc {
+		if w, ok := v.(map[string]any); ok {
+			if inner, ok := w["value"]; ok {
+				v = inner
+			}
+		}
+		js, err := json.Marshal(StringKeys(v))
+		if err != nil {
+			run.finding("%s %s: config %s: %v", run.Tracker, dir, k, err)
+			continue
+		}
+		if run.Config == nil {
+			run.Config = make(map[string]json.RawMessage)
+		}
+		run.Config[k] = js
 	}
 }

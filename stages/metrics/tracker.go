@@ -168,6 +168,9 @@ func detectDir(path string) (Format, error) {
 // the run is over: SwanLab's config.yaml and summaries. Problems are
 // findings, not errors: the points are what matters.
 func (t *Tailer) readTrackerSide() {
+	if t.format == FormatWandB && t.lines != nil {
+		readWandBHistorySide(t.run, filepath.Dir(t.path))
+	}
 	if t.format == FormatSwanLab {
 		dir := t.path
 		if !t.swanLegacy() {
@@ -215,4 +218,27 @@ func checkStep(step int64) error {
 // folder inside its parent: no separator, not "." or "..".
 func safeName(name string) bool {
 	return name != "" && name != "." && name != ".." && filepath.Base(name) == name && !strings.ContainsAny(name, `/\`)
+}
+
+// StringKeys turns YAML maps with non-string keys (W&B's config.yaml has
+// integer keys) into string-keyed maps, which JSON requires.
+func StringKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = StringKeys(e)
+		}
+		return x
+	case map[any]any:
+		m := make(map[string]any, len(x))
+		for k, e := range x {
+			m[fmt.Sprint(k)] = StringKeys(e)
+		}
+		return m
+	case []any:
+		for i, e := range x {
+			x[i] = StringKeys(e)
+		}
+	}
+	return v
 }

@@ -10,8 +10,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 )
 
@@ -262,4 +264,50 @@ func FuzzMLflowLine(f *testing.F) {
 			t.Fatalf("%q -> %q: %d %g %d, %v", line, again, ts2, v2, step2, err)
 		}
 	})
+}
+
+// TestWandBHistoryJSONL reads a pre-0.10 W&B run directory: rows of
+// wandb-history.jsonl at their _step (nested dicts flattened with "/",
+// strings skipped), the summary, config.yaml unwrapped (integer keys
+// included, as W&B writes them), and the end state from
+// wandb-metadata.json; without its exitcode the run is incomplete.
+func TestWandBHistoryJSONL(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"wandb-history.jsonl": `{"_step": 0, "_runtime": 1.5, "loss": 0.9, "train": {"lr": 1e-06}, "note": "x"}` + "\n" +
+			`{"_step": 1, "_runtime": 2.5, "loss": NaN, "train": {"lr": 2e-06}}` + "\n",
+		"wandb-summary.json":  `{"loss": 0.5, "_step": 1}`,
+		"config.yaml":         "wandb_version: 1\nlr:\n  desc: null\n  value: 1.0e-06\n_wandb:\n  desc: null\n  value:\n    t:\n      1: [1, 2]\n",
+		"wandb-metadata.json": `{"state": "finished", "exitcode": 0, "startedAt": "2019-06-01T10:00:00.123456"}`,
+	}
+	for name, body := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tl, err := NewTailer(dir, Options{}, Cursor{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pts, err := tl.Final()
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []Point{{0, "_runtime", 1.5}, {0, "loss", 0.9}, {0, "train/lr", 1e-6}, {1, "_runtime", 2.5}, {1, "loss", math.NaN()}, {1, "train/lr", 2e-6}}
+	if d := cmp.Diff(want, pts, cmpopts.EquateNaNs()); d != "" {
+		t.Fatalf("points (-want +got):\n%s", d)
+	}
+	r := tl.Run()
+	got := map[string]any{"format": tl.Format(), "status": r.Status, "ok": r.OK, "start": r.Start.Format(time.RFC3339Nano),
+		"summary": string(r.Summary["loss"]), "lr": string(r.Config["lr"]), "_wandb": string(r.Config["_wandb"]), "findings": len(r.Findings)}
+	wantRun := map[string]any{"format": FormatWandB, "status": "finished", "ok": true, "start": "2019-06-01T10:00:00.123456Z",
+		"summary": "0.5", "lr": "0.000001", "_wandb": `{"t":{"1":[1,2]}}`, "findings": 0}
+	if d := cmp.Diff(wantRun, got); d != "" {
+		t.Errorf("run (-want +got):\n%s", d)
+	}
+	os.Remove(filepath.Join(dir, "wandb-metadata.json"))
+	tl, _ = NewTailer(dir, Options{Format: FormatWandB}, Cursor{})
+	if _, err := tl.Final(); err != nil || tl.Run().Status != "incomplete" || tl.Run().OK {
+		t.Errorf("without wandb-metadata.json: status %q ok %v err %v; want incomplete", tl.Run().Status, tl.Run().OK, err)
+	}
 }

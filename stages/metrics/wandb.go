@@ -3,7 +3,10 @@ package metrics
 import (
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"time"
+
+	"go.yaml.in/yaml/v3"
 
 	"google.golang.org/protobuf/encoding/protowire"
 )
@@ -295,4 +298,58 @@ func (d *wandbDecoder) exit(run *TrackerRun, b []byte) error {
 		run.End = run.Start.Add(time.Duration(d.runtime) * time.Second)
 	}
 	return err
+}
+
+// readWandBHistorySide reads what a pre-0.10 W&B run keeps beside its
+// wandb-history.jsonl: wandb-summary.json (the summary), config.yaml (each
+// key's {desc, value} unwrapped) and wandb-metadata.json, whose state and
+// exitcode, when present, are the end state; without them the run is
+// incomplete. Problems are findings.
+func readWandBHistorySide(run *TrackerRun, dir string) {
+	if b, err := readSideFile(filepath.Join(dir, "wandb-summary.json")); err == nil {
+		if err := json.Unmarshal(b, &run.Summary); err != nil {
+			run.finding("wandb %s: wandb-summary.json: %v", dir, err)
+		}
+	} else if !isNotExist(err) {
+		run.finding("wandb %s: %v", dir, err)
+	}
+	if b, err := readSideFile(filepath.Join(dir, "config.yaml")); err == nil {
+		var doc map[string]any
+		if err := yaml.Unmarshal(b, &doc); err != nil {
+			run.finding("wandb %s: config.yaml: %v", dir, err)
+		}
+		setConfig(run, dir, doc)
+	} else if !isNotExist(err) {
+		run.finding("wandb %s: %v", dir, err)
+	}
+	b, err := readSideFile(filepath.Join(dir, "wandb-metadata.json"))
+	if err != nil {
+		if !isNotExist(err) {
+			run.finding("wandb %s: %v", dir, err)
+		}
+		return
+	}
+	var meta struct {
+		State     string   `json:"state"`
+		ExitCode  *float64 `json:"exitcode"`
+		StartedAt string   `json:"startedAt"`
+	}
+	if err := json.Unmarshal(b, &meta); err != nil {
+		run.finding("wandb %s: wandb-metadata.json: %v", dir, err)
+		return
+	}
+	run.Start, _ = time.Parse("2006-01-02T15:04:05.999999", meta.StartedAt)
+	if meta.ExitCode == nil {
+		return
+	}
+	code := int64(*meta.ExitCode)
+	run.ExitCode = &code
+	run.OK = code == 0 && (meta.State == "" || meta.State == "finished")
+	run.Status = meta.State
+	if run.Status == "" {
+		run.Status = "finished"
+		if code != 0 {
+			run.Status = "failed"
+		}
+	}
 }

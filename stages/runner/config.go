@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/metrics"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -22,7 +23,7 @@ func canonicalConfig(path string, raw []byte) ([]byte, error) {
 		if err := dec.Decode(&v); err != nil {
 			return nil, fmt.Errorf("config %s: %w", path, err)
 		}
-		return ledger.CanonicalJSON(stringKeys(v))
+		return ledger.CanonicalJSON(metrics.StringKeys(v))
 	case ".json":
 		canon, err := ledger.Canonicalize(raw)
 		if err != nil {
@@ -31,29 +32,6 @@ func canonicalConfig(path string, raw []byte) ([]byte, error) {
 		return canon, nil
 	}
 	return nil, nil
-}
-
-// stringKeys turns YAML maps with non-string keys into string-keyed maps,
-// which JSON requires.
-func stringKeys(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = stringKeys(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = stringKeys(e)
-		}
-	}
-	return v
 }
 
 // ConfigDigest is the digest repro compares for a config file: of its
