@@ -204,3 +204,27 @@ func TestImportRunRefusesBeforeWriting(t *testing.T) {
 		t.Errorf("the refused import wrote to the ledger: head %s, was %s", after, before)
 	}
 }
+
+// TestRunIngestsTrackerRuns: rlgate run --metrics reads tracker runs while
+// a stage runs, as it reads trainer logs: the real W&B run directory,
+// detected (auto) and recorded as wandb in run.end's metric_formats, gives
+// every history value; the killed offline run's truncated tail is a
+// metric_findings warning that leaves the stage's own status ok.
+func TestRunIngestsTrackerRuns(t *testing.T) {
+	dir := t.TempDir()
+	rlgate(t, "--ledger", dir, "init")
+	full := filepath.Join(trackerFixtures, "wandb/coati-rlhf-0.14.2/wandb/run-20230420_073822-clnzftry")
+	killed := filepath.Join(trackerFixtures, "wandb/coati-rlhf-0.14.2/wandb/offline-run-20230413_090116-iotz2fip")
+	code, out, errOut := rlgate(t, "--ledger", dir, "run", "--json", "--stage", "sft", "--run", "live", "--gpu", "off",
+		"--metrics", full+":auto", "--metrics", killed+":wandb", "--", "true")
+	var res runner.Result
+	if err := json.Unmarshal([]byte(out), &res); err != nil || code != exitOK {
+		t.Fatalf("run: exit %d, %v\n%s%s", code, err, out, errOut)
+	}
+	if res.Status != "ok" || res.MetricPoints != 4*78+2*78 || res.MetricFormats[full] != "wandb" || res.MetricFormats[killed] != "wandb" {
+		t.Errorf("run: status %s, %d points, formats %v; want ok, 468 points, wandb twice", res.Status, res.MetricPoints, res.MetricFormats)
+	}
+	if len(res.MetricFindings) != 1 || !strings.Contains(res.MetricFindings[0], "truncated tail: chunk at byte 15799") {
+		t.Errorf("findings %q, want the offline run's truncated tail", res.MetricFindings)
+	}
+}
