@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"math"
 	"strconv"
 
@@ -70,6 +71,9 @@ func runImport(ctx context.Context, dir string, spec runner.ImportSpec, asJSON b
 	}
 	defer l.Close()
 	res, err := runner.Import(ctx, l, spec)
+	if errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("import-run %s: %w. Try: the path of a run directory or file, e.g. wandb/run-<date>-<id>", spec.Source.Path, err)
+	}
 	if err != nil {
 		return fmt.Errorf("import-run %s: %w", spec.Source.Path, err)
 	}

@@ -60,7 +60,7 @@ func checkLLogHeader(b []byte, ident string, magic uint16) (byte, error) {
 		return 0, fmt.Errorf("the file is %d bytes, shorter than its %d-byte header", len(b), llogHeaderLen)
 	}
 	if string(b[:4]) != ident || binary.LittleEndian.Uint16(b[4:6]) != magic {
-		return 0, fmt.Errorf("the file does not start with the %s header (ident %q, magic 0x%04X)", ident, b[:4], binary.LittleEndian.Uint16(b[4:6]))
+		return 0, fmt.Errorf("the file does not start with the %s header (ident %q, magic 0x%04X). Try: name its format, PATH:FORMAT", ident, b[:4], binary.LittleEndian.Uint16(b[4:6]))
 	}
 	return b[6], nil
 }
