@@ -189,7 +189,8 @@ func importedStatus(tr *metrics.TrackerRun) (status, reason string) {
 
 // redactConfig applies the redaction rule to every string in the tracker's
 // config, naming each by its dotted path (config.optimizer.api_key), and
-// returns the config as it may be recorded.
+// returns the config as it may be recorded. Only strings can hold a secret:
+// a number under a name like bos_token_id is kept.
 func redactConfig(r *ledger.Redactor, cfg map[string]json.RawMessage) map[string]any {
 	if cfg == nil {
 		return nil
@@ -210,10 +211,6 @@ func redactValue(r *ledger.Redactor, field, name string, v any) any {
 	case string:
 		return r.Value(field, name, x)
 	case map[string]any:
-		if ledger.SecretName(name) && len(x) > 0 {
-			r.Value(field, name, string(jsonBytes(x)))
-			return ledger.Redacted
-		}
 		for k, e := range x {
 			x[k] = redactValue(r, field+"."+k, k, e)
 		}
@@ -221,12 +218,9 @@ func redactValue(r *ledger.Redactor, field, name string, v any) any {
 		for i, e := range x {
 			x[i] = redactValue(r, fmt.Sprintf("%s[%d]", field, i), name, e)
 		}
-	default:
-		if ledger.SecretName(name) && v != nil {
-			r.Value(field, name, string(jsonBytes(v)))
-			return ledger.Redacted
-		}
 	}
+	// Numbers, booleans and nulls are settings (bos_token_id, max_tokens),
+	// not secrets, whatever their name.
 	return v
 }
 

@@ -14,7 +14,8 @@ import (
 // TestImportRedactsTrackerConfig imports the real SwanLab run, whose
 // LLaMA-Factory config holds swanlab_api_key (a placeholder there, a key in
 // a user's run): the recorded config artifact holds it redacted under its
-// dotted path, run.start names the field, and the summary and console
+// dotted path, run.start names the field (with hub_token and its kin) but
+// not bos_token_id, a number and a setting, and the summary and console
 // output are recorded by digest beside it.
 func TestImportRedactsTrackerConfig(t *testing.T) {
 	l, err := ledger.Init(ctx, filepath.Join(t.TempDir(), "ledger"))
@@ -32,7 +33,7 @@ func TestImportRedactsTrackerConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	i := slices.IndexFunc(start.Redacted, func(f string) bool { return strings.HasSuffix(f, ".swanlab_api_key") })
-	if i < 0 || start.Imported.Status != "SUCCESS" || start.Imported.ID != "kd4v3b6ndym9m725v4d7q" {
+	if i < 0 || slices.Contains(start.Redacted, "config.bos_token_id") || start.Imported.Status != "SUCCESS" || start.Imported.ID != "kd4v3b6ndym9m725v4d7q" {
 		t.Fatalf("run.start: redacted %q, imported %+v", start.Redacted, start.Imported)
 	}
 	names := map[string]ledger.Digest{}
