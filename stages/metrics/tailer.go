@@ -74,7 +74,8 @@ type Tailer struct {
 
 // NewTailer returns a Tailer that reads path from the cursor from (the zero
 // Cursor for the start of the file). With no format in opts the format is
-// detected from the file, which must then exist.
+// detected from the file, which must then exist. For a tracker format path
+// may be the run's directory; it must exist.
 func NewTailer(path string, opts Options, from Cursor) (*Tailer, error) {
 	f := opts.Format
 	if f == "" || f == FormatAuto {

@@ -187,7 +187,7 @@ func (t *Tailer) swanLegacy() bool {
 	return t.format == FormatSwanLab && err == nil && fi.IsDir()
 }
 
-// trackerFinding adds a finding to the run, once.
+// finding adds a finding to the run, once.
 func (r *TrackerRun) finding(format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
 	if !slices.Contains(r.Findings, msg) {
@@ -197,9 +197,6 @@ func (r *TrackerRun) finding(format string, args ...any) {
 
 // isNotExist reports a missing side file, which is no finding.
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
-
-// joinKey joins W&B's nested key path with "/".
-func joinKey(parts []string) string { return strings.Join(parts, "/") }
 
 // maxStep bounds a tracker's step to what the ledger stores exactly (a
 // float64 integer): a larger one is refused where it is read, not when the
