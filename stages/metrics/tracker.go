@@ -133,6 +133,7 @@ func resolveTracker(path string, f Format) (string, error) {
 	return path, nil
 }
 
+// fileExists reports whether path is a regular file.
 func fileExists(path string) bool {
 	fi, err := os.Stat(path)
 	return err == nil && fi.Mode().IsRegular()
@@ -165,8 +166,9 @@ func detectDir(path string) (Format, error) {
 }
 
 // readTrackerSide reads what a tracker keeps beside its record file once
-// the run is over: SwanLab's config.yaml and summaries. Problems are
-// findings, not errors: the points are what matters.
+// the run is over: SwanLab's config.yaml and summaries, a pre-0.10 W&B
+// run's summary, config and metadata. Problems are findings, not errors:
+// the points are what matters.
 func (t *Tailer) readTrackerSide() {
 	if t.format == FormatWandB && t.lines != nil {
 		readWandBHistorySide(t.run, filepath.Dir(t.path))
@@ -183,8 +185,11 @@ func (t *Tailer) readTrackerSide() {
 // swanLegacy reports whether the Tailer reads a SwanLab 0.3-0.5 run
 // directory rather than a backup.swanlab.
 func (t *Tailer) swanLegacy() bool {
+	if t.format != FormatSwanLab {
+		return false
+	}
 	fi, err := os.Stat(t.path)
-	return t.format == FormatSwanLab && err == nil && fi.IsDir()
+	return err == nil && fi.IsDir()
 }
 
 // finding adds a finding to the run, once.
