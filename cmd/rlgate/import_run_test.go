@@ -3,6 +3,7 @@ package main
 import (
 	"crypto/sha256"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -209,7 +210,8 @@ func TestImportRunRefusesBeforeWriting(t *testing.T) {
 // a stage runs, as it reads trainer logs: the real W&B run directory,
 // detected (auto) and recorded as wandb in run.end's metric_formats, gives
 // every history value; the killed offline run's truncated tail is a
-// metric_findings warning that leaves the stage's own status ok.
+// metric_findings warning that leaves the stage's own status ok; and each
+// tracker's own end state is kept in run.end's metric_runs.
 func TestRunIngestsTrackerRuns(t *testing.T) {
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
@@ -226,5 +228,16 @@ func TestRunIngestsTrackerRuns(t *testing.T) {
 	}
 	if len(res.MetricFindings) != 1 || !strings.Contains(res.MetricFindings[0], "truncated tail: chunk at byte 15799") {
 		t.Errorf("findings %q, want the offline run's truncated tail", res.MetricFindings)
+	}
+	// The trackers' own end states are kept beside the stage's.
+	got := map[string]string{}
+	for p, r := range res.MetricRuns {
+		got[p] = r.ID + " " + r.Status
+		if r.ExitCode != nil {
+			got[p] += fmt.Sprintf(" %d", *r.ExitCode)
+		}
+	}
+	if d := cmp.Diff(map[string]string{full: "clnzftry failed 255", killed: "iotz2fip incomplete"}, got); d != "" {
+		t.Errorf("metric_runs (-want +got):\n%s", d)
 	}
 }

@@ -30,9 +30,8 @@ type ImportStartBody struct {
 	Imported ImportedRun `json:"imported"`
 }
 
-// ImportedRun is what the tracker recorded about an imported run, with the
-// digests of the artifacts that hold its config, summary and console
-// output.
+// ImportedRun is what a tracker recorded about a run: identity, times and
+// end state in its own words.
 type ImportedRun struct {
 	Format  metrics.Format `json:"format"`
 	Source  string         `json:"source"`
@@ -79,9 +78,9 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	start := ImportStartBody{
 		StartBody: StartBody{Stage: spec.Stage, Argv: []string{}, Outputs: spec.Outputs, PID: os.Getpid(),
 			Metrics: []MetricFile{{Path: src.Path, Format: t.Format()}}},
-		Imported: ImportedRun{Format: t.Format(), Source: abs, ID: tr.ID, Name: tr.Name, Project: tr.Project,
-			Status: tr.Status, ExitCode: tr.ExitCode, StartedAt: tr.Start, EndedAt: tr.End},
+		Imported: importedRun(tr),
 	}
+	start.Imported.Source = abs
 	if t.Run() == nil {
 		start.Imported.Status = ""
 	}
@@ -169,6 +168,12 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	}
 	res.EndSeq = e.Seq
 	return res, nil
+}
+
+// importedRun is what a tracker recorded about a run, as run bodies hold it.
+func importedRun(tr *metrics.TrackerRun) ImportedRun {
+	return ImportedRun{Format: tr.Tracker, Source: tr.Source, ID: tr.ID, Name: tr.Name, Project: tr.Project,
+		Status: tr.Status, ExitCode: tr.ExitCode, StartedAt: tr.Start, EndedAt: tr.End}
 }
 
 // importedStatus maps the tracker's end state to the ledger's: ok only

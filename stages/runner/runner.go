@@ -123,6 +123,10 @@ type EndBody struct {
 	// was read as: the one declared, or the one detected for a file
 	// declared without one or as auto.
 	MetricFormats map[string]metrics.Format `json:"metric_formats,omitempty"`
+	// MetricRuns maps each tracker run read as metrics (wandb, swanlab,
+	// mlflow) to what the tracker recorded about it: identity, times and
+	// end state, which need not be the stage's own.
+	MetricRuns map[string]ImportedRun `json:"metric_runs,omitempty"`
 
 	ownExit bool // failed because the stage itself exited non-zero
 }
@@ -397,6 +401,12 @@ loop:
 				end.MetricFormats = map[string]metrics.Format{}
 			}
 			end.MetricFormats[g.file.Path] = g.tailer.Format()
+			if r := g.tailer.Run(); r != nil {
+				if end.MetricRuns == nil {
+					end.MetricRuns = map[string]ImportedRun{}
+				}
+				end.MetricRuns[g.file.Path] = importedRun(r)
+			}
 		}
 	}
 	if spec.GPU {
