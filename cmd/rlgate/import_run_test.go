@@ -211,7 +211,8 @@ func TestImportRunRefusesBeforeWriting(t *testing.T) {
 // detected (auto) and recorded as wandb in run.end's metric_formats, gives
 // every history value; the killed offline run's truncated tail is a
 // metric_findings warning that leaves the stage's own status ok; and each
-// tracker's own end state is kept in run.end's metric_runs.
+// tracker's own end state is kept in run.end's metric_runs, its config,
+// summary and console output as artifacts (the killed run has no summary).
 func TestRunIngestsTrackerRuns(t *testing.T) {
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
@@ -239,5 +240,21 @@ func TestRunIngestsTrackerRuns(t *testing.T) {
 	}
 	if d := cmp.Diff(map[string]string{full: "clnzftry failed 255", killed: "iotz2fip incomplete"}, got); d != "" {
 		t.Errorf("metric_runs (-want +got):\n%s", d)
+	}
+	// Their config, summary and console output are recorded by digest.
+	_, out, _ = rlgate(t, "--ledger", dir, "log", "--json", "--run", "live", "--kind", "artifact")
+	var arts []struct {
+		Body struct{ Name, Role string } `json:"body"`
+	}
+	if err := json.Unmarshal([]byte(out), &arts); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]int{}
+	for _, a := range arts {
+		names[a.Body.Role+" "+a.Body.Name]++
+	}
+	wantNames := map[string]int{"config tracker-config.json": 2, "output tracker-summary.json": 1, "output tracker-console.log": 2}
+	if d := cmp.Diff(wantNames, names); d != "" {
+		t.Errorf("artifacts (-want +got):\n%s", d)
 	}
 }

@@ -89,31 +89,12 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	config := redactConfig(&red, tr.Config)
+	sideArts, sideBlobs, err := trackerArtifacts(l, &red, tr, abs)
+	if err != nil {
+		return nil, err
+	}
+	arts, blobs = append(arts, sideArts...), append(blobs, sideBlobs...)
 	start.Redacted = red.Fields()
-	sides := []struct {
-		role, name string
-		data       []byte
-	}{
-		{"config", "tracker-config.json", jsonBytes(config)},
-		{"output", "tracker-summary.json", jsonBytes(tr.Summary)},
-		{"output", "tracker-console.log", maskOutput(&red, tr.Output)},
-	}
-	for _, s := range sides {
-		if s.data == nil {
-			continue
-		}
-		d, err := l.PutBlobBytes(s.data)
-		if err != nil {
-			return nil, err
-		}
-		kind := "file"
-		if s.role == "config" {
-			kind = "config"
-		}
-		arts = append(arts, artifactBody{Artifact: ledger.Artifact{Role: s.role, Name: s.name, Kind: kind, Digest: d}, Path: abs, Bytes: int64(len(s.data))})
-		blobs = append(blobs, d)
-	}
 	end := EndBody{MetricPoints: int64(len(pts)), MetricFormats: map[string]metrics.Format{src.Path: t.Format()},
 		LogBytes: map[string]int64{"stdout": 0, "stderr": 0}}
 	end.MetricFindings = slices.Clone(tr.Findings)
@@ -168,6 +149,41 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	}
 	res.EndSeq = e.Seq
 	return res, nil
+}
+
+// trackerArtifacts stores what a tracker recorded beside a run's points as
+// blobs and returns their artifact bodies: tracker-config.json (role
+// config: the config after the redaction rule, noted in red),
+// tracker-summary.json and tracker-console.log (role output: the console
+// output, the config's secrets masked). path is where they were read.
+func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.TrackerRun, path string) ([]artifactBody, []ledger.Digest, error) {
+	config := redactConfig(red, tr.Config)
+	sides := []struct {
+		role, name string
+		data       []byte
+	}{
+		{"config", "tracker-config.json", jsonBytes(config)},
+		{"output", "tracker-summary.json", jsonBytes(tr.Summary)},
+		{"output", "tracker-console.log", maskOutput(red, tr.Output)},
+	}
+	var arts []artifactBody
+	var blobs []ledger.Digest
+	for _, s := range sides {
+		if s.data == nil {
+			continue
+		}
+		d, err := l.PutBlobBytes(s.data)
+		if err != nil {
+			return nil, nil, err
+		}
+		kind := "file"
+		if s.role == "config" {
+			kind = "config"
+		}
+		arts = append(arts, artifactBody{Artifact: ledger.Artifact{Role: s.role, Name: s.name, Kind: kind, Digest: d}, Path: path, Bytes: int64(len(s.data))})
+		blobs = append(blobs, d)
+	}
+	return arts, blobs, nil
 }
 
 // importedRun is what a tracker recorded about a run, as run bodies hold it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/metrics"
@@ -92,10 +93,21 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 			}
 		}
 	}
-	if len(pts) == 0 {
+	recs := metricRecords(run, g.file.Path, g.tailer.Format(), pts, g.tailer.Cursor())
+	if tr := g.tailer.Run(); final && tr != nil {
+		// A tracker's config, summary and console output, by digest.
+		abs, _ := filepath.Abs(g.file.Path)
+		arts, blobs, err := trackerArtifacts(l, new(ledger.Redactor), tr, abs)
+		if err != nil {
+			return err
+		}
+		for i, a := range arts {
+			recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
+		}
+	}
+	if len(recs) == 0 {
 		return nil
 	}
-	recs := metricRecords(run, g.file.Path, g.tailer.Format(), pts, g.tailer.Cursor())
 	if _, err := l.Append(ctx, recs...); err != nil {
 		return err
 	}
