@@ -228,3 +228,21 @@ func byStep(pts []MetricPoint, seqs []int64) ([]MetricPoint, []int64) {
 	}
 	return sp, ss
 }
+
+// MetricKeys returns the metric keys a run recorded, sorted.
+func (l *Ledger) MetricKeys(ctx context.Context, run string) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT DISTINCT key FROM metrics WHERE run = ? ORDER BY key", run)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var keys []string
+	for rows.Next() {
+		var k string
+		if err := rows.Scan(&k); err != nil {
+			return nil, err
+		}
+		keys = append(keys, k)
+	}
+	return keys, rows.Err()
+}

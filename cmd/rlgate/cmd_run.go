@@ -46,7 +46,10 @@ func newRunCommand() *cli.Command {
 			"as failed with the reason and rlgate exits 1. --skip-preflight starts CMD\n" +
 			"without it, recorded in run.start.\n\n" +
 			"Metric formats: verl, verl-console, trl, tensorboard, jsonl, llamafactory\n" +
-			"(trainer_log.jsonl), skyrl-console, openrlhf-console (FILE:FORMAT). With\n" +
+			"(trainer_log.jsonl), skyrl-console, openrlhf-console, and the tracker runs\n" +
+			"wandb (a run directory or run-*.wandb), swanlab (a run directory or\n" +
+			"backup.swanlab) and mlflow (a run directory, read when the stage ends)\n" +
+			"(FILE:FORMAT). With\n" +
 			"FILE:auto or no :FORMAT the format is detected from the file's first lines,\n" +
 			"printed, and recorded in run.end (metric_formats); a file that reads as two\n" +
 			"formats or none is a warning naming the lines, and is not ingested.\n\n" +

@@ -228,6 +228,8 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newServePolicyCommand(),
 			newTrainCommand(),
 			newRunCommand(),
+			newImportRunCommand(),
+			newMetricsCommand(),
 			newReproCommand(),
 			newCompareCommand(),
 			newGateCommand(),

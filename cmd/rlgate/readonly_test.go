@@ -28,6 +28,7 @@ var readonlyCommands = [][]string{
 	{"head"},
 	{"verify"},
 	{"runs", "--json"},
+	{"metrics", "--run", "rl1-abandoned", "--json"},
 }
 
 // readonlyFixture makes a ledger holding a dataset entry and a run whose

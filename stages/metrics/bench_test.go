@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"testing"
+
+	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 )
 
 // BenchmarkParseVerlJSONL parses a veRL file log of 10,000 steps × 80 keys
@@ -47,6 +49,26 @@ func BenchmarkParseVerlJSONL(b *testing.B) {
 		}
 		if len(pts) != steps*keys {
 			b.Fatalf("%d points, want %d", len(pts), steps*keys)
+		}
+	}
+}
+
+// BenchmarkParseWandB decodes a W&B run of 100,000 steps x 50 keys (about
+// 170 MB, written by trackertest): the parse alone, before the ledger.
+func BenchmarkParseWandB(b *testing.B) {
+	const steps, keys = 100000, 50
+	data := trackertest.WandBRun(steps, keys)
+	path := b.TempDir() + "/run-bench.wandb"
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(data)))
+	data = nil
+	b.ResetTimer()
+	for b.Loop() {
+		pts, _, err := ParseFile(path, Options{Format: FormatWandB})
+		if err != nil || len(pts) != steps*keys {
+			b.Fatalf("%d points, %v", len(pts), err)
 		}
 	}
 }

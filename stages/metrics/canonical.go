@@ -10,11 +10,17 @@ const (
 	TrainerTRL          Trainer = "trl"
 	TrainerLlamaFactory Trainer = "llamafactory"
 	TrainerOpenRLHF     Trainer = "openrlhf"
+	// TrainerTransformers is the Hugging Face Trainer (and TRL and
+	// LLaMA-Factory, which build on it) as its tracker callbacks log it:
+	// WandbCallback and SwanLabCallback prefix every key with "train/"
+	// (train/loss, train/learning_rate); MLflowCallback does not, and its
+	// keys are TRL's.
+	TrainerTransformers Trainer = "transformers"
 )
 
 // Trainers lists the trainers with a key table, in the order audits look
 // through them for a canonical quantity.
-var Trainers = []Trainer{TrainerVerl, TrainerSkyRL, TrainerTRL, TrainerLlamaFactory, TrainerOpenRLHF}
+var Trainers = []Trainer{TrainerVerl, TrainerSkyRL, TrainerTRL, TrainerLlamaFactory, TrainerOpenRLHF, TrainerTransformers}
 
 // Canon is a trainer-independent name for one of the few quantities the
 // audits read. Points keep the trainer's own keys; audits look them up
@@ -44,6 +50,9 @@ const (
 	GenBatches Canon = "gen_batches"
 	// OptimizerStep is the trainer's count of optimizer updates.
 	OptimizerStep Canon = "optimizer_step"
+	// Loss is the training loss the trainer reports (for GRPO the policy
+	// loss); reports draw it, no audit decides on it.
+	Loss Canon = "loss"
 	// ResponseLength is the mean length, in tokens, of the batch's
 	// generated responses; reports draw it beside reward and KL.
 	ResponseLength Canon = "response_length"
@@ -92,6 +101,7 @@ var canonTables = map[Trainer][]canonRow{
 		{OptimizerStep, []string{"step"}},
 		{ZeroVarianceFraction, []string{"frac_reward_zero_std"}}, // GRPOTrainer, recent TRL
 		{ResponseLength, []string{"completions/mean_length"}},
+		{Loss, []string{"loss"}},
 	},
 	// LLaMA-Factory's trainer_log.jsonl (LogCallback.on_log) copies a few
 	// members of the Trainer's log_history entry under its own names.
@@ -102,6 +112,7 @@ var canonTables = map[Trainer][]canonRow{
 		// current_steps is the Trainer's global_step and becomes every
 		// point's Step, as TRL's step does.
 		{OptimizerStep, []string{"current_steps"}},
+		{Loss, []string{"loss"}},
 	},
 	// OpenRLHF's PPO trainer status dict ("Global step N: {...}").
 	TrainerOpenRLHF: {
@@ -111,6 +122,19 @@ var canonTables = map[Trainer][]canonRow{
 		{KL, []string{"kl"}}, // the KL to the reference policy
 		{LearningRate, []string{"actor_lr"}},
 		{GradNorm, []string{"actor_grad_norm"}},
+	},
+	// The Trainer's log dict as W&B and SwanLab record it (transformers
+	// integration_utils.py rewrite_logs: "train/" before every key that is
+	// not an eval_ or test_ metric); TRL's GRPO keys come through the same.
+	TrainerTransformers: {
+		{RewardMean, []string{"train/reward"}},
+		{KL, []string{"train/kl"}},
+		{LearningRate, []string{"train/learning_rate"}},
+		{GradNorm, []string{"train/grad_norm"}},
+		{OptimizerStep, []string{"train/global_step"}},
+		{ZeroVarianceFraction, []string{"train/frac_reward_zero_std"}},
+		{ResponseLength, []string{"train/completions/mean_length"}},
+		{Loss, []string{"train/loss"}},
 	},
 }
 

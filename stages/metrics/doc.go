@@ -15,6 +15,7 @@
 //     with "/" ({"a": {"b": 1}} gives a/b); strings, bools, nulls and arrays
 //     are skipped and counted. Python's NaN, Infinity and -Infinity literals
 //     are accepted, since json.dumps writes them.
+//
 //   - verl-console: veRL's console logger, "step:N - key:value - ...". Ray's
 //     "(TaskRunner pid=N)" prefix, its "[repeated Nx across cluster]"
 //     suffix and ANSI colours are removed; values may be written as
@@ -23,19 +24,24 @@
 //     continues on the next line when a line ends with " -" or the next
 //     starts with "- ". The line must start with "step:" once those
 //     decorations are gone; any other line is ignored and counted.
+//
 //   - trl: TRL's trainer_state.json. Every log_history entry is a record at
 //     its "step"; every other numeric member is a point, summary entries
 //     (train_runtime, ...) included.
+//
 //   - tensorboard: TFRecord-framed Event protobufs. Scalars are
 //     Summary.Value simple_value or a tensor holding exactly one float,
 //     double, int32 or int64; images, histograms and text are skipped and
 //     counted.
+//
 //   - jsonl: one object per line with a step member (Options.StepKey,
 //     default "step"); every other numeric member, flattened as for verl,
 //     is a point.
+//
 //   - llamafactory: LLaMA-Factory's trainer_log.jsonl, read as jsonl with
 //     the step under current_steps (loss, lr, epoch, percentage, ...;
 //     elapsed_time and remaining_time are strings and skipped).
+//
 //   - skyrl-console: SkyRL's console logger, a loguru line ending
 //     "Step N: " and then the step's metrics as pprint.pformat wrote them,
 //     over as many lines as it took; the record is complete when the
@@ -44,8 +50,20 @@
 //     precise, and a learning rate shown as '0.0000' (1e-6 is) is not
 //     recorded at all but counted as skipped, since it would claim lr = 0;
 //     SkyRL's TensorBoard files keep full precision.
+//
 //   - openrlhf-console: OpenRLHF's PPO trainer line "Global step N: {...}",
 //     the metrics a Python dict repr on that line.
+//
+//   - wandb, swanlab, mlflow: an experiment tracker's own files (a W&B
+//     run-*.wandb or pre-0.10 wandb-history.jsonl, a SwanLab 0.6
+//     backup.swanlab or 0.3-0.5 logs/ with its runs.swanlab, an MLflow
+//     file-store run directory), each given as the
+//     file or the run directory. W&B and SwanLab frame records as LevelDB's
+//     log does (llog.go): W&B's are protobuf, decoded by field number
+//     (wandb.go), SwanLab's JSON (swanlab.go). Besides points, these fill a
+//     TrackerRun (Tailer.Run): identity, times, end state, config, summary,
+//     console output, and findings such as a truncated tail, which keeps
+//     every record before it. MLflow's directory is read once, at Final.
 //
 // Both console formats of Python dicts take values as Python printed them
 // (numbers, np.float64(…), tensor(…), nan, inf, and strings holding a
@@ -92,5 +110,9 @@
 // learning rate, gradient norm, zero-variance group counts, optimizer step.
 // Canonical maps a trainer's key to such a Canon and Keys gives the keys
 // behind one, preferred first; the tables are in canonical.go, one per
-// trainer in Trainers (veRL, SkyRL, TRL, LLaMA-Factory, OpenRLHF).
+// trainer in Trainers (veRL, SkyRL, TRL, LLaMA-Factory, OpenRLHF, and the
+// Hugging Face Trainer as its W&B and SwanLab callbacks log it, every key
+// under "train/": train/loss is TRL's loss, train/learning_rate its
+// learning_rate; LLaMA-Factory's lr and a W&B run's lr are the learning
+// rate too).
 package metrics

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
 
@@ -35,6 +36,17 @@ const (
 	// FormatOpenRLHFConsole is OpenRLHF's PPO trainer log line
 	// "Global step N: {...}", the step's metrics as a Python dict repr.
 	FormatOpenRLHFConsole Format = "openrlhf-console"
+	// FormatWandB is a W&B run: its directory, its run-*.wandb record file
+	// (the Python writer's and the Go core's) or the pre-0.10
+	// wandb-history.jsonl.
+	FormatWandB Format = "wandb"
+	// FormatSwanLab is a SwanLab run: a 0.6 run directory or its
+	// backup.swanlab record file, or a 0.3-0.5 run directory (logs/ beside
+	// ../runs.swanlab).
+	FormatSwanLab Format = "swanlab"
+	// FormatMLflow is an MLflow file-store run directory
+	// <root>/<experiment>/<run>/.
+	FormatMLflow Format = "mlflow"
 	// FormatAuto asks for Detect explicitly (--metrics F:auto); a Tailer
 	// never reads "auto" but the format Detect chose.
 	FormatAuto Format = "auto"
@@ -42,7 +54,7 @@ const (
 
 // Formats lists every format, in the order help text shows them.
 var Formats = []Format{FormatVerl, FormatVerlConsole, FormatTRL, FormatTensorBoard, FormatJSONL,
-	FormatLlamaFactory, FormatSkyRLConsole, FormatOpenRLHFConsole}
+	FormatLlamaFactory, FormatSkyRLConsole, FormatOpenRLHFConsole, FormatWandB, FormatSwanLab, FormatMLflow}
 
 // ParseFormat accepts a format name, with or without the leading colon, or
 // "auto".
@@ -91,18 +103,28 @@ func ParseSpec(spec string) (string, Format, error) {
 const sniffLen = 64 << 10
 
 // Detect names the format of the file at path from its name
-// (events.out.tfevents.*, trainer_state.json, trainer_log.jsonl) or else
-// from its first 64 KiB: a TFRecord header with a valid checksum; a JSON
+// (events.out.tfevents.*, trainer_state.json, trainer_log.jsonl, *.wandb,
+// wandb-history.jsonl, backup.swanlab) or else from its first 64 KiB: a
+// TFRecord header with a valid checksum; W&B's or SwanLab's record file
+// header; a JSON
 // first line with step and data (veRL), current_steps (LLaMA-Factory) or
 // just a step (JSONL); a JSON document with "log_history" (TRL); or text
 // whose step records read as exactly one of the console formats (veRL's
 // "step:N - ...", SkyRL's "Step N: " with its dict, OpenRLHF's "Global step
 // N: {...}"). A file that says nothing telling yet yields ErrUnknownFormat,
 // one that reads as two formats ErrAmbiguousFormat, each naming the file
-// and the lines behind the verdict: then name the format in the spec.
+// and the lines behind the verdict: then name the format in the spec. A
+// directory is a tracker's run directory (see detectDir).
 func Detect(path string) (Format, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		return detectDir(path)
+	}
 	base := filepath.Base(path)
 	switch {
+	case strings.HasSuffix(base, ".wandb") || base == "wandb-history.jsonl":
+		return FormatWandB, nil
+	case base == "backup.swanlab":
+		return FormatSwanLab, nil
 	case strings.Contains(base, "tfevents"):
 		return FormatTensorBoard, nil
 	case base == "trainer_state.json":
@@ -128,6 +150,12 @@ func Detect(path string) (Format, error) {
 
 // sniff recognises a format from the first bytes of a file.
 func sniff(head []byte) (Format, error) {
+	switch {
+	case bytes.HasPrefix(head, []byte(wandbIdent)):
+		return FormatWandB, nil
+	case bytes.HasPrefix(head, []byte(swanIdent)):
+		return FormatSwanLab, nil
+	}
 	if len(head) >= tfrecordHeaderLen &&
 		binary.LittleEndian.Uint32(head[8:12]) == maskedCRC32C(head[:8]) {
 		return FormatTensorBoard, nil

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger/untrusted"
@@ -64,11 +65,19 @@ type Tailer struct {
 	cur    Cursor
 	sk     sink
 	buf    []byte
+	// Tracker formats: the run their files describe, their decoders, and
+	// whether reading has stopped for good (a corrupt tail; MLflow, read
+	// once).
+	run     *TrackerRun
+	wandb   wandbDecoder
+	swan    swanDecoder
+	stopped bool
 }
 
 // NewTailer returns a Tailer that reads path from the cursor from (the zero
 // Cursor for the start of the file). With no format in opts the format is
-// detected from the file, which must then exist.
+// detected from the file, which must then exist. For a tracker format path
+// may be the run's directory; it must exist.
 func NewTailer(path string, opts Options, from Cursor) (*Tailer, error) {
 	f := opts.Format
 	if f == "" || f == FormatAuto {
@@ -81,7 +90,21 @@ func NewTailer(path string, opts Options, from Cursor) (*Tailer, error) {
 		return nil, err
 	}
 	t := &Tailer{path: path, format: f, cur: from}
+	if f.IsTracker() {
+		resolved, err := resolveTracker(path, f)
+		if err != nil {
+			return nil, err
+		}
+		t.path = resolved
+		t.run = &TrackerRun{Tracker: f, Source: path}
+	}
 	switch f {
+	case FormatWandB:
+		if filepath.Ext(t.path) != ".wandb" && !bytes.HasPrefix(fileHead(t.path, len(wandbIdent)), []byte(wandbIdent)) {
+			// The pre-0.10 wandb-history.jsonl: one row per line, its
+			// step under _step.
+			t.lines = &jsonlDecoder{stepKey: "_step"}
+		}
 	case FormatVerl:
 		t.lines = &jsonlDecoder{stepKey: "step", dataKey: "data"}
 	case FormatJSONL:
@@ -112,6 +135,22 @@ func ParseFile(path string, opts Options) ([]Point, Stats, error) {
 	return pts, t.Stats(), err
 }
 
+// Run returns what a tracker format's files say about the run (nil for
+// the other formats); it is complete after Final.
+func (t *Tailer) Run() *TrackerRun { return t.run }
+
+// fileHead returns up to n first bytes of the file at path.
+func fileHead(path string, n int) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	b := make([]byte, n)
+	m, _ := io.ReadFull(f, b)
+	return b[:m]
+}
+
 // Format returns the format the Tailer reads.
 func (t *Tailer) Format() Format { return t.format }
 
@@ -135,19 +174,37 @@ func (t *Tailer) Next() ([]Point, error) { return t.read(false) }
 func (t *Tailer) Final() ([]Point, error) { return t.read(true) }
 
 func (t *Tailer) read(final bool) ([]Point, error) {
-	f, err := untrusted.Open(t.path)
-	if err != nil {
-		return nil, fmt.Errorf("read metrics: %w", err)
+	// An MLflow run and a legacy SwanLab run are directories, whose files
+	// their readers open; every other format is one file, opened here.
+	var f *os.File
+	if t.format != FormatMLflow && !t.swanLegacy() {
+		var err error
+		if f, err = untrusted.Open(t.path); err != nil {
+			return nil, fmt.Errorf("read metrics: %w", err)
+		}
+		defer f.Close()
 	}
-	defer f.Close()
+	var err error
 	before := t.sk.stats.Records
-	switch t.format {
-	case FormatTensorBoard:
+	switch {
+	case t.format == FormatTensorBoard:
 		err = t.readRecords(f)
-	case FormatTRL:
+	case t.format == FormatTRL:
 		err = t.readDocument(f, final)
+	case t.format == FormatMLflow:
+		err = t.readMLflow(final)
+	case t.swanLegacy():
+		err = t.readSwanLegacy(final)
+	case t.lines == nil:
+		err = t.readFramed(f, final)
 	default:
 		err = t.readLines(f, final)
+	}
+	if t.run != nil && final {
+		if t.run.Status == "" {
+			t.run.Status = "incomplete"
+		}
+		t.readTrackerSide()
 	}
 	t.cur.Records += t.sk.stats.Records - before
 	pts := t.sk.out

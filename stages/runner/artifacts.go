@@ -96,6 +96,28 @@ func hashArtifact(ctx context.Context, l *ledger.Ledger, role, name, path string
 	return a, blob, nil
 }
 
+// hashInputs digests a run's declared inputs with their lineage, records
+// their digests in start, and returns their artifact bodies and blobs.
+func hashInputs(ctx context.Context, l *ledger.Ledger, inputs []Named, start *StartBody) ([]artifactBody, []ledger.Digest, error) {
+	var arts []artifactBody
+	var blobs []ledger.Digest
+	if len(inputs) > 0 {
+		start.Inputs = map[string]ledger.Digest{}
+	}
+	for _, in := range inputs {
+		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
+		if err != nil {
+			return nil, nil, err
+		}
+		if a.ProducedBy, err = lineage(ctx, l, a.Digest); err != nil {
+			return nil, nil, err
+		}
+		start.Inputs[in.Name] = a.Digest
+		arts, blobs = append(arts, a), append(blobs, blob)
+	}
+	return arts, blobs, nil
+}
+
 // OutputRecord digests path as a run records its outputs (DigestPath,
 // the manifest stored as a blob) and returns the artifact record to append
 // under run, with the digest. A command that writes files itself (synth,

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/untrusted"
+	"github.com/rlgate/rlgate/stages/metrics"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -31,7 +32,7 @@ func canonicalConfig(path string, raw []byte) (any, bool, error) {
 		if err := dec.Decode(&more); err == nil && more != nil {
 			return nil, false, fmt.Errorf("config %s: holds a second YAML document. Try: one document per --config file", path)
 		}
-		return stringKeys(v), true, nil
+		return metrics.StringKeys(v), true, nil
 	case ".json":
 		canon, err := ledger.Canonicalize(raw)
 		if err != nil {
@@ -153,29 +154,6 @@ func noteLeaves(r *ledger.Redactor, field, name string, v any) {
 	default:
 		r.Value(field, name, fmt.Sprint(x))
 	}
-}
-
-// stringKeys turns YAML maps with non-string keys into string-keyed maps,
-// which JSON requires.
-func stringKeys(v any) any {
-	switch x := v.(type) {
-	case map[string]any:
-		for k, e := range x {
-			x[k] = stringKeys(e)
-		}
-		return x
-	case map[any]any:
-		m := make(map[string]any, len(x))
-		for k, e := range x {
-			m[fmt.Sprint(k)] = stringKeys(e)
-		}
-		return m
-	case []any:
-		for i, e := range x {
-			x[i] = stringKeys(e)
-		}
-	}
-	return v
 }
 
 // ConfigDigest is the digest repro compares for a config file, as a run

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/metrics"
@@ -86,18 +87,43 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 		if n := g.tailer.Stats().Duplicates; n > 0 {
 			g.finding("metrics %s: %d keys written twice in one record; the last value was kept", g.file.Path, n)
 		}
+		if r := g.tailer.Run(); r != nil {
+			for _, f := range r.Findings {
+				g.finding("%s", f)
+			}
+		}
 	}
-	if len(pts) == 0 {
+	recs := metricRecords(run, g.file.Path, g.tailer.Format(), pts, g.tailer.Cursor())
+	if tr := g.tailer.Run(); final && tr != nil {
+		// A tracker's config, summary and console output, by digest.
+		abs, _ := filepath.Abs(g.file.Path)
+		arts, blobs, err := trackerArtifacts(l, new(ledger.Redactor), tr, abs)
+		if err != nil {
+			return err
+		}
+		for i, a := range arts {
+			recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
+		}
+	}
+	if len(recs) == 0 {
 		return nil
 	}
-	// Large reads are split into entries of metricsPerEntry points, which
-	// the ledger encodes in parallel; only the last carries the cursor,
-	// since the cursor is only true once every point before it is stored.
-	c := g.tailer.Cursor()
+	if _, err := l.Append(ctx, recs...); err != nil {
+		return err
+	}
+	g.points += int64(len(pts))
+	return nil
+}
+
+// metricRecords turns points read from source into metrics entries of run.
+// Large reads are split into entries of metricsPerEntry points, which the
+// ledger encodes in parallel; only the last carries the cursor, since the
+// cursor is only true once every point before it is stored.
+func metricRecords(run, source string, format metrics.Format, pts []metrics.Point, c metrics.Cursor) []ledger.Record {
 	var recs []ledger.Record
 	for start := 0; start < len(pts); start += metricsPerEntry {
 		chunk := pts[start:min(start+metricsPerEntry, len(pts))]
-		body := ledger.Metrics{Source: g.file.Path, Format: string(g.tailer.Format()), Points: make([]ledger.MetricPoint, len(chunk))}
+		body := ledger.Metrics{Source: source, Format: string(format), Points: make([]ledger.MetricPoint, len(chunk))}
 		for i, p := range chunk {
 			body.Points[i] = ledger.MetricPoint{Step: p.Step, Key: p.Key, Value: p.Value}
 		}
@@ -106,9 +132,5 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 		}
 		recs = append(recs, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: body})
 	}
-	if _, err := l.Append(ctx, recs...); err != nil {
-		return err
-	}
-	g.points += int64(len(pts))
-	return nil
+	return recs
 }

@@ -123,6 +123,10 @@ type EndBody struct {
 	// was read as: the one declared, or the one detected for a file
 	// declared without one or as auto.
 	MetricFormats map[string]metrics.Format `json:"metric_formats,omitempty"`
+	// MetricRuns maps each tracker run read as metrics (wandb, swanlab,
+	// mlflow) to what the tracker recorded about it: identity, times and
+	// end state, which need not be the stage's own.
+	MetricRuns map[string]ImportedRun `json:"metric_runs,omitempty"`
 
 	ownExit bool // failed because the stage itself exited non-zero
 }
@@ -167,27 +171,15 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		spec.FlushEvery = DefaultFlush
 	}
 
-	var arts []artifactBody
-	var blobs []ledger.Digest
 	var red ledger.Redactor
 	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
 		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid(), SkipPreflight: spec.SkipPreflight}
 	start.Argv, start.Params = recordedCommand(&red, spec)
 	start.Redacted = red.Fields()
 	start.Dir, _ = filepath.Abs(spec.Dir)
-	if len(spec.Inputs) > 0 {
-		start.Inputs = map[string]ledger.Digest{}
-	}
-	for _, in := range spec.Inputs {
-		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
-		if err != nil {
-			return nil, err
-		}
-		if a.ProducedBy, err = lineage(ctx, l, a.Digest); err != nil {
-			return nil, err
-		}
-		start.Inputs[in.Name] = a.Digest
-		arts, blobs = append(arts, a), append(blobs, blob)
+	arts, blobs, err := hashInputs(ctx, l, spec.Inputs, &start)
+	if err != nil {
+		return nil, err
 	}
 	if len(spec.Configs) > 0 {
 		start.Configs = map[string]ledger.Digest{}
@@ -200,7 +192,6 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 		start.Configs[ConfigKey(spec.Dir, c)] = a.canonicalDigest()
 		arts, blobs = append(arts, a), append(blobs, bs...)
 	}
-	var err error
 	if start.Code, err = captureCode(ctx, l, spec.Dir, red.Masker()); err != nil {
 		return nil, fmt.Errorf("record code version: %w", err)
 	}
@@ -410,6 +401,12 @@ loop:
 				end.MetricFormats = map[string]metrics.Format{}
 			}
 			end.MetricFormats[g.file.Path] = g.tailer.Format()
+			if r := g.tailer.Run(); r != nil {
+				if end.MetricRuns == nil {
+					end.MetricRuns = map[string]ImportedRun{}
+				}
+				end.MetricRuns[g.file.Path] = importedRun(r)
+			}
 		}
 	}
 	if spec.GPU {
