@@ -357,6 +357,10 @@ func (v *Verification) CheckLedger(ctx context.Context, l *ledger.Ledger) error 
 // is the one the bundle states: the signer's statement of a verdict is
 // not taken for the verdict itself.
 func (v *Verification) checkRederived(ctx context.Context, l *ledger.Ledger, p *ProvenancePredicate) error {
+	if h, err := l.Head(ctx); err != nil || h.Seq < p.Gate.Seq || l.ID() != p.LedgerHead.LedgerID {
+		v.add(CheckLedgerRederived, false, "this ledger does not hold gate verdict entry %d of ledger %s, so it cannot re-derive it", p.Gate.Seq, p.LedgerHead.LedgerID)
+		return nil
+	}
 	rv, err := audit.Rederive(ctx, l, p.Gate.Seq)
 	var ve *audit.VerdictError
 	if errors.As(err, &ve) {

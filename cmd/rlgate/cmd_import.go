@@ -38,8 +38,8 @@ func newImportRunCommand() *cli.Command {
 			"finding (run.end metric_findings) for the training audit. A file that\n" +
 			"cannot be read at all is an error and records nothing.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
-			&cli.StringFlag{Name: "stage", Usage: "stage `NAME` (sft, rl1, ...)", Required: true},
-			&cli.StringFlag{Name: "run", Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
+			&cli.StringFlag{Name: "stage", Validator: ledger.CheckName, Usage: "stage `NAME` (sft, rl1, ...)", Required: true},
+			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
 			&cli.StringSliceFlag{Name: "in", Usage: "input `NAME=PATH` (repeatable)"},
 			&cli.StringSliceFlag{Name: "out", Usage: "output `NAME=PATH` (repeatable)"},
 		},

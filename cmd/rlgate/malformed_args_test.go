@@ -43,7 +43,7 @@ var actionRequired = map[string][]string{
 // lookupFlags name runs or labels that already exist rather than ones the
 // ledger will record, so a control character in them is not a usage
 // error: nothing matches it.
-var lookupFlags = map[string]bool{"log --run": true, "publish --run": true, "serve-replay --run": true}
+var lookupFlags = map[string]bool{"log --run": true, "publish --run": true, "serve-replay --run": true, "metrics --run": true}
 
 // nameFlags are the flags whose value the ledger records as a name.
 var nameFlags = []string{"run", "stage", "name", "grade-run"}

@@ -71,12 +71,12 @@ func TestAuditOptionFlagRanges(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"gate", "--runs", "base=a,rl=b", "--near-duplicate", "5"}, `invalid value "5" for flag -near-duplicate: want 0.5 ≤ near_duplicate ≤ 1`},
-		{[]string{"gate", "--runs", "base=a,rl=b", "--max-kl-growth", "1e9"}, `invalid value "1e9" for flag -max-kl-growth: want 1 ≤ max_kl_growth ≤ 100`},
-		{[]string{"audit", "reward", "--runs", "base=a", "--self-grade-sample", "0"}, `invalid value "0" for flag -self-grade-sample: want 20 ≤ self_grade_sample ≤ 100,000`},
-		{[]string{"audit", "gold", "--runs", "base=a", "--gold-substring", "-1"}, `invalid value "-1" for flag -gold-substring: want 16 ≤ gold_substring ≤ 200`},
-		{[]string{"audit", "gold", "--runs", "base=a", "--mutate", "-3"}, `invalid value "-3" for flag -mutate: want 0 ≤ mutate ≤ 10,000`},
-		{[]string{"audit", "gold", "--runs", "base=a", "--mutate", "3", "--mutate-endpoint", "ftp://models"}, `invalid value "ftp://models" for flag -mutate-endpoint: want an http:// or https:// URL`},
+		{[]string{"gate", "--runs", "base=a,rl=b", "--near-duplicate", "5"}, `--near-duplicate "5": want 0.5 ≤ near_duplicate ≤ 1`},
+		{[]string{"gate", "--runs", "base=a,rl=b", "--max-kl-growth", "1e9"}, `--max-kl-growth "1e9": want 1 ≤ max_kl_growth ≤ 100`},
+		{[]string{"audit", "reward", "--runs", "base=a", "--self-grade-sample", "0"}, `--self-grade-sample "0": want 20 ≤ self_grade_sample ≤ 100,000`},
+		{[]string{"audit", "gold", "--runs", "base=a", "--gold-substring", "-1"}, `--gold-substring "-1": want 16 ≤ gold_substring ≤ 200`},
+		{[]string{"audit", "gold", "--runs", "base=a", "--mutate", "-3"}, `--mutate "-3": want 0 ≤ mutate ≤ 10,000`},
+		{[]string{"audit", "gold", "--runs", "base=a", "--mutate", "3", "--mutate-endpoint", "ftp://models"}, `--mutate-endpoint "ftp://models": want an http:// or https:// URL`},
 	} {
 		code, out, errOut := rlgate(t, append([]string{"--ledger", ldir}, tc.args...)...)
 		if code != exitUsage || out != "" || !strings.HasPrefix(errOut, "rlgate: "+tc.want) || strings.Count(errOut, "\n") != 1 {

@@ -250,7 +250,7 @@ func TestPublishGated(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	if code, failed := publishVerify(t, "--public-key", pub, "--ledger", otherLedger, bundle); code != exitCheckFailed ||
-		!cmp.Equal(failed, []string{publish.CheckLedgerHead, publish.CheckLedgerVerdict, publish.CheckLedgerPublish}) {
+		!cmp.Equal(failed, []string{publish.CheckLedgerHead, publish.CheckLedgerVerdict, publish.CheckLedgerRederived, publish.CheckLedgerPublish}) {
 		t.Errorf("verify-bundle against another ledger: exit %d, failed %v", code, failed)
 	}
 	other := filepath.Join(t.TempDir(), "other.key")

@@ -13,22 +13,14 @@ import (
 // html, json) over BenchmarkGate's ledger (four evaluations of 1,534
 // tasks × 8 samples, an rl run of 10,000 steps × 80 keys) after one gate
 // recorded its verdict: the model tables over all tasks and each of the
-// 20 databases, the curves, budget and lineage. Issue target: under 1 s.
+// 20 databases, the curves, budget and lineage, read through a checked
+// view, with the verdict re-derived. Issue target: under 1 s (set before
+// reports re-derived their verdict; re-derivation's own target is 1.5 s).
 func BenchmarkReport(b *testing.B) {
-	ldir, p := benchGateLedger(b)
-	// The gate fails a check on this ledger (as in BenchmarkGate), so the
-	// report is of a failed gate: every table still computed.
-	if v, err := runGate(context.Background(), gateOptions{Dir: ldir, Policy: p}, io.Discard); v == nil {
-		b.Fatal(err)
-	}
+	ldir := benchGatedLedger(b)
 	out := filepath.Join(b.TempDir(), "report")
-	before, n := benchCPU(b), 0
-	b.ResetTimer()
-	for b.Loop() {
-		if _, err := runReport(context.Background(), reportOptions{Dir: ldir, Out: out}, io.Discard); err != nil {
-			b.Fatal(err)
-		}
-		n++
-	}
-	b.ReportMetric((benchCPU(b)-before)/float64(n), "cpu-s/op")
+	benchLoop(b, func() error {
+		_, err := runReport(context.Background(), reportOptions{Dir: ldir, Out: out}, io.Discard)
+		return err
+	})
 }
