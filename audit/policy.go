@@ -54,7 +54,7 @@ const maxLabel = 64
 // written into claims (A > B), tables, reports and JUnit names, where
 // spaces, operators, markup or control characters could be misread.
 func CheckLabel(s string) error {
-	if err := ledger.CheckName(s); err != nil {
+	if err := ledger.CheckName(s); s != "" && err != nil {
 		return fmt.Errorf("label %q %v", s, err)
 	}
 	plain := s != "" && len(s) <= maxLabel && isLetter(s[0])
