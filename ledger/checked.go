@@ -96,10 +96,57 @@ var lazyKinds = []string{KindOutcomes, KindMetrics}
 // walk reads the entries 1..at of the source once, checking each, and
 // derives the rows of every entry but the lazy kinds.
 func (l *Ledger) walk(ctx context.Context) error {
-	c := l.chk
 	if _, err := l.db.ExecContext(ctx, derivedDDL); err != nil {
 		return err
 	}
+	return l.applyEntries(ctx, l.walkEntries(ctx), func(e *Entry) bool { return !slices.Contains(lazyKinds, e.Kind) })
+}
+
+// walkEntries yields the entries 1..at of the source, each checked by
+// checkLink and added to the view's index.
+func (l *Ledger) walkEntries(ctx context.Context) iter.Seq2[Entry, error] {
+	c := l.chk
+	return func(yield func(Entry, error) bool) {
+		c.hashes, c.kinds, c.runs = make([]Digest, 0, c.at), make([]string, 0, c.at), make([]string, 0, c.at)
+		for int64(len(c.hashes)) < c.at {
+			last := int64(len(c.hashes))
+			page, err := queryRaw(ctx, c.src.db, "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", last, c.at, entryPage)
+			if err != nil {
+				yield(Entry{}, fmt.Errorf("read ledger %s: %w", l.location(), err))
+				return
+			}
+			if len(page) == 0 {
+				yield(Entry{}, l.tampered(last+1, "is missing (the chain ends at entry %d)", last))
+				return
+			}
+			for _, r := range page {
+				e, err := r.entry()
+				if err != nil {
+					err = l.tampered(r.seq, "is unreadable: %v", err)
+				} else {
+					err = l.checkLink(&e, int64(len(c.hashes)))
+				}
+				if err != nil {
+					yield(Entry{}, err)
+					return
+				}
+				c.hashes, c.kinds, c.runs = append(c.hashes, e.Hash), append(c.kinds, e.Kind), append(c.runs, e.Run)
+				if !yield(e, nil) {
+					return
+				}
+			}
+			if err := ctx.Err(); err != nil {
+				yield(Entry{}, err)
+				return
+			}
+		}
+	}
+}
+
+// applyEntries derives, in one transaction, the rows of the entries that
+// entries yields and keep accepts (every one when keep is nil) into the
+// view's database.
+func (l *Ledger) applyEntries(ctx context.Context, entries iter.Seq2[Entry, error], keep func(*Entry) bool) error {
 	tx, err := l.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -107,33 +154,15 @@ func (l *Ledger) walk(ctx context.Context) error {
 	defer tx.Rollback()
 	d := newDeriver(ctx, tx)
 	defer d.close()
-	c.hashes, c.kinds, c.runs = make([]Digest, 0, c.at), make([]string, 0, c.at), make([]string, 0, c.at)
-	for int64(len(c.hashes)) < c.at {
-		last := int64(len(c.hashes))
-		page, err := queryRaw(ctx, c.src.db, "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", last, c.at, entryPage)
+	for e, err := range entries {
 		if err != nil {
-			return fmt.Errorf("read ledger %s: %w", l.location(), err)
-		}
-		if len(page) == 0 {
-			return l.tampered(last+1, "is missing (the chain ends at entry %d)", last)
-		}
-		for _, r := range page {
-			e, err := r.entry()
-			if err != nil {
-				return l.tampered(r.seq, "is unreadable: %v", err)
-			}
-			if err := l.checkLink(&e, int64(len(c.hashes))); err != nil {
-				return err
-			}
-			c.hashes, c.kinds, c.runs = append(c.hashes, e.Hash), append(c.kinds, e.Kind), append(c.runs, e.Run)
-			if !slices.Contains(lazyKinds, e.Kind) {
-				if err := d.apply(&e, nil); err != nil {
-					return l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
-				}
-			}
-		}
-		if err := ctx.Err(); err != nil {
 			return err
+		}
+		if keep != nil && !keep(&e) {
+			continue
+		}
+		if err := d.apply(&e, nil); err != nil {
+			return l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
 		}
 	}
 	if err := d.flush(); err != nil {
@@ -236,25 +265,7 @@ func (l *Ledger) derive(ctx context.Context, kind, run string) error {
 	if c.derived[key] {
 		return nil
 	}
-	tx, err := l.db.BeginTx(ctx, nil)
-	if err != nil {
-		return err
-	}
-	defer tx.Rollback()
-	d := newDeriver(ctx, tx)
-	defer d.close()
-	for e, err := range l.checkedEntries(ctx, Filter{Kind: kind, Run: run}) {
-		if err != nil {
-			return err
-		}
-		if err := d.apply(&e, nil); err != nil {
-			return l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
-		}
-	}
-	if err := d.flush(); err != nil {
-		return err
-	}
-	if err := tx.Commit(); err != nil {
+	if err := l.applyEntries(ctx, l.checkedEntries(ctx, Filter{Kind: kind, Run: run}), nil); err != nil {
 		return err
 	}
 	c.derived[key] = true

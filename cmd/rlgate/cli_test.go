@@ -22,6 +22,21 @@ func rlgate(t *testing.T, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// headOf returns the head of the ledger in dir, opened read-only.
+func headOf(t *testing.T, dir string) ledger.Head {
+	t.Helper()
+	l, err := ledger.OpenReadOnly(context.Background(), dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	h, err := l.Head(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func TestLedgerCommandsEndToEnd(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ledger")
 	t.Setenv(ledger.EnvLedger, dir) // every command honours RLGATE_LEDGER

@@ -167,18 +167,7 @@ func demoForce(t *testing.T, done string) {
 		if code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "notes", "--run", "mine", "--gpu", "off", "--", "true"); code != exitOK {
 			t.Fatalf("run: exit %d: %s", code, errOut)
 		}
-		head := func() ledger.Head {
-			l, err := ledger.OpenReadOnly(context.Background(), ldir)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer l.Close()
-			h, err := l.Head(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			return h
-		}
+		head := func() ledger.Head { return headOf(t, ldir) }
 		before, entries := demoTree(t, fork), head()
 		code, _, errOut := rlgate(t, "demo", "--dir", fork, "--force")
 		for _, want := range []string{"notes.txt", "rlgate.key", "ledger entries "} {

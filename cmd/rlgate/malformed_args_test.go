@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"os"
 	"path/filepath"
 	"slices"
@@ -268,17 +267,8 @@ func requiredArgs(cmd *cli.Command, missing string) []string {
 // memory, which any reader may touch.
 func ledgerState(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	l, err := ledger.OpenReadOnly(context.Background(), dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	h, err := l.Head(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	state := map[string]string{"head": h.String()}
-	err = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+	state := map[string]string{"head": headOf(t, dir).String()}
+	err := filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err != nil || d.IsDir() || strings.HasSuffix(p, "-wal") || strings.HasSuffix(p, "-shm") || strings.HasSuffix(p, ".db") {
 			return err
 		}

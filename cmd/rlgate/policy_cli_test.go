@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -15,19 +14,7 @@ import (
 // built-in one is a usage error in one line and records nothing, and
 // --runs with spaces around its labels and run ids gates those runs.
 func gatePolicyFlags(t *testing.T, x *gateExperiment) {
-	head := func() ledger.Head {
-		t.Helper()
-		l, err := ledger.OpenReadOnly(context.Background(), x.ledger)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		h, err := l.Head(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
-	}
+	head := func() ledger.Head { return headOf(t, x.ledger) }
 	dir := t.TempDir()
 
 	// Issue 21, case 3: on today's main this passes as "gate PASSED
