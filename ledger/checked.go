@@ -59,7 +59,7 @@ func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 	}
 	db, err := sql.Open("sqlite", dsn(filepath.Join(scratch, dbName), "scratch"))
 	v := &Ledger{dir: l.dir, db: db, id: l.id, scratch: scratch, shown: l.location(), blobs: l.blobs,
-		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, metrics: map[string][]Entry{}}}
+		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, series: map[string]map[string]*seriesPoints{}, lazy: map[string][]Entry{}}}
 	if err == nil {
 		err = v.walk(ctx)
 	}
@@ -85,12 +85,25 @@ type checkedIndex struct {
 	// database: outcomes and metrics are derived when first read.
 	mu      sync.Mutex
 	derived map[string]bool
-	metrics map[string][]Entry // by run
+	series  map[string]map[string]*seriesPoints // by run, then key
+	// lazy holds the entries of the lazy kinds as the walk read and
+	// checked them, by lazyKey: derived from these bytes when asked for,
+	// they are neither read nor hashed a second time.
+	lazy map[string][]Entry
+}
+
+func lazyKey(kind, run string) string { return kind + "\x00" + run }
+
+// seriesPoints are one key's points of a run in ledger order, with the
+// seq of the entry behind each.
+type seriesPoints struct {
+	pts  []MetricPoint
+	seqs []int64
 }
 
 // lazyKinds are derived only when a run's rows are first asked for: a
-// run's outcomes into the view's database, its metrics entries kept in
-// memory (see checkedSeries).
+// run's outcomes into the view's database, its metric series in memory
+// (see checkedSeries).
 var lazyKinds = []string{KindOutcomes, KindMetrics}
 
 // walk reads the entries 1..at of the source once, checking each, and
@@ -99,7 +112,15 @@ func (l *Ledger) walk(ctx context.Context) error {
 	if _, err := l.db.ExecContext(ctx, derivedDDL); err != nil {
 		return err
 	}
-	return l.applyEntries(ctx, l.walkEntries(ctx), func(e *Entry) bool { return !slices.Contains(lazyKinds, e.Kind) })
+	c := l.chk
+	return l.applyEntries(ctx, l.walkEntries(ctx), func(e *Entry) bool {
+		if !slices.Contains(lazyKinds, e.Kind) {
+			return true
+		}
+		k := lazyKey(e.Kind, e.Run)
+		c.lazy[k] = append(c.lazy[k], *e)
+		return false
+	})
 }
 
 // walkEntries yields the entries 1..at of the source, each checked by
@@ -261,49 +282,68 @@ func (l *Ledger) derive(ctx context.Context, kind, run string) error {
 	c := l.chk
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := kind + "\x00" + run
+	key := lazyKey(kind, run)
 	if c.derived[key] {
 		return nil
 	}
-	if err := l.applyEntries(ctx, l.checkedEntries(ctx, Filter{Kind: kind, Run: run}), nil); err != nil {
+	entries := func(yield func(Entry, error) bool) {
+		for _, e := range c.lazy[key] {
+			if !yield(e, nil) {
+				return
+			}
+		}
+	}
+	if err := l.applyEntries(ctx, entries, nil); err != nil {
 		return err
 	}
 	c.derived[key] = true
 	return nil
 }
 
-// checkedSeries reads one key's points of run, in ledger order, from the
-// run's metrics entries, which it reads and checks once and keeps: a
-// report or an audit asks for several keys of one run, and scanning kept
-// bodies for one key costs a fraction of deriving every key into rows.
+// checkedSeries returns one key's points of run, in ledger order. The
+// first request for a run decodes its metrics entries, as the walk read
+// and checked them, and keeps every key's points: an audit or a report
+// asks for several keys of one run, often several names for one quantity.
 func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
 	c := l.chk
 	c.mu.Lock()
-	es, ok := c.metrics[run]
+	defer c.mu.Unlock()
+	byKey, ok := c.series[run]
 	if !ok {
-		for e, err := range l.checkedEntries(ctx, Filter{Kind: KindMetrics, Run: run}) {
-			if err != nil {
-				c.mu.Unlock()
-				return nil, nil, err
+		// The entries decode on every core, and are gathered in ledger
+		// order.
+		es := c.lazy[lazyKey(KindMetrics, run)]
+		decoded := make([]Metrics, len(es))
+		err := ForEach(ctx, len(es), func(_ context.Context, i int) error {
+			var err error
+			if decoded[i], err = decodeMetrics(es[i].Body); err != nil {
+				return l.tampered(es[i].Seq, "cannot be read (%s): %v", es[i].Kind, err)
 			}
-			es = append(es, e)
-		}
-		c.metrics[run] = es
-	}
-	c.mu.Unlock()
-	var pts []MetricPoint
-	var seqs []int64
-	for _, e := range es {
-		m, err := decodeMetricsKey(e.Body, key)
+			return nil
+		})
 		if err != nil {
-			return nil, nil, l.tampered(e.Seq, "cannot be read (%s): %v", e.Kind, err)
+			return nil, nil, err
 		}
-		for _, p := range m.Points {
-			p.Value = asRecorded(p.Value)
-			pts, seqs = append(pts, p), append(seqs, e.Seq)
+		byKey = map[string]*seriesPoints{}
+		for i, m := range decoded {
+			e := &es[i]
+			for _, p := range m.Points {
+				s := byKey[p.Key]
+				if s == nil {
+					s = &seriesPoints{}
+					byKey[p.Key] = s
+				}
+				p.Value = asRecorded(p.Value)
+				s.pts, s.seqs = append(s.pts, p), append(s.seqs, e.Seq)
+			}
 		}
+		c.series[run] = byKey
 	}
-	return pts, seqs, nil
+	s := byKey[key]
+	if s == nil {
+		return nil, nil, nil
+	}
+	return s.pts, s.seqs, nil
 }
 
 // checkedByHash finds the entry of the view whose hash starts with the

@@ -141,7 +141,8 @@ func TestCheckedAsOf(t *testing.T) {
 }
 
 // TestCheckedRereadsEntries: an entry edited after the view was opened is
-// refused when it is read, and so is one deleted.
+// refused when it is read again, and so is one deleted; rows derived later
+// come from the bytes the view checked.
 func TestCheckedRereadsEntries(t *testing.T) {
 	dir := checkedLedger(t)
 	c, err := openChecked(t, dir, 0)
@@ -149,8 +150,9 @@ func TestCheckedRereadsEntries(t *testing.T) {
 		t.Fatal(err)
 	}
 	rawExec(t, dir, `UPDATE entries SET body = replace(body, '"correct":true', '"correct":false') WHERE seq = 3`)
-	if _, err := c.Outcomes(ctx, "ev"); !errors.Is(err, ledger.ErrTampered) || !strings.Contains(err.Error(), "entry 3 ") {
-		t.Errorf("outcomes after entry 3 changed: %v, want ErrTampered naming entry 3", err)
+	// Outcomes come from the bytes the walk checked, not from a second read.
+	if out, err := c.Outcomes(ctx, "ev"); err != nil || len(out) != 2 || !out[1].Correct {
+		t.Errorf("outcomes after entry 3 changed: %+v, %v; want those the view checked", out, err)
 	}
 	if _, err := c.EntryBySeq(ctx, 3); !errors.Is(err, ledger.ErrTampered) {
 		t.Errorf("entry 3 after it changed: %v, want ErrTampered", err)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
-	"slices"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
@@ -18,31 +17,21 @@ import (
 // string with escapes, a number encoding/json would read otherwise) falls
 // back to encoding/json, so both routes read every body alike; a test and
 // a fuzz target check that they agree.
-func decodeMetrics(body []byte) (Metrics, error) { return decodeMetricsKey(body, "") }
-
-// decodeMetricsKey is decodeMetrics keeping only the points of key (all
-// of them when key is ""): the scanner skips the others' values unread.
-func decodeMetricsKey(body []byte, key string) (Metrics, error) {
-	if m, ok := scanMetrics(body, key); ok {
+func decodeMetrics(body []byte) (Metrics, error) {
+	if m, ok := scanMetrics(body); ok {
 		return m, nil
 	}
 	var m Metrics
 	if err := json.Unmarshal(body, &m); err != nil {
 		return Metrics{}, err
 	}
-	if key != "" {
-		m.Points = slices.DeleteFunc(m.Points, func(p MetricPoint) bool { return p.Key != key })
-	}
 	return m, nil
 }
 
-// scanMetrics reads body in canonical() layout, keeping the points of
-// only (all when only is ""), and reports false for any other layout.
-func scanMetrics(body []byte, only string) (Metrics, bool) {
+// scanMetrics reads body in canonical() layout, and reports false for any
+// other layout.
+func scanMetrics(body []byte) (Metrics, bool) {
 	s := metricScanner{b: body}
-	if only != "" {
-		s.only = []byte(only)
-	}
 	var m Metrics
 	if !s.lit(`{`) {
 		return m, false
@@ -73,18 +62,13 @@ func scanMetrics(body []byte, only string) (Metrics, bool) {
 		m.Points = []MetricPoint{}
 	case s.lit(`[`):
 		keys := map[string]string{}
-		m.Points = []MetricPoint{}
-		if only == "" {
-			m.Points = make([]MetricPoint, 0, bytes.Count(body[s.i:], []byte("],["))+1)
-		}
+		m.Points = make([]MetricPoint, 0, bytes.Count(body[s.i:], []byte("],["))+1)
 		for {
-			p, keep, ok := s.point(keys)
+			p, ok := s.point(keys)
 			if !ok {
 				return m, false
 			}
-			if keep {
-				m.Points = append(m.Points, p)
-			}
+			m.Points = append(m.Points, p)
 			if s.lit(`]`) {
 				break
 			}
@@ -106,9 +90,8 @@ func scanMetrics(body []byte, only string) (Metrics, bool) {
 }
 
 type metricScanner struct {
-	b    []byte
-	i    int
-	only []byte // the one key to keep; nil: every key
+	b []byte
+	i int
 }
 
 // lit consumes tok when the input continues with it.
@@ -139,10 +122,18 @@ func (s *metricScanner) str() ([]byte, bool) {
 	return nil, false
 }
 
+// numberBytes marks the bytes a JSON number may hold.
+var numberBytes = func() (t [256]bool) {
+	for _, c := range []byte("-+.0123456789eE") {
+		t[c] = true
+	}
+	return t
+}()
+
 // number reads a JSON number's bytes.
 func (s *metricScanner) number() []byte {
 	start := s.i
-	for s.i < len(s.b) && bytes.IndexByte([]byte("-+.0123456789eE"), s.b[s.i]) >= 0 {
+	for s.i < len(s.b) && numberBytes[s.b[s.i]] {
 		s.i++
 	}
 	if !jsonNumber(s.b[start:s.i]) {
@@ -151,29 +142,20 @@ func (s *metricScanner) number() []byte {
 	return s.b[start:s.i]
 }
 
-// point reads [step,"key",value|null], and says whether the scanner keeps
-// it. A point of another key than only is checked for its shape alone:
-// its number bytes must be JSON's, and the values of the points kept are
-// parsed exactly as encoding/json parses them.
-func (s *metricScanner) point(keys map[string]string) (MetricPoint, bool, bool) {
+// point reads [step,"key",value|null].
+func (s *metricScanner) point(keys map[string]string) (MetricPoint, bool) {
 	var p MetricPoint
 	if !s.lit(`[`) {
-		return p, false, false
+		return p, false
 	}
 	n := s.number()
 	step, err := strconv.ParseInt(unsafe.String(unsafe.SliceData(n), len(n)), 10, 64)
 	if n == nil || err != nil || !s.lit(`,`) {
-		return p, false, false
+		return p, false
 	}
 	k, ok := s.str()
 	if !ok || !utf8.Valid(k) || !s.lit(`,`) {
-		return p, false, false // encoding/json would replace invalid UTF-8
-	}
-	if s.only != nil && !bytes.Equal(k, s.only) {
-		if !s.lit(`null`) && s.number() == nil {
-			return p, false, false
-		}
-		return p, false, s.lit(`]`)
+		return p, false // encoding/json would replace invalid UTF-8
 	}
 	key, ok := keys[string(k)] // no allocation for a key seen before
 	if !ok {
@@ -186,15 +168,15 @@ func (s *metricScanner) point(keys map[string]string) (MetricPoint, bool, bool) 
 	} else {
 		n := s.number()
 		if n == nil {
-			return p, false, false
+			return p, false
 		}
 		// The string only lives for the call: ParseFloat keeps it only in
 		// an error, and an error sends the body to encoding/json.
 		if p.Value, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(n), len(n)), 64); err != nil {
-			return p, false, false
+			return p, false
 		}
 	}
-	return p, true, s.lit(`]`)
+	return p, s.lit(`]`)
 }
 
 // objectEnd returns the index just past the JSON object starting at s.i,
