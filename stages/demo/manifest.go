@@ -184,6 +184,8 @@ func sortOut(ctx context.Context, dir string, m *Manifest) (ours, theirs []strin
 		theirs = append(theirs, fmt.Sprintf("ledger entries 1–%d", head.Seq))
 	case head.Seq <= m.Head.Seq:
 		theirs = append(theirs, fmt.Sprintf("ledger entry %d (rewritten)", head.Seq))
+	case head.Seq == m.Head.Seq+1:
+		theirs = append(theirs, fmt.Sprintf("ledger entry %d", head.Seq))
 	default:
 		theirs = append(theirs, fmt.Sprintf("ledger entries %d–%d", m.Head.Seq+1, head.Seq))
 	}
