@@ -105,7 +105,7 @@ func (r *Report) sections(esc func(string) string) []section {
 		vs := section{ID: "verdicts", Title: "Gate verdicts for this model",
 			Intro: "Every gate verdict recorded for the model this report's verdict lets through, failures first: " +
 				"a pass under one policy does not hide a failure under another.",
-			Header: []string{"entry", "result", "policy", "held", "differs from " + audit.PaperGradeName, "decided on head"}}
+			Header: []string{"entry", "result", "policy", "held", "differs from " + audit.PaperGradeName, "decided on entry"}}
 		for _, w := range r.Verdicts {
 			res := "PASSED"
 			if !w.OK {
@@ -115,7 +115,7 @@ func (r *Report) sections(esc func(string) string) []section {
 			if len(w.Differences) > 0 {
 				diff = strings.Join(w.Differences, "; ")
 			}
-			vs.Rows = append(vs.Rows, []string{fmt.Sprint(w.Seq), res, esc(w.Policy), esc(w.Held), esc(diff), w.DecidedOn.String()})
+			vs.Rows = append(vs.Rows, []string{fmt.Sprint(w.Seq), res, esc(w.Policy), esc(w.Held), esc(diff), fmt.Sprint(w.DecidedOn.Seq)})
 		}
 		out = append(out, vs)
 	}

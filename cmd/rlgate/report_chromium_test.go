@@ -116,10 +116,11 @@ func reportLook(t *testing.T, bin, page, name string) {
 	if !strings.HasPrefix(headline, wantHead) {
 		t.Errorf("headline %q, want it to start %q", headline, wantHead)
 	}
-	// Ledger, claims, models, by database, audits, budget, training
-	// curves, lineage; the difficulty section has no table here.
-	if tables != 8 {
-		t.Errorf("%d tables rendered, want 8", tables)
+	// Ledger, the gate verdicts for the model, claims, models, by
+	// difficulty (Spider hardness), by database, audits, budget, training
+	// curves, lineage.
+	if tables != 10 {
+		t.Errorf("%d tables rendered, want 10", tables)
 	}
 	// Accuracy, differences, and the reward, KL and lr curves.
 	if charts != 5 {
