@@ -120,6 +120,21 @@ func TestVerdictAttacks(t *testing.T) {
 			t.Fatalf("gate: exit %d, ok %v, run %q", code, v.OK, v.Run)
 		}
 		refused(t, y, "train-rl-again", "lets through run train-rl, not train-rl-again")
+		// The gated run's checkpoint changed on disk: refused in one line
+		// naming the file (no struct dump), then restored.
+		weights, err := filepath.Glob(filepath.Join(x.dir, "train-rl-out", "*.safetensors"))
+		if err != nil || len(weights) == 0 {
+			t.Fatalf("train-rl's weights: %v", err)
+		}
+		orig, err := os.ReadFile(weights[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		flipped := []byte(string(orig))
+		flipped[len(flipped)-1] ^= 0x01 // a bit of the last tensor's data
+		gateWrite(t, weights[0], string(flipped))
+		refused(t, y, "train-rl", "the checkpoint changed since its run recorded it", "file "+filepath.Base(weights[0])+" changed")
+		gateWrite(t, weights[0], string(orig))
 		to := filepath.Join(t.TempDir(), "bundle")
 		if code, _, errOut := rlgate(t, "--ledger", y.ledger, "publish", "--run", "train-rl", "--to", to, "--key", key); code != exitOK {
 			t.Fatalf("publish of the gated run: exit %d: %s", code, errOut)
