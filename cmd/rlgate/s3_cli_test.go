@@ -3,8 +3,6 @@
 package main
 
 import (
-	"context"
-	"io"
 	"net/url"
 	"path/filepath"
 	"strings"
