@@ -7,6 +7,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -124,28 +125,30 @@ func (l *Ledger) walk(ctx context.Context) error {
 }
 
 // walkEntries yields the entries 1..at of the source, each checked by
-// checkLink and added to the view's index.
+// checkLink and added to the view's index. The entries are read and
+// hashed a page at a time on every core (see readPages); the links are
+// checked here, in ledger order.
 func (l *Ledger) walkEntries(ctx context.Context) iter.Seq2[Entry, error] {
 	c := l.chk
 	return func(yield func(Entry, error) bool) {
 		c.hashes, c.kinds, c.runs = make([]Digest, 0, c.at), make([]string, 0, c.at), make([]string, 0, c.at)
-		for int64(len(c.hashes)) < c.at {
-			last := int64(len(c.hashes))
-			page, err := queryRaw(ctx, c.src.db, "WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?", last, c.at, entryPage)
-			if err != nil {
-				yield(Entry{}, fmt.Errorf("read ledger %s: %w", l.location(), err))
+		ctx, cancel := context.WithCancel(ctx)
+		pages, done, wait := l.readPages(ctx, c.at)
+		defer func() {
+			cancel()
+			wait()
+		}()
+		for _, ch := range pages {
+			p := <-ch
+			done()
+			if p.err != nil {
+				yield(Entry{}, fmt.Errorf("read ledger %s: %w", l.location(), p.err))
 				return
 			}
-			if len(page) == 0 {
-				yield(Entry{}, l.tampered(last+1, "is missing (the chain ends at entry %d)", last))
-				return
-			}
-			for _, r := range page {
-				e, err := r.entry()
-				if err != nil {
-					err = l.tampered(r.seq, "is unreadable: %v", err)
-				} else {
-					err = l.checkLink(&e, int64(len(c.hashes)))
+			for i := range p.entries {
+				e, err := p.entries[i], p.errs[i]
+				if err == nil {
+					err = l.checkLink(&e, int64(len(c.hashes)), p.sums[i])
 				}
 				if err != nil {
 					yield(Entry{}, err)
@@ -161,7 +164,75 @@ func (l *Ledger) walkEntries(ctx context.Context) iter.Seq2[Entry, error] {
 				return
 			}
 		}
+		if last := int64(len(c.hashes)); last < c.at {
+			yield(Entry{}, l.tampered(last+1, "is missing (the chain ends at entry %d)", last))
+		}
 	}
+}
+
+// walkPageSize is how many entries one read of the walk asks for: few,
+// so that the reads spread over the cores even when a handful of large
+// entries (a long run's metrics) hold most of a ledger's bytes.
+const walkPageSize = 64
+
+// walkPage is one read of the walk: the entries with seq in its range, as
+// the source holds them, each with what its fields hash to (or why it
+// could not be read).
+type walkPage struct {
+	entries []Entry
+	sums    []Digest
+	errs    []error
+	err     error
+}
+
+// readPages reads the entries 1..at in pages of walkPageSize seqs, on
+// every core, keeping at most a few pages ahead of the reader: page k
+// arrives on pages[k], and the reader calls done after taking each. wait
+// returns once no read is left running; call it after cancelling ctx.
+//
+// The bodies share the memory the database driver read them into (see
+// readOnlyBytes): a walk's entries are hashed, derived and decoded, never
+// written, and copying tens of megabytes of metrics once more cost as much
+// as reading them.
+func (l *Ledger) readPages(ctx context.Context, at int64) (pages []chan walkPage, done, wait func()) {
+	n := int((at + walkPageSize - 1) / walkPageSize)
+	pages = make([]chan walkPage, n)
+	for i := range pages {
+		pages[i] = make(chan walkPage, 1)
+	}
+	ahead := make(chan struct{}, 2*runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for i := range n {
+			select {
+			case ahead <- struct{}{}:
+			case <-ctx.Done():
+				pages[i] <- walkPage{err: ctx.Err()}
+				return
+			}
+			lo := int64(i) * walkPageSize
+			wg.Go(func() { pages[i] <- l.readPage(ctx, lo, min(lo+walkPageSize, at)) })
+		}
+	})
+	return pages, func() { <-ahead }, wg.Wait
+}
+
+// readPage reads the entries with seq in (lo, hi] and hashes each.
+func (l *Ledger) readPage(ctx context.Context, lo, hi int64) walkPage {
+	raw, err := queryRaw(ctx, l.chk.src.db, "WHERE seq > ? AND seq <= ? ORDER BY seq", lo, hi)
+	if err != nil {
+		return walkPage{err: err}
+	}
+	p := walkPage{entries: make([]Entry, len(raw)), sums: make([]Digest, len(raw)), errs: make([]error, len(raw))}
+	for i, r := range raw {
+		e, err := r.entryWith(readOnlyBytes(r.body))
+		if err != nil {
+			p.errs[i] = l.tampered(r.seq, "is unreadable: %v", err)
+			continue
+		}
+		p.entries[i], p.sums[i] = e, computeHash(&e)
+	}
+	return p
 }
 
 // applyEntries derives, in one transaction, the rows of the entries that
@@ -192,13 +263,14 @@ func (l *Ledger) applyEntries(ctx context.Context, entries iter.Seq2[Entry, erro
 	return tx.Commit()
 }
 
-// checkLink checks that e is the entry after seq in the view: the next
-// seq, linked to the hash the walk found for seq, hashing to its own hash,
+// checkLink checks that e, whose fields hash to sum, is the entry after
+// seq in the view: the next seq, linked to the hash the walk found for
+// seq, hashing to its own hash,
 // and, first of all, this ledger's genesis entry. Whether a body is
 // canonical JSON is left to verify: whoever can write a body that hashes
 // right can write a canonical one as well, so checking it here would cost
 // time and stop nobody.
-func (l *Ledger) checkLink(e *Entry, seq int64) error {
+func (l *Ledger) checkLink(e *Entry, seq int64, sum Digest) error {
 	var prev Digest
 	if seq > 0 {
 		prev = l.chk.hashes[seq-1]
@@ -208,7 +280,7 @@ func (l *Ledger) checkLink(e *Entry, seq int64) error {
 		return l.tampered(seq+1, "is missing (the chain jumps from entry %d to %d)", seq, e.Seq)
 	case e.Prev != prev:
 		return l.tampered(e.Seq, "is not linked to entry %d: its prev is %s, entry %d hashes to %s", seq, e.Prev, seq, prev)
-	case computeHash(e) != e.Hash:
+	case sum != e.Hash:
 		return l.tampered(e.Seq, "does not match its hash: its kind, run, time, blobs or body were changed after it was written")
 	case e.Seq == 1 && !isGenesisOf(e, l.id):
 		return l.tampered(1, "is not this ledger's %s entry for ledger id %s", KindInit, l.id)

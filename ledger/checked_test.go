@@ -168,3 +168,61 @@ func TestCheckedRereadsEntries(t *testing.T) {
 	}
 	t.Errorf("entries of run ev after entry 4 was deleted: no error")
 }
+
+// TestCheckedAcrossPages: the walk reads a ledger in pages on several
+// cores, and still finds what is wrong where it is, in ledger order: a
+// whole page of entries gone, an entry edited near the end, and the
+// first of two faults when both are there.
+func TestCheckedAcrossPages(t *testing.T) {
+	const n = 300
+	build := func(t *testing.T) string {
+		dir := t.TempDir()
+		l, err := ledger.Init(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer l.Close()
+		recs := make([]ledger.Record, n-1)
+		for i := range recs {
+			recs[i] = ledger.Record{Kind: "note", Body: map[string]int{"i": i}}
+		}
+		if _, err := l.Append(ctx, recs...); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	c, err := openChecked(t, build(t), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var seqs []int64
+	for e, err := range c.Entries(ctx, ledger.Filter{Kind: "note"}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		seqs = append(seqs, e.Seq)
+	}
+	if len(seqs) != n-1 || seqs[n-2] != n {
+		t.Fatalf("a clean ledger of %d entries: %d notes read", n, len(seqs))
+	}
+	for _, tc := range []struct {
+		name   string
+		sql    string
+		seq    int64
+		reason string
+	}{
+		{"a page deleted", `DELETE FROM entries WHERE seq > 64 AND seq <= 128`, 65, "is missing (the chain jumps from entry 64 to 129)"},
+		{"an entry edited near the end", `UPDATE entries SET body = replace(body, '"i":290', '"i":291') WHERE seq = 292`, 292, "does not match its hash"},
+		{"the first of two faults", `UPDATE entries SET body = replace(body, '"i"', '"j"') WHERE seq IN (100, 250)`, 100, "does not match its hash"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := build(t)
+			rawExec(t, dir, tc.sql)
+			_, err := openChecked(t, dir, 0)
+			var te *ledger.TamperedError
+			if !errors.As(err, &te) || te.Seq != tc.seq || !strings.Contains(err.Error(), tc.reason) {
+				t.Errorf("got %v, want entry %d %q", err, tc.seq, tc.reason)
+			}
+		})
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // rawEntry is a row of the entries table before its fields are checked, so
@@ -17,8 +18,11 @@ type rawEntry struct {
 	prev, hash, kind, run, at, blobs, body string
 }
 
-func (r rawEntry) entry() (Entry, error) {
-	e := Entry{Seq: r.seq, Kind: r.kind, Run: r.run, At: r.at, Body: []byte(r.body)}
+func (r rawEntry) entry() (Entry, error) { return r.entryWith([]byte(r.body)) }
+
+// entryWith is the entry r holds, with body as its body.
+func (r rawEntry) entryWith(body []byte) (Entry, error) {
+	e := Entry{Seq: r.seq, Kind: r.kind, Run: r.run, At: r.at, Body: body}
 	var err error
 	if e.Prev, err = ParseDigest(r.prev); err != nil {
 		return e, fmt.Errorf("entry %d: prev: %w", r.seq, err)
@@ -293,3 +297,8 @@ func (l *Ledger) ArtifactsByDigest(ctx context.Context, d Digest) ([]ArtifactRow
 	}
 	return out, rows.Err()
 }
+
+// readOnlyBytes is s's bytes, not a copy of them. Writing to them would
+// change an immutable string: only code that reads its input may be given
+// them (hashing, decoding).
+func readOnlyBytes(s string) []byte { return unsafe.Slice(unsafe.StringData(s), len(s)) }
