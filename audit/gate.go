@@ -165,26 +165,30 @@ func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error
 	var g errgroup.Group
 	for i, name := range p.Audits {
 		g.Go(func() error {
-			reps[i], errs[i] = run(ctx, r, name, s, p.Options, cache)
+			if reps[i], errs[i] = run(ctx, r, name, s, p.Options, cache); errs[i] != nil {
+				reps[i] = nil
+			}
 			return nil
 		})
 	}
 	g.Wait()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if w != nil {
+		if err := recordReports(ctx, w, reps); err != nil {
+			return nil, err
+		}
+	}
 	for i, name := range p.Audits {
 		rep, err := reps[i], errs[i]
 		if err != nil {
-			if ctx.Err() != nil {
-				return nil, ctx.Err()
-			}
 			v.Audits = append(v.Audits, AuditRef{Audit: name, Error: err.Error()})
 			v.add(GateCheck{Name: "audit " + name, Message: "could not run: " + err.Error()})
 			continue
 		}
 		seqs := []int64{}
 		if w != nil {
-			if err := rep.Record(ctx, w); err != nil {
-				return nil, err
-			}
 			seqs = append(seqs, rep.Seq)
 		}
 		v.Audits = append(v.Audits, AuditRef{Audit: name, OK: rep.OK, Failed: rep.Failed, Seq: rep.Seq})

@@ -93,11 +93,34 @@ func (r *Report) fail(check string, ev any, seqs []int64, format string, args ..
 
 // Record appends the report as an audit.NAME entry and sets Seq.
 func (r *Report) Record(ctx context.Context, l *ledger.Ledger) error {
-	es, err := l.Append(ctx, ledger.Record{Kind: KindAuditPrefix + r.Audit, Body: r})
-	if err != nil {
-		return fmt.Errorf("record %s audit: %w", r.Audit, err)
+	return recordReports(ctx, l, []*Report{r})
+}
+
+// recordReports appends the reports that are there (nil ones are skipped)
+// as one write, in order, and sets each one's Seq: the gate records its
+// audits with one commit, not one each.
+func recordReports(ctx context.Context, l *ledger.Ledger, reps []*Report) error {
+	var recs []ledger.Record
+	var recorded []*Report
+	for _, r := range reps {
+		if r != nil {
+			recs, recorded = append(recs, ledger.Record{Kind: KindAuditPrefix + r.Audit, Body: r}), append(recorded, r)
+		}
 	}
-	r.Seq = es[0].Seq
+	if len(recs) == 0 {
+		return nil
+	}
+	es, err := l.Append(ctx, recs...)
+	if err != nil {
+		names := make([]string, len(recorded))
+		for i, r := range recorded {
+			names[i] = r.Audit
+		}
+		return fmt.Errorf("record %s audit: %w", strings.Join(names, ", "), err)
+	}
+	for i, r := range recorded {
+		r.Seq = es[i].Seq
+	}
 	return nil
 }
 
