@@ -185,8 +185,8 @@ func readRefs(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, er
 		if err != nil {
 			return nil, fmt.Errorf("read trajectories of %s: %w", run, err)
 		}
-		var b Trajectories
-		if err := json.Unmarshal(e.Body, &b); err != nil {
+		b, err := decodeTrajectories(e.Body)
+		if err != nil {
 			return nil, fmt.Errorf("read trajectories of %s: entry %d: %w", run, e.Seq, err)
 		}
 		for _, ref := range b.Episodes {
