@@ -2,13 +2,14 @@ package ledger
 
 import (
 	"bytes"
+	"encoding/json"
 	"strconv"
 	"unicode/utf8"
 	"unsafe"
 )
 
 // CanonicalScanner reads JSON in the one layout canonical() writes: keys
-// in order, no spaces, plain strings. It serves the few bodies that are
+// in order, no spaces. It serves the few bodies that are
 // read in bulk on every decision (metrics points, episode references),
 // where encoding/json would cost more than the rest of the decision. Each
 // method reports false for anything else, and the caller then decodes the
@@ -28,22 +29,32 @@ func (s *CanonicalScanner) Lit(tok string) bool {
 	return false
 }
 
-// Str reads a string holding valid UTF-8 without escapes or control
-// characters, which is how canonical() writes a plain string; anything
-// else (encoding/json would unescape it, or replace invalid UTF-8) is
-// left to encoding/json. The bytes are the body's own.
+// Str reads a string. A plain one (valid UTF-8, no escapes), which is
+// how canonical() writes most, is returned as the body's own bytes; one
+// with escapes or invalid UTF-8 is decoded by encoding/json, which
+// unescapes it and replaces what is not UTF-8, into new bytes.
 func (s *CanonicalScanner) Str() ([]byte, bool) {
 	if !s.Lit(`"`) {
 		return nil, false
 	}
-	start := s.I
+	start, escaped := s.I, false
 	for ; s.I < len(s.B); s.I++ {
 		switch c := s.B[s.I]; {
 		case c == '"':
 			s.I++
 			str := s.B[start : s.I-1]
-			return str, utf8.Valid(str)
-		case c == '\\' || c < 0x20:
+			if !escaped && utf8.Valid(str) {
+				return str, true
+			}
+			var out string
+			if json.Unmarshal(s.B[start-1:s.I], &out) != nil {
+				return nil, false
+			}
+			return []byte(out), true
+		case c == '\\':
+			escaped = true
+			s.I++ // the escaped byte cannot end the string
+		case c < 0x20:
 			return nil, false
 		}
 	}

@@ -13,8 +13,8 @@ import (
 // faster than encoding/json with a method call per point: a checked view
 // (Checked), verify and rebuilds replay every metrics entry, and a
 // 10,000-step run of 80 keys holds 800,000 points. Any other layout (a
-// string with escapes, a number encoding/json would read otherwise) falls
-// back to encoding/json, so both routes read every body alike; a test and
+// number encoding/json would read otherwise, another order) falls back to
+// encoding/json, so both routes read every body alike; a test and
 // a fuzz target check that they agree.
 func decodeMetrics(body []byte) (Metrics, error) {
 	if m, ok := scanMetrics(body); ok {

@@ -35,7 +35,7 @@ func TestScanTrajectoriesAgreesWithJSON(t *testing.T) {
 	tr := Trajectories{Blob: ledger.Sum([]byte("x"))}
 	for i := range 300 {
 		tr.Episodes = append(tr.Episodes, EpisodeRef{TaskID: fmt.Sprintf("spider-%04d/ü", i), Sample: i % 8, StopReason: StopSolution,
-			Turns: 3, SQLExecutions: i % 3, TokensIn: 2000 + i, TokensOut: -i, FinalSQL: "SELECT count(*) FROM singer WHERE x < 3",
+			Turns: 3, SQLExecutions: i % 3, TokensIn: 2000 + i, TokensOut: -i, FinalSQL: "SELECT count(*) FROM singer WHERE x < 3 AND name = \"ü\\n\" -- &",
 			Line: i, Offset: int64(i) * 12901, Length: 12900})
 	}
 	b, err := ledger.CanonicalJSON(tr)
