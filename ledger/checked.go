@@ -396,17 +396,38 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 		if err != nil {
 			return nil, nil, err
 		}
-		byKey = map[string]*seriesPoints{}
-		for i, m := range decoded {
-			e := &es[i]
+		// Each point's key is numbered first, so that every series is
+		// allocated once, at its size.
+		var order keyOrder
+		var counts []int
+		total := 0
+		for _, m := range decoded {
+			total += len(m.Points)
+		}
+		ids := make([]int32, 0, total)
+		for _, m := range decoded {
 			for _, p := range m.Points {
-				s := byKey[p.Key]
-				if s == nil {
-					s = &seriesPoints{}
-					byKey[p.Key] = s
+				i := order.of(p.Key)
+				if int(i) == len(counts) {
+					counts = append(counts, 0)
 				}
+				counts[i]++
+				ids = append(ids, i)
+			}
+		}
+		series := make([]*seriesPoints, len(order.keys))
+		byKey = make(map[string]*seriesPoints, len(order.keys))
+		for i, k := range order.keys {
+			series[i] = &seriesPoints{pts: make([]MetricPoint, 0, counts[i]), seqs: make([]int64, 0, counts[i])}
+			byKey[k] = series[i]
+		}
+		j := 0
+		for i, m := range decoded {
+			for _, p := range m.Points {
+				s := series[ids[j]]
+				j++
 				p.Value = asRecorded(p.Value)
-				s.pts, s.seqs = append(s.pts, p), append(s.seqs, e.Seq)
+				s.pts, s.seqs = append(s.pts, p), append(s.seqs, es[i].Seq)
 			}
 		}
 		c.series[run] = byKey

@@ -60,10 +60,10 @@ func scanMetrics(body []byte) (Metrics, bool) {
 	case s.Lit(`[]`):
 		m.Points = []MetricPoint{}
 	case s.Lit(`[`):
-		keys := map[string]string{}
+		var keys keyOrder
 		m.Points = make([]MetricPoint, 0, bytes.Count(body[s.I:], []byte("],["))+1)
 		for {
-			p, ok := point(&s, keys)
+			p, ok := point(&s, &keys)
 			if !ok {
 				return m, false
 			}
@@ -89,7 +89,7 @@ func scanMetrics(body []byte) (Metrics, bool) {
 }
 
 // point reads [step,"key",value|null].
-func point(s *CanonicalScanner, keys map[string]string) (MetricPoint, bool) {
+func point(s *CanonicalScanner, keys *keyOrder) (MetricPoint, bool) {
 	var p MetricPoint
 	if !s.Lit(`[`) {
 		return p, false
@@ -102,12 +102,7 @@ func point(s *CanonicalScanner, keys map[string]string) (MetricPoint, bool) {
 	if !ok || !s.Lit(`,`) {
 		return p, false
 	}
-	key, ok := keys[string(k)] // no allocation for a key seen before
-	if !ok {
-		key = string(k)
-		keys[key] = key
-	}
-	p.Step, p.Key = step, key
+	p.Step, p.Key = step, keys.keys[keys.ofBytes(k)]
 	if s.Lit(`null`) {
 		p.Value = math.NaN()
 	} else {
@@ -123,4 +118,62 @@ func point(s *CanonicalScanner, keys map[string]string) (MetricPoint, bool) {
 		}
 	}
 	return p, s.Lit(`]`)
+}
+
+// keyOrder numbers the keys of metric points in the order they first
+// appear, and interns them. A trainer logs the same keys in the same
+// order at every step, so the key after the last one looked up is tried
+// before the map: a run of 800,000 points costs a few dozen map look-ups.
+type keyOrder struct {
+	index map[string]int32
+	keys  []string
+	last  int32
+}
+
+// of numbers k.
+func (o *keyOrder) of(k string) int32 {
+	if i := o.next(); i >= 0 && o.keys[i] == k {
+		o.last = i
+		return i
+	}
+	return o.add(k)
+}
+
+// ofBytes numbers k, allocating its string only when it is new.
+func (o *keyOrder) ofBytes(k []byte) int32 {
+	if i := o.next(); i >= 0 && o.keys[i] == string(k) {
+		o.last = i
+		return i
+	}
+	if i, ok := o.index[string(k)]; ok {
+		o.last = i
+		return i
+	}
+	return o.add(string(k))
+}
+
+// next is the key after the last one looked up, or -1 before the first.
+func (o *keyOrder) next() int32 {
+	if len(o.keys) == 0 {
+		return -1
+	}
+	if i := o.last + 1; int(i) < len(o.keys) {
+		return i
+	}
+	return 0
+}
+
+// add numbers k from the map, adding it when it is new.
+func (o *keyOrder) add(k string) int32 {
+	i, ok := o.index[k]
+	if !ok {
+		if o.index == nil {
+			o.index = map[string]int32{}
+		}
+		i = int32(len(o.keys))
+		o.index[k] = i
+		o.keys = append(o.keys, k)
+	}
+	o.last = i
+	return i
 }

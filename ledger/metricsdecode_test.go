@@ -68,3 +68,26 @@ func FuzzScanMetrics(f *testing.F) {
 	}
 	f.Fuzz(checkScanMetrics)
 }
+
+// TestKeyOrder: keys are numbered by first appearance whatever order
+// they come in, the guess of the next key never stands in for the map,
+// and strings and bytes of one key get one number.
+func TestKeyOrder(t *testing.T) {
+	var o keyOrder
+	in := []string{"loss", "kl", "lr", "loss", "kl", "lr", "lr", "reward", "loss", "reward", "kl", "kl", "loss"}
+	var got []int32
+	for i, k := range in {
+		if i%2 == 0 {
+			got = append(got, o.of(k))
+		} else {
+			got = append(got, o.ofBytes([]byte(k)))
+		}
+	}
+	want := []int32{0, 1, 2, 0, 1, 2, 2, 3, 0, 3, 1, 1, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("numbers (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"loss", "kl", "lr", "reward"}, o.keys); diff != "" {
+		t.Errorf("keys (-want +got):\n%s", diff)
+	}
+}
