@@ -376,3 +376,41 @@ func TestNoFailedTo(t *testing.T) {
 		}
 	})
 }
+
+// TestCitesOnlyRepoFiles: code and documents cite files of the repository
+// only. These three never were in it; what they held is stated where it is
+// used, or in docs/ARCHITECTURE.md.
+func TestCitesOnlyRepoFiles(t *testing.T) {
+	var outside []string
+	for _, name := range []string{"DESIGN", "STYLE", "FIELD-NOTES"} {
+		outside = append(outside, name+".md")
+	}
+	err := filepath.WalkDir(repoRoot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			if d.Name() == ".git" {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		if !strings.HasSuffix(p, ".go") && !strings.HasSuffix(p, ".md") {
+			return nil
+		}
+		src, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for _, name := range outside {
+			if strings.Contains(string(src), name) {
+				rel, _ := filepath.Rel(repoRoot, p)
+				t.Errorf("%s cites %s, which is not in the repository; state the fact, or cite a file that is", filepath.ToSlash(rel), name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
