@@ -5,6 +5,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -65,23 +66,16 @@ func parseImportRules(doc string) (importRules, error) {
 		return importRules{}, fmt.Errorf("section \"## Import direction\" holds %d tables, want 2 (the direction, then the finer rules)", len(tables))
 	}
 	r := importRules{Allowed: map[string][]string{}, Any: map[string]bool{}, Forbidden: map[string][]string{}}
-	dir := tables[0]
-	if err := dir.checkShape(directionHeader); err != nil {
+	rows, err := tables[0].packageRows(directionHeader)
+	if err != nil {
 		return importRules{}, err
 	}
-	for i, row := range dir.rows[2:] {
-		line := dir.lines[i+2]
-		top, err := packageName(row[0], line)
-		if err != nil {
-			return importRules{}, err
-		}
+	for _, row := range rows {
+		top := row.pkg
 		if strings.Contains(top, "/") {
-			return importRules{}, fmt.Errorf("line %d: %q is not a top-level folder", line, top)
+			return importRules{}, fmt.Errorf("line %d: %q is not a top-level folder", row.line, top)
 		}
-		if _, dup := r.Allowed[top]; dup || r.Any[top] {
-			return importRules{}, fmt.Errorf("line %d: %q has a second row", line, top)
-		}
-		switch row[1] {
+		switch row.cell {
 		case "any":
 			r.Any[top] = true
 			continue
@@ -89,13 +83,13 @@ func parseImportRules(doc string) (importRules, error) {
 			r.Allowed[top] = []string{top}
 			continue
 		}
-		names, err := packageList(row[1], line)
+		names, err := packageList(row.cell, row.line)
 		if err != nil {
 			return importRules{}, err
 		}
 		for _, n := range names {
 			if strings.Contains(n, "/") || n == top {
-				return importRules{}, fmt.Errorf("line %d: %q may import %q: name other top-level folders only", line, top, n)
+				return importRules{}, fmt.Errorf("line %d: %q may import %q: name other top-level folders only", row.line, top, n)
 			}
 		}
 		r.Allowed[top] = append([]string{top}, names...)
@@ -107,20 +101,11 @@ func parseImportRules(doc string) (importRules, error) {
 			}
 		}
 	}
-	fb := tables[1]
-	if err := fb.checkShape(forbiddenHeader); err != nil {
+	if rows, err = tables[1].packageRows(forbiddenHeader); err != nil {
 		return importRules{}, err
 	}
-	for i, row := range fb.rows[2:] {
-		line := fb.lines[i+2]
-		p, err := packageName(row[0], line)
-		if err != nil {
-			return importRules{}, err
-		}
-		if _, dup := r.Forbidden[p]; dup {
-			return importRules{}, fmt.Errorf("line %d: %q has a second row", line, p)
-		}
-		if r.Forbidden[p], err = packageList(row[1], line); err != nil {
+	for _, row := range rows {
+		if r.Forbidden[row.pkg], err = packageList(row.cell, row.line); err != nil {
 			return importRules{}, err
 		}
 	}
@@ -194,6 +179,34 @@ func (t mdTable) checkShape(header []string) error {
 		}
 	}
 	return nil
+}
+
+// packageRow is a row of a two-column table whose first cell names a
+// package.
+type packageRow struct {
+	line      int
+	pkg, cell string
+}
+
+// packageRows checks the table's shape against header and reads its rows,
+// refusing a package with two rows.
+func (t mdTable) packageRows(header []string) ([]packageRow, error) {
+	if err := t.checkShape(header); err != nil {
+		return nil, err
+	}
+	var rows []packageRow
+	for i, row := range t.rows[2:] {
+		line := t.lines[i+2]
+		p, err := packageName(row[0], line)
+		if err != nil {
+			return nil, err
+		}
+		if slices.ContainsFunc(rows, func(r packageRow) bool { return r.pkg == p }) {
+			return nil, fmt.Errorf("line %d: %q has a second row", line, p)
+		}
+		rows = append(rows, packageRow{line, p, row[1]})
+	}
+	return rows, nil
 }
 
 // packageName reads a cell holding one package path in backticks.
@@ -303,12 +316,7 @@ func TestImportDirection(t *testing.T) {
 		}
 	})
 	// A row for a folder that is gone would hide a stale table.
-	for top := range rules.Allowed {
-		if !seen[top] {
-			t.Errorf("%s: the import-direction table has a row for %q, which holds no Go code", architectureDoc, top)
-		}
-	}
-	for top := range rules.Any {
+	for _, top := range slices.Concat(slices.Collect(maps.Keys(rules.Allowed)), slices.Collect(maps.Keys(rules.Any))) {
 		if !seen[top] {
 			t.Errorf("%s: the import-direction table has a row for %q, which holds no Go code", architectureDoc, top)
 		}
