@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io/fs"
@@ -40,11 +41,15 @@ type importRules struct {
 var (
 	directionHeader = []string{"package", "may import besides itself"}
 	forbiddenHeader = []string{"package", "must not import"}
+	kindsHeader     = []string{"kind", "constant (file)", "body type", "written by", "read by"}
 )
 
 var (
 	separatorCell = regexp.MustCompile(`^:?-{3,}:?$`)
 	packageCell   = regexp.MustCompile("^`([a-z][a-z0-9_-]*(?:/[a-z][a-z0-9_-]*)*)`$")
+	kindCell      = regexp.MustCompile("^`([a-z][a-z0-9_]*(?:\\.[a-z0-9_]+)*)`$")
+	// constantCell is "`pkg.KindX` (path/file.go)", words allowed between.
+	constantCell = regexp.MustCompile("^`([a-z][a-z0-9]*)\\.(Kind[A-Za-z0-9]*)`[^()]* \\(([a-z0-9_/]+\\.go)\\)$")
 )
 
 // mdTable is a Markdown table: its rows of cells, header first, and the
@@ -371,6 +376,130 @@ func TestParseImportRules(t *testing.T) {
 		_, err := parseImportRules(tt.doc)
 		if err == nil || !strings.Contains(err.Error(), tt.err) {
 			t.Errorf("%s: error %v, want one saying %q", tt.name, err, tt.err)
+		}
+	}
+}
+
+// kindConst is a string constant whose name starts with Kind: an entry
+// kind, or with a trailing dot the prefix of a family of kinds.
+type kindConst struct{ pkg, name, file, value string }
+
+// kindConsts finds every such constant in the repository's Go code, and
+// the kinds written as a bare string into a ledger.Record (by file).
+func kindConsts(t *testing.T) (consts []kindConst, literals map[string][]string) {
+	t.Helper()
+	literals = map[string][]string{}
+	goFiles(t, func(rel string, _ []string, src []byte) {
+		f, err := parser.ParseFile(token.NewFileSet(), rel, src, parser.SkipObjectResolution)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if cl, ok := n.(*ast.CompositeLit); ok && isRecord(f, cl.Type) {
+				for _, e := range cl.Elts {
+					kv, ok := e.(*ast.KeyValueExpr)
+					if !ok {
+						continue
+					}
+					if k, ok := kv.Key.(*ast.Ident); !ok || k.Name != "Kind" {
+						continue
+					}
+					if lit, ok := kv.Value.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						literals[v] = append(literals[v], rel)
+					}
+				}
+			}
+			return true
+		})
+		for _, d := range f.Decls {
+			g, ok := d.(*ast.GenDecl)
+			if !ok || g.Tok != token.CONST {
+				continue
+			}
+			for _, spec := range g.Specs {
+				vs := spec.(*ast.ValueSpec)
+				for i, n := range vs.Names {
+					if !strings.HasPrefix(n.Name, "Kind") || i >= len(vs.Values) {
+						continue
+					}
+					if lit, ok := vs.Values[i].(*ast.BasicLit); ok && lit.Kind == token.STRING {
+						v, _ := strconv.Unquote(lit.Value)
+						consts = append(consts, kindConst{f.Name.Name, n.Name, rel, v})
+					}
+				}
+			}
+		}
+	})
+	return consts, literals
+}
+
+// isRecord reports whether ty, the type of a composite literal in f, is
+// ledger.Record (Record in package ledger itself).
+func isRecord(f *ast.File, ty ast.Expr) bool {
+	switch ty := ty.(type) {
+	case *ast.SelectorExpr:
+		x, ok := ty.X.(*ast.Ident)
+		return ok && x.Name == "ledger" && ty.Sel.Name == "Record"
+	case *ast.Ident:
+		return f.Name.Name == "ledger" && ty.Name == "Record"
+	}
+	return false
+}
+
+// TestArchitectureKinds: the table of entry kinds in docs/ARCHITECTURE.md
+// names, for each kind, the constant that spells it and the file that
+// declares it, and leaves out no Kind constant of the code.
+func TestArchitectureKinds(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join(repoRoot, architectureDoc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tables, err := sectionTables(string(doc), "## Entry kinds")
+	if err != nil || len(tables) != 1 {
+		t.Fatalf("%s: want one table under \"## Entry kinds\" (%v)", architectureDoc, err)
+	}
+	kinds := tables[0]
+	if err := kinds.checkShape(kindsHeader); err != nil {
+		t.Fatalf("%s: %v", architectureDoc, err)
+	}
+	consts, literals := kindConsts(t)
+	cited := map[kindConst]bool{}
+	listed := map[string]bool{}
+	for i, row := range kinds.rows[2:] {
+		line := kinds.lines[i+2]
+		m := constantCell.FindStringSubmatch(row[1])
+		if m == nil {
+			t.Errorf("%s line %d: %q does not name a constant and its file as \"`pkg.KindX` (path/file.go)\"", architectureDoc, line, row[1])
+			continue
+		}
+		at := slices.IndexFunc(consts, func(c kindConst) bool { return c.pkg == m[1] && c.name == m[2] && c.file == m[3] })
+		if at < 0 {
+			t.Errorf("%s line %d: %s declares no constant %s.%s", architectureDoc, line, m[3], m[1], m[2])
+			continue
+		}
+		c := consts[at]
+		cited[c] = true
+		for _, k := range strings.Split(row[0], ",") {
+			km := kindCell.FindStringSubmatch(strings.TrimSpace(k))
+			switch {
+			case km == nil:
+				t.Errorf("%s line %d: %q is not a kind in backticks", architectureDoc, line, k)
+			case km[1] != c.value && !(strings.HasSuffix(c.value, ".") && strings.HasPrefix(km[1], c.value)):
+				t.Errorf("%s line %d: kind %q, but %s.%s is %q", architectureDoc, line, km[1], c.pkg, c.name, c.value)
+			default:
+				listed[km[1]] = true
+			}
+		}
+	}
+	for _, c := range consts {
+		if !cited[c] {
+			t.Errorf("%s: %s declares the entry kind %s.%s = %q, which its table of entry kinds does not list", architectureDoc, c.file, c.pkg, c.name, c.value)
+		}
+	}
+	for k, files := range literals {
+		if !listed[k] {
+			t.Errorf("%s: its table of entry kinds does not list %q, which %s appends", architectureDoc, k, strings.Join(files, ", "))
 		}
 	}
 }
