@@ -1,84 +1,12 @@
 package audit
 
 import (
-	"bytes"
 	"encoding/json"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
-
-// jsonscanCases are JSON string tokens, valid and not, that the
-// hand-written decoder must read as encoding/json does.
-var jsonscanCases = []string{
-	`""`,
-	`"plain"`,
-	`"tab\tnew\nline\r\b\f\/\\\""`,
-	`"\u0041\u00e9\u4e2d"`,
-	`"\uD83D\uDE00 pair"`,  // a surrogate pair: one character
-	`"\uD83D alone"`,       // a lone high surrogate
-	`"\uDE00\uD83D"`,       // low before high
-	`"\uD83D\u0041"`,       // a high surrogate, then a plain escape
-	`"\uD83D\n"`,           // a high surrogate, then another escape
-	`"\uD83D\uD83D\uDE00"`, // high, then a pair
-	`"SELECT\u0020name FROM \"singer\" WHERE"`,    // gold text split by escapes
-	`"SELECT na\u006De FROM singer WHERE age>20"`, // an escape inside a word
-	`"\u003cthink\u003e \u0026"`,                  // what encoding/json writes for < > &
-	"\"raw \xff\xfe invalid\"",                    // invalid UTF-8: U+FFFD per byte
-	"\"\xed\xa0\x80 encoded surrogate\"",
-	"\"é中😀 valid multi-byte\"",
-	"\"\xe4\xb8\"", // a cut multi-byte character
-	`"\u12"`,       // short \u
-	`"\u12G4"`,     // bad hex
-	`"\x"`,         // unknown escape
-	`"\"`,          // escaped closing quote
-	`"a"b"`,        // a bare quote inside
-	"\"ctl \x01\"", // a control character
-	`"unterminated`,
-	`x"`,
-	`"`,
-	``,
-}
-
-func TestAppendUnquotedMatchesEncodingJSON(t *testing.T) {
-	for _, tok := range jsonscanCases {
-		checkUnquoted(t, []byte(tok))
-	}
-}
-
-func FuzzAppendUnquoted(f *testing.F) {
-	for _, tok := range jsonscanCases {
-		f.Add([]byte(tok))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		checkUnquoted(t, b)
-		// A string as encoding/json writes it, and that string's bytes
-		// quoted as they are, escapes or not.
-		enc, err := json.Marshal(string(b))
-		if err != nil {
-			t.Fatal(err)
-		}
-		checkUnquoted(t, enc)
-		checkUnquoted(t, append(append([]byte{'"'}, b...), '"'))
-	})
-}
-
-// checkUnquoted compares appendUnquoted with json.Unmarshal on tok, less
-// the white space around it that encoding/json skips and a token has not.
-func checkUnquoted(t *testing.T, tok []byte) {
-	t.Helper()
-	tok = bytes.Trim(tok, " \t\r\n")
-	var want string
-	wantErr := json.Unmarshal(tok, &want)
-	got, ok := appendUnquoted([]byte("prefix:"), tok)
-	switch {
-	case ok != (wantErr == nil):
-		t.Fatalf("appendUnquoted(%q): ok %v, encoding/json: %v", tok, ok, wantErr)
-	case ok && string(got) != "prefix:"+want:
-		t.Fatalf("appendUnquoted(%q) = %q, encoding/json %q", tok, got[len("prefix:"):], want)
-	}
-}
 
 func TestParseMessagesMatchesEncodingJSON(t *testing.T) {
 	fast := func(msgs []rollout.Message) []byte {

@@ -11,7 +11,7 @@ import (
 // goroutines of an errgroup. The first error cancels the context every
 // other call sees, no call starts after it, and that error is returned; a
 // canceled ctx (Ctrl-C) stops them all the same way. It is the one worker
-// pool of the packages above (STYLE.md: errgroup with SetLimit), kept in
+// pool of the packages above (an errgroup with SetLimit), kept in
 // the lowest layer so that each of them can use it; the append's record
 // preparation is its use here.
 func ForEach(ctx context.Context, n int, fn func(ctx context.Context, i int) error) error {

@@ -24,9 +24,9 @@
 // provenance when there is one; CheckLedger holds what the provenance
 // claims against a ledger.
 //
-// Why a package of its own and not gpu, where DESIGN.md's table puts
-// publishing: it needs the gate's verdicts (audit), and gpu sits below
-// stages, which audit imports, so gpu cannot import audit.
+// Why a top-level package of its own, above reports (docs/ARCHITECTURE.md),
+// and not part of gpu: it needs the gate's verdicts (audit), and gpu sits
+// below stages, which audit imports, so gpu cannot import audit.
 //
 // DSSE signing and verification (and the PAE) come from
 // github.com/secure-systems-lab/go-securesystemslib, statements are built

@@ -123,8 +123,8 @@ func TestGradeRefusesChangedDatabase(t *testing.T) {
 		t.Errorf("no grading progress on stderr: %q", errOut)
 	}
 	// The run records every database it graded on by digest, and the
-	// SQLite version: modernc.org/sqlite v1.62.0 is SQLite 3.54.1
-	// (FIELD-NOTES.md).
+	// SQLite version: modernc.org/sqlite v1.62.0 (go.mod) is SQLite
+	// 3.54.1.
 	want := map[string]ledger.Digest{}
 	for db, d := range man.Databases {
 		want[db] = d

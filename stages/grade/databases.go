@@ -12,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
 // DatabaseCheck is what a command found of the databases it runs on: each
@@ -47,7 +48,7 @@ func CheckDatabases(ctx context.Context, man *dataset.Manifest, root string, all
 		fmt.Fprintf(progress, "rlgate: checking %d databases under %s against the digests recorded at import\n", len(ids), root)
 	}
 	missing := func(id string, err error) error {
-		return &ledger.Error{Op: "check database " + id, Err: fmt.Errorf("%w: %w", ErrDatabaseMissing, err),
+		return &ledger.Error{Op: "check database " + id, Err: fmt.Errorf("%w: %w", sqlenv.ErrNoDatabase, err),
 			Hint: fmt.Sprintf("--db-root DIR holding <db_id>/<db_id>.sqlite (the import read %s)", man.DBRoot)}
 	}
 	// The first missing database in order is named before any is hashed:

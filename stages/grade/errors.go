@@ -25,10 +25,6 @@ var (
 	// bird-json, spider-txt or jsonl.
 	ErrUnknownFormat = errors.New("unknown predictions format")
 
-	// ErrDatabaseMissing is returned when a database an import recorded is
-	// not at its place under the database root.
-	ErrDatabaseMissing = errors.New("database missing")
-
 	// ErrDatabaseChanged is returned when a database's digest differs from
 	// the one its import recorded.
 	ErrDatabaseChanged = errors.New("database differs from the imported one")

@@ -14,7 +14,7 @@ const (
 )
 
 // PassAtK estimates pass@k from n samples of which c are correct. The
-// estimator is stats.PassAtK, which stages may not import (DESIGN.md), so
+// estimator is stats.PassAtK, which stages may not import (docs/ARCHITECTURE.md), so
 // the caller passes it in; grading only decides which counts it sees.
 type PassAtK func(n, c, k int) (float64, error)
 

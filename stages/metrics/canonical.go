@@ -65,8 +65,9 @@ type canonRow struct {
 }
 
 // canonTables holds, per trainer, the keys behind each canonical quantity,
-// as listed in FIELD-NOTES.md. Where two keys measure related but different
-// things the preferred one comes first and the comment says how they differ.
+// as that trainer's own logger names them. Where two keys measure related
+// but different things the preferred one comes first and the comment says
+// how they differ.
 var canonTables = map[Trainer][]canonRow{
 	TrainerVerl: {
 		{RewardMean, []string{"critic/score/mean"}}, // raw score; critic/rewards/mean includes KL penalties

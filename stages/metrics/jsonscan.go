@@ -5,8 +5,9 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf16"
 	"unicode/utf8"
+
+	"github.com/rlgate/rlgate/stages/jsonl"
 )
 
 // errJSONEnd is returned by the scanner when the input stops inside a value.
@@ -296,7 +297,7 @@ func (s *jsonScanner) string() ([]byte, error) {
 			s.pos = i + 1
 			b := s.data[start:i]
 			if !ascii && !utf8.Valid(b) {
-				s.str = appendValidUTF8(s.str[:0], b)
+				s.str, _ = jsonl.AppendUnescaped(s.str[:0], b)
 				return s.str, nil
 			}
 			return b, nil
@@ -313,105 +314,37 @@ func (s *jsonScanner) string() ([]byte, error) {
 	return nil, s.eof()
 }
 
-// escapedString finishes a string that contains escapes; pos is at the first
-// backslash and start at the first byte of the string's content.
+// escapedString finishes a string that contains escapes, decoded by
+// jsonl.AppendUnescaped; start is at the first byte of the string's
+// content. An escape cut short by the end of the input is errJSONEnd (the
+// writer is not done yet); one that is wrong is a syntax error at it.
 func (s *jsonScanner) escapedString(start int) ([]byte, error) {
-	out := append(s.str[:0], s.data[start:s.pos]...)
 	d := s.data
-	for s.pos < len(d) {
-		c := d[s.pos]
-		switch {
-		case c == '"':
-			s.pos++
-			s.str = out
-			if !utf8.Valid(out) {
-				s.str = appendValidUTF8(nil, out)
-			}
-			return s.str, nil
-		case c < 0x20:
-			return nil, s.errorf("invalid character %q in string", c)
-		case c != '\\':
-			out = append(out, c)
-			s.pos++
-			continue
-		}
-		if s.pos+1 >= len(d) {
-			return nil, s.eof()
-		}
-		e := d[s.pos+1]
-		s.pos += 2
-		switch e {
-		case '"', '\\', '/':
-			out = append(out, e)
-		case 'b':
-			out = append(out, '\b')
-		case 'f':
-			out = append(out, '\f')
-		case 'n':
-			out = append(out, '\n')
-		case 'r':
-			out = append(out, '\r')
-		case 't':
-			out = append(out, '\t')
-		case 'u':
-			r, err := s.hex4()
-			if err != nil {
-				return nil, err
-			}
-			if utf16.IsSurrogate(r) {
-				r2 := rune(-1)
-				if s.pos+1 < len(d) && d[s.pos] == '\\' && d[s.pos+1] == 'u' {
-					save := s.pos
-					s.pos += 2
-					if r2, err = s.hex4(); err != nil {
-						return nil, err
-					}
-					if utf16.DecodeRune(r, r2) == utf8.RuneError {
-						s.pos = save // not a pair: the second escape stands alone
-					}
-				}
-				r = utf16.DecodeRune(r, r2)
-			}
-			out = utf8.AppendRune(out, r)
-		default:
-			s.pos -= 2
-			return nil, s.errorf("invalid escape %q in string", e)
-		}
+	out, n := jsonl.AppendUnescaped(s.str[:0], d[start:])
+	s.str = out
+	s.pos = start + n
+	if s.pos == len(d) {
+		return nil, s.eof()
 	}
-	return nil, s.eof()
-}
-
-// hex4 consumes four hex digits.
-func (s *jsonScanner) hex4() (rune, error) {
-	if len(s.data)-s.pos < 4 {
-		return 0, s.eof()
+	switch c := d[s.pos]; {
+	case c == '"':
+		s.pos++
+		return s.str, nil
+	case c < 0x20:
+		return nil, s.errorf("invalid character %q in string", c)
 	}
-	var r rune
-	for _, c := range s.data[s.pos : s.pos+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			c -= '0'
-		case c >= 'a' && c <= 'f':
-			c -= 'a' - 10
-		case c >= 'A' && c <= 'F':
-			c -= 'A' - 10
-		default:
-			return 0, s.errorf("invalid \\u escape")
-		}
-		r = r<<4 | rune(c)
+	// A backslash that starts no valid escape.
+	if s.pos+1 == len(d) {
+		return nil, s.eof()
 	}
-	s.pos += 4
-	return r, nil
-}
-
-// appendValidUTF8 appends b with every invalid byte replaced by U+FFFD.
-func appendValidUTF8(dst, b []byte) []byte {
-	for len(b) > 0 {
-		r, n := utf8.DecodeRune(b)
-		dst = utf8.AppendRune(dst, r)
-		b = b[n:]
+	if e := d[s.pos+1]; e != 'u' {
+		return nil, s.errorf("invalid escape %q in string", e)
 	}
-	return dst
+	s.pos += 2
+	if len(d)-s.pos < 4 {
+		return nil, s.eof()
+	}
+	return nil, s.errorf("invalid \\u escape")
 }
 
 // literal reports whether lit starts at i, or errJSONEnd when the input

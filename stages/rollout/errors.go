@@ -34,10 +34,6 @@ var (
 	// closed as failed, and running it again plays them.
 	ErrIncomplete = errors.New("rollout incomplete")
 
-	// ErrNoDatabase is returned when a task's database is missing under the
-	// database root, before any episode starts.
-	ErrNoDatabase = errors.New("task database missing")
-
 	// ErrReplay is returned by the replay endpoint's constructor when the
 	// run has no trajectories to replay.
 	ErrReplay = errors.New("nothing to replay")

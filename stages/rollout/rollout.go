@@ -357,7 +357,7 @@ func (o *Options) start() (Start, error) {
 			dbs[t.DBID] = true
 			if fi, err := os.Stat(o.DBPath(t.DBID)); err != nil || !fi.Mode().IsRegular() {
 				return Start{}, fmt.Errorf("rollout %s: task %s: %w: %s. Try: --db-root DIR holding <db_id>/<db_id>.sqlite",
-					o.Run, t.ID, ErrNoDatabase, o.DBPath(t.DBID))
+					o.Run, t.ID, sqlenv.ErrNoDatabase, o.DBPath(t.DBID))
 			}
 		}
 	}

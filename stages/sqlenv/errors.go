@@ -11,8 +11,12 @@ import (
 
 // Sentinel errors. Test for them with errors.Is.
 var (
-	// ErrNoDatabase is returned when the database file does not exist or is
-	// not a regular file; a read-only open never creates one.
+	// ErrNoDatabase is returned when a database file does not exist or is
+	// not a regular file: by the executor (a read-only open never creates
+	// one), by a rollout checking its tasks' databases before any episode,
+	// and by a grading checking the databases an import recorded. It is
+	// the one sentinel for a missing database, here in the lowest package
+	// that opens one.
 	ErrNoDatabase = errors.New("no such database")
 
 	// ErrEmptyStatement is returned when a query holds no statement at all,

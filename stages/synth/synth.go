@@ -45,7 +45,7 @@ type Options struct {
 	// grading does not hash them again; Progress as in grading.
 	Databases *grade.DatabaseCheck
 	Progress  io.Writer
-	// PassAtK is stats.PassAtK, which a stage may not import (DESIGN.md):
+	// PassAtK is stats.PassAtK, which a stage may not import (docs/ARCHITECTURE.md):
 	// the grading run records pass@1 beside the per-sample verdicts
 	// synthesis reads.
 	PassAtK grade.PassAtK
