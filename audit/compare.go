@@ -3,7 +3,6 @@ package audit
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -144,23 +143,13 @@ func outcomeRows(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([][]
 // byDifficulty compares the runs on the tasks of each difficulty level
 // their gradings recorded, in the official order.
 func byDifficulty(ctx context.Context, l *ledger.Ledger, opts CompareOptions, rows [][]ledger.OutcomeRow) ([]DifficultyRow, error) {
-	level, err := difficulties(ctx, l, opts.Runs, rows)
+	level, count, err := difficulties(ctx, l, opts.Runs, rows)
 	if err != nil {
 		return nil, err
 	}
-	levels := map[string]bool{}
-	for _, d := range level {
-		if d != "" {
-			levels[d] = true
-		}
-	}
 	var out []DifficultyRow
-	for _, d := range grading.DifficultyOrder(levels) {
-		sub := make([][]ledger.OutcomeRow, len(rows))
-		for i := range rows {
-			sub[i] = slices.DeleteFunc(slices.Clone(rows[i]), func(o ledger.OutcomeRow) bool { return level[o.TaskID] != d })
-		}
-		c, err := CompareOutcomes(opts, sub)
+	for _, d := range grading.DifficultyOrder(count) {
+		c, err := CompareOutcomes(opts, restrict(rows, level, d))
 		if err != nil {
 			return nil, fmt.Errorf("compare difficulty %s: %w", d, err)
 		}

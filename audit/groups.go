@@ -82,26 +82,42 @@ func TaskDetails(ctx context.Context, l *ledger.Ledger, rows []ledger.OutcomeRow
 }
 
 // difficulties reads each task's difficulty as the gradings of runs
-// recorded it (rows[i] the outcomes of runs[i]). A task two gradings put
-// at different levels is refused: graded against different gold, a group
-// would not hold the same tasks for both.
-func difficulties(ctx context.Context, l *ledger.Ledger, runs []LabeledRun, rows [][]ledger.OutcomeRow) (map[string]string, error) {
+// recorded it (rows[i] the outcomes of runs[i]), and counts the tasks at
+// each level. A task two gradings put at different levels is refused:
+// graded against different gold, a group would not hold the same tasks
+// for both.
+func difficulties(ctx context.Context, l *ledger.Ledger, runs []LabeledRun, rows [][]ledger.OutcomeRow) (map[string]string, map[string]int, error) {
 	out := map[string]string{}
 	from := map[string]LabeledRun{}
 	for i, r := range runs {
 		ds, err := TaskDetails(ctx, l, rows[i])
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		for _, task := range slices.Sorted(maps.Keys(ds)) {
 			d := ds[task].Difficulty
 			if prev, ok := out[task]; ok && prev != d {
-				return nil, fmt.Errorf("task %s is %q in the grading of %s (%s) and %q in that of %s (%s), so no group holds the same tasks for both. Try: grade both against the same gold", task, prev, from[task].Label, from[task].Run, d, r.Label, r.Run)
+				return nil, nil, fmt.Errorf("task %s is %q in the grading of %s (%s) and %q in that of %s (%s), so no group holds the same tasks for both. Try: grade both against the same gold", task, prev, from[task].Label, from[task].Run, d, r.Label, r.Run)
 			}
 			out[task], from[task] = d, r
 		}
 	}
-	return out, nil
+	count := map[string]int{}
+	for _, d := range out {
+		if d != "" {
+			count[d]++
+		}
+	}
+	return out, count, nil
+}
+
+// restrict is rows without the outcomes of tasks at none of the levels in.
+func restrict(rows [][]ledger.OutcomeRow, level map[string]string, in ...string) [][]ledger.OutcomeRow {
+	sub := make([][]ledger.OutcomeRow, len(rows))
+	for i := range rows {
+		sub[i] = slices.DeleteFunc(slices.Clone(rows[i]), func(o ledger.OutcomeRow) bool { return !slices.Contains(in, level[o.TaskID]) })
+	}
+	return sub
 }
 
 // compareOn is Compare on the tasks of group g: every level of g must
@@ -112,15 +128,9 @@ func compareOn(ctx context.Context, l *ledger.Ledger, opts CompareOptions, g Gro
 	if err != nil {
 		return nil, err
 	}
-	level, err := difficulties(ctx, l, opts.Runs, rows)
+	level, count, err := difficulties(ctx, l, opts.Runs, rows)
 	if err != nil {
 		return nil, err
-	}
-	count := map[string]int{}
-	for _, d := range level {
-		if d != "" {
-			count[d]++
-		}
 	}
 	for _, want := range g.Levels() {
 		if count[want] > 0 {
@@ -136,11 +146,7 @@ func compareOn(ctx context.Context, l *ledger.Ledger, opts CompareOptions, g Gro
 		}
 		return nil, fmt.Errorf("group %s: no task of the evaluations is %s (their gradings recorded %s). Try: claim on the levels the dataset has", g, want, recorded)
 	}
-	in := g.Levels()
-	for i := range rows {
-		rows[i] = slices.DeleteFunc(rows[i], func(o ledger.OutcomeRow) bool { return !slices.Contains(in, level[o.TaskID]) })
-	}
-	c, err := CompareOutcomes(opts, rows)
+	c, err := CompareOutcomes(opts, restrict(rows, level, g.Levels()...))
 	if err != nil {
 		return nil, err
 	}
