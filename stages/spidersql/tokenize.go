@@ -133,7 +133,7 @@ func wordTokenize(s string) []string {
 	if !ascii {
 		s = endingQuotes.ReplaceAllString(s, " $1 ")
 	}
-	if lower := strings.ToLower(s); strings.Contains(lower, "nn") || strings.Contains(lower, "mm") || strings.Contains(lower, "tt") {
+	if hasContraction(s) {
 		for _, re := range contractions {
 			s = re.ReplaceAllString(s, " $1 $2 ")
 		}
@@ -211,4 +211,17 @@ func dotRuns(s string) string {
 		}
 	}
 	return b.String()
+}
+
+// hasContraction reports whether s holds, in any case, a word nltk's
+// contraction rules split (cannot, gimme, gonna, gotta, lemme, wanna):
+// only then can they change anything.
+func hasContraction(s string) bool {
+	lower := strings.ToLower(s)
+	for _, w := range []string{"cannot", "gimme", "gonna", "gotta", "lemme", "wanna"} {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
 }
