@@ -80,7 +80,7 @@ func TestLoadPolicy(t *testing.T) {
 	}
 	want := PaperGrade()
 	want.Name = filepath.Join(dir, "ok.yaml")
-	want.Claims = []Claim{{"rl", "base"}, {"rl", "noupdate"}}
+	want.Claims = []Claim{{Better: "rl", Than: "base"}, {Better: "rl", Than: "noupdate"}}
 	want.Audits = []string{AuditGold, AuditBudget}
 	want.Seed = 0
 	want.Options = Options{MaxKLGrowth: 4, SplitByDatabase: true}

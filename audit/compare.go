@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/rlgate/rlgate/stats"
 )
@@ -31,6 +32,9 @@ type CompareOptions struct {
 	// Power is the power at which the minimum detectable effect is given;
 	// 0 means 0.8.
 	Power float64
+	// ByDifficulty adds the paired counts per difficulty level the
+	// gradings recorded (Comparison.ByDifficulty).
+	ByDifficulty bool
 }
 
 // ModelResult is one run's accuracy over the paired tasks.
@@ -72,6 +76,35 @@ type Comparison struct {
 	Pairs       []PairResult  `json:"pairs"`
 	Seq         int64         `json:"seq,omitempty"` // the comparison entry
 	OutcomeSeqs []int64       `json:"outcome_seqs"`  // the entries the outcomes came from
+	// Group is the difficulty group the tasks were restricted to, for a
+	// gate claim on a group; empty: every task.
+	Group Group `json:"group,omitempty"`
+	// ByDifficulty breaks the comparison down by the difficulty the
+	// gradings recorded (CompareOptions.ByDifficulty), in the official
+	// order; empty when they recorded none.
+	ByDifficulty []DifficultyRow `json:"by_difficulty,omitempty"`
+}
+
+// DifficultyRow is the comparison on the tasks of one difficulty level:
+// each run's correct count and, against the baseline, the discordant
+// counts and the accuracy difference. It carries no test: the levels are
+// not a family the Holm correction covers; a gate claim on a group
+// (docs/GATE.md) is the test of a gain on one.
+type DifficultyRow struct {
+	Difficulty string            `json:"difficulty"`
+	Tasks      int               `json:"tasks"`
+	Correct    map[string]int    `json:"correct"` // by label
+	Pairs      []DifficultyDelta `json:"pairs"`
+}
+
+// DifficultyDelta is one run against the baseline within a difficulty
+// level: B tasks only it solved, C tasks only the baseline solved.
+type DifficultyDelta struct {
+	Label    string  `json:"label"`
+	Baseline string  `json:"baseline"`
+	B        int     `json:"b"`
+	C        int     `json:"c"`
+	Delta    float64 `json:"delta"`
 }
 
 // Compare pairs the greedy (sample 0) outcomes of the runs by task id and
@@ -83,14 +116,53 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 	if len(opts.Runs) < 2 {
 		return nil, fmt.Errorf("compare: need at least two runs, got %d", len(opts.Runs))
 	}
-	rows := make([][]ledger.OutcomeRow, len(opts.Runs))
-	for i, r := range opts.Runs {
+	rows, err := outcomeRows(ctx, l, opts.Runs)
+	if err != nil {
+		return nil, err
+	}
+	c, err := CompareOutcomes(opts, rows)
+	if err != nil || !opts.ByDifficulty {
+		return c, err
+	}
+	c.ByDifficulty, err = byDifficulty(ctx, l, opts, rows)
+	return c, err
+}
+
+// outcomeRows reads the outcomes of each run.
+func outcomeRows(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([][]ledger.OutcomeRow, error) {
+	rows := make([][]ledger.OutcomeRow, len(runs))
+	for i, r := range runs {
 		var err error
 		if rows[i], err = l.Outcomes(ctx, r.Run); err != nil {
 			return nil, err
 		}
 	}
-	return CompareOutcomes(opts, rows)
+	return rows, nil
+}
+
+// byDifficulty compares the runs on the tasks of each difficulty level
+// their gradings recorded, in the official order.
+func byDifficulty(ctx context.Context, l *ledger.Ledger, opts CompareOptions, rows [][]ledger.OutcomeRow) ([]DifficultyRow, error) {
+	level, count, err := difficulties(ctx, l, opts.Runs, rows)
+	if err != nil {
+		return nil, err
+	}
+	var out []DifficultyRow
+	for _, d := range grading.DifficultyOrder(count) {
+		c, err := CompareOutcomes(opts, restrict(rows, level, d))
+		if err != nil {
+			return nil, fmt.Errorf("compare difficulty %s: %w", d, err)
+		}
+		row := DifficultyRow{Difficulty: d, Tasks: c.Tasks, Correct: map[string]int{}}
+		for _, m := range c.Models {
+			row.Correct[m.Label] = m.Correct
+		}
+		for _, p := range c.Pairs {
+			row.Pairs = append(row.Pairs, DifficultyDelta{Label: p.Label, Baseline: p.Baseline, B: p.B, C: p.C, Delta: p.Delta})
+		}
+		out = append(out, row)
+	}
+	return out, nil
 }
 
 // CompareOutcomes is Compare on outcomes already read: rows[i] are the

@@ -26,6 +26,7 @@ type GateCheck struct {
 // ClaimResult is a claim of the policy tested on the paired outcomes.
 type ClaimResult struct {
 	Claim    string         `json:"claim"`
+	Group    Group          `json:"group,omitempty"` // the difficulty levels it was tested on; empty: every task
 	OK       bool           `json:"ok"`
 	Tasks    int            `json:"tasks"`
 	Delta    float64        `json:"delta"`
@@ -213,20 +214,28 @@ func (v *Verdict) add(c GateCheck) {
 	v.OK = v.Failed == 0
 }
 
-// claims compares each claim's runs, Holm-adjusts the exact McNemar p
-// across the claims, and adds a check per claim.
+// claims compares each claim's runs (on its group's tasks for a claim on
+// a group), Holm-adjusts the exact McNemar p across the claims, and adds a
+// check per claim.
 func (v *Verdict) claims(ctx context.Context, r, w *ledger.Ledger, p Policy) error {
 	var ps []float64
 	var tested []int
 	for _, c := range p.Claims {
-		cr := ClaimResult{Claim: c.String()}
+		cr := ClaimResult{Claim: c.String(), Group: c.On}
 		better, than := labeled(p.Subjects.Runs, c.Better), labeled(p.Subjects.Runs, c.Than)
 		if better == "" || than == "" {
 			cr.Problems = append(cr.Problems, fmt.Sprintf("no evaluation is labelled %s", map[bool]string{true: c.Better, false: c.Than}[better == ""]))
 			v.Claims = append(v.Claims, cr)
 			continue
 		}
-		cmp, err := Compare(ctx, r, CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power})
+		opts := CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power}
+		var cmp *Comparison
+		var err error
+		if c.On != "" {
+			cmp, err = compareOn(ctx, r, opts, c.On)
+		} else {
+			cmp, err = Compare(ctx, r, opts)
+		}
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()

@@ -18,21 +18,43 @@ import (
 )
 
 // Claim is a gain a report may state: Better's accuracy exceeds Than's on
-// the evaluated dataset, paired task by task.
+// the evaluated dataset, paired task by task; with On, on the tasks of
+// those difficulty levels only (a Group, e.g. "hard+extra").
 type Claim struct {
 	Better string `json:"better"`
 	Than   string `json:"than"`
+	On     Group  `json:"on,omitempty"`
 }
 
-// String renders a claim as a policy file writes it: "rl > base".
-func (c Claim) String() string { return c.Better + " > " + c.Than }
+// String renders a claim as a policy file writes it: "rl > base", or
+// "rl > base on hard+extra".
+func (c Claim) String() string {
+	if c.On != "" {
+		return c.Better + " > " + c.Than + " on " + string(c.On)
+	}
+	return c.Better + " > " + c.Than
+}
 
-// ParseClaim reads "A > B", A and B two different plain labels (CheckLabel).
+// ParseClaim reads "A > B" or "A > B on LEVEL+LEVEL...", A and B two
+// different plain labels (CheckLabel), the levels official difficulty
+// levels (ParseGroup).
 func ParseClaim(s string) (Claim, error) {
 	a, b, ok := strings.Cut(s, ">")
-	c := Claim{Better: strings.TrimSpace(a), Than: strings.TrimSpace(b)}
+	than, on, hasOn := strings.Cut(strings.TrimSpace(b), " ")
+	c := Claim{Better: strings.TrimSpace(a), Than: than}
 	if !ok || !c.plain() {
 		return Claim{}, badClaim(s)
+	}
+	if hasOn {
+		levels, isOn := strings.CutPrefix(strings.TrimSpace(on), "on ")
+		if !isOn {
+			return Claim{}, badClaim(s)
+		}
+		g, err := ParseGroup(levels)
+		if err != nil {
+			return Claim{}, fmt.Errorf("claim %q: %w", s, err)
+		}
+		c.On = g
 	}
 	return c, nil
 }
@@ -42,8 +64,25 @@ func (c Claim) plain() bool {
 	return CheckLabel(c.Better) == nil && CheckLabel(c.Than) == nil && c.Better != c.Than
 }
 
+// check refuses a claim that is not of two different plain labels, or
+// whose group is not one ParseGroup gives.
+func (c Claim) check() error {
+	if !c.plain() {
+		return badClaim(c.String())
+	}
+	if c.On == "" {
+		return nil
+	}
+	if g, err := ParseGroup(string(c.On)); err != nil {
+		return fmt.Errorf("claim %q: %w", c, err)
+	} else if g != c.On {
+		return fmt.Errorf("claim %q: write its group as %s", c, g)
+	}
+	return nil
+}
+
 func badClaim(s string) error {
-	return fmt.Errorf("claim %q: want LABEL > LABEL, two different plain labels, e.g. rl > base", s)
+	return fmt.Errorf("claim %q: want LABEL > LABEL, two different plain labels, e.g. rl > base, or LABEL > LABEL on LEVEL+LEVEL, e.g. rl > base on hard+extra", s)
 }
 
 // maxLabel bounds a label's length.
@@ -136,7 +175,7 @@ func reservedName(s string) bool {
 func PaperGrade() Policy {
 	return Policy{
 		Name:      PaperGradeName,
-		Claims:    []Claim{{LabelRL, LabelBase}, {LabelRL, LabelNoUpdate}, {LabelSFT, LabelBase}},
+		Claims:    []Claim{{Better: LabelRL, Than: LabelBase}, {Better: LabelRL, Than: LabelNoUpdate}, {Better: LabelSFT, Than: LabelBase}},
 		Audits:    slices.Clone(Audits),
 		Alpha:     stats.DefaultAlpha,
 		Resamples: stats.DefaultResamples,
@@ -315,8 +354,8 @@ func (p Policy) Check() error {
 		return field("claims", `claims: none; a policy must claim something, e.g. claims: ["rl > base"]`)
 	}
 	for i, c := range p.Claims {
-		if !c.plain() {
-			return field("claims", "claims: %w", badClaim(c.String()))
+		if err := c.check(); err != nil {
+			return field("claims", "claims: %w", err)
 		}
 		if slices.Contains(p.Claims[:i], c) {
 			return field("claims", "claims: %s given twice", c)

@@ -108,7 +108,7 @@ func TestParsePolicyRefuses(t *testing.T) {
 func TestParsePolicyReads(t *testing.T) {
 	custom := PaperGrade()
 	custom.Name = "bird-rl"
-	custom.Claims = []Claim{{"rl", "base"}, {"rl", "noupdate"}}
+	custom.Claims = []Claim{{Better: "rl", Than: "base"}, {Better: "rl", Than: "noupdate"}}
 	custom.Audits = []string{AuditGold, AuditBudget}
 	custom.Alpha, custom.Resamples, custom.Seed, custom.Power = 0.01, 2000, 0, 0.9
 	custom.Options = Options{MaxKLGrowth: 4, KLFloor: 0.002, SelfGradeSample: 40, SelfGradeMin: 1, GoldSubstring: 30, NearDuplicate: 0.8, SplitByDatabase: true, Mutate: 20, MutateEndpoint: "http://127.0.0.1:8000/v1"}
@@ -350,7 +350,7 @@ func TestPolicyCheck(t *testing.T) {
 	}{
 		{"no name", func(p *Policy) { p.Name = "" }, "no name; Try: name: MY-POLICY"},
 		{"no claims", func(p *Policy) { p.Claims = nil }, `claims: none; a policy must claim something, e.g. claims: ["rl > base"]`},
-		{"label not plain in a claim", func(p *Policy) { p.Claims = []Claim{{"rl", "base "}} }, `claims: claim "rl > base ": want LABEL > LABEL`},
+		{"label not plain in a claim", func(p *Policy) { p.Claims = []Claim{{Better: "rl", Than: "base "}} }, `claims: claim "rl > base ": want LABEL > LABEL`},
 		{"label twice in runs", func(p *Policy) { p.Subjects.Runs = []LabeledRun{{"rl", "a"}, {"rl", "b"}} }, `runs: label "rl" given twice`},
 		{"empty run id in train", func(p *Policy) { p.Subjects.Train = []LabeledRun{{"rl", ""}} }, `train: label "rl": no run id`},
 		{"option out of range", func(p *Policy) { p.Options.NearDuplicate = 5 }, "near_duplicate 5: want 0.5 ≤ near_duplicate ≤ 1"},

@@ -11,7 +11,13 @@
 # python3-sqlparse python3-tqdm), the official evaluator runs in the same
 # run, unmodified, through its own command line on the same 972 items
 # (gold and predictions without the wta_1 lines, whose database is not
-# here). Uses hyperfine when installed (apt-get install hyperfine).
+# here). Debian's python3-nltk comes without the Punkt model word_tokenize
+# loads; point NLTK_DATA at a directory whose
+# tokenizers/punkt/PY3/english.pickle is an untrained, pickled
+# nltk.tokenize.punkt.PunktSentenceTokenizer(), the substitution that
+# testdata/REFERENCE-VERDICTS.md shows changes no token. Uses hyperfine
+# when installed (apt-get install hyperfine); it runs each command's ten
+# runs in turn, so on a shared machine read the ratio with the load.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)

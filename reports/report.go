@@ -419,21 +419,11 @@ func PolicyStatement(p audit.Policy) string {
 	return s
 }
 
-// outcomeDetail is what a grader records per item beside the derived
-// outcome fields: where the task sits.
-type outcomeDetail struct {
-	TaskID     string `json:"task_id"`
-	Sample     int    `json:"sample"`
-	DBID       string `json:"db_id"`
-	Difficulty string `json:"difficulty"`
-}
-
 // models compares the evaluations on all tasks, then per difficulty and
 // per database, through audit.CompareOutcomes.
 func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 	runs := r.Subjects.Runs
 	rows := make([][]ledger.OutcomeRow, len(runs))
-	seqs := map[int64]bool{}
 	for i, lr := range runs {
 		all, err := l.Outcomes(ctx, lr.Run)
 		if err != nil {
@@ -442,34 +432,16 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 		for _, o := range all {
 			if o.Seq <= r.Head.Seq {
 				rows[i] = append(rows[i], o)
-				seqs[o.Seq] = true
 			}
 		}
 	}
 	// The baseline's outcomes entries say where each task sits.
-	where := map[string]outcomeDetail{}
-	for _, seq := range slices.Sorted(maps.Keys(seqs)) {
-		e, err := l.EntryBySeq(ctx, seq)
-		if err != nil {
-			return err
-		}
-		if e.Run != runs[0].Run {
-			continue
-		}
-		var body struct {
-			Items []outcomeDetail `json:"items"`
-		}
-		if err := json.Unmarshal(e.Body, &body); err != nil {
-			return fmt.Errorf("read outcomes entry %d: %w", seq, err)
-		}
-		for _, it := range body.Items {
-			if it.Sample == 0 {
-				where[it.TaskID] = it
-			}
-		}
+	where, err := audit.TaskDetails(ctx, l, rows[0])
+	if err != nil {
+		return err
 	}
 	opts := audit.CompareOptions{Runs: runs, Baseline: r.Params.Baseline, Alpha: r.Params.Alpha, Seed: r.Params.Seed, B: r.Params.Resamples, Power: r.Params.Power}
-	add := func(group, value string, keep func(outcomeDetail) bool) error {
+	add := func(group, value string, keep func(audit.TaskDetail) bool) error {
 		sub := make([][]ledger.OutcomeRow, len(rows))
 		for i := range rows {
 			for _, o := range rows[i] {
@@ -500,8 +472,8 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 	}
 	for _, g := range []struct {
 		name string
-		of   func(outcomeDetail) string
-	}{{"difficulty", func(d outcomeDetail) string { return d.Difficulty }}, {"database", func(d outcomeDetail) string { return d.DBID }}} {
+		of   func(audit.TaskDetail) string
+	}{{"difficulty", func(d audit.TaskDetail) string { return d.Difficulty }}, {"database", func(d audit.TaskDetail) string { return d.DBID }}} {
 		values := map[string]grading.Bucket{}
 		for _, d := range where {
 			if v := g.of(d); v != "" {
@@ -513,7 +485,7 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 			order = grading.DifficultyOrder(values) // simple, moderate, challenging, as BIRD prints them
 		}
 		for _, v := range order {
-			if err := add(g.name, v, func(d outcomeDetail) bool { return g.of(d) == v }); err != nil {
+			if err := add(g.name, v, func(d audit.TaskDetail) bool { return g.of(d) == v }); err != nil {
 				return err
 			}
 		}

@@ -122,7 +122,7 @@ func (r *Report) sections(esc func(string) string) []section {
 
 	claims := section{ID: "claims", Title: "Claims",
 		Intro: "Each claim A > B pairs the two evaluations' greedy outcomes by task, as the gate decided it (its Holm p is adjusted across the claims); " +
-			"it holds only when the whole gate passed.",
+			"it holds only when the whole gate passed." + groupNote(r.Claims, esc),
 		Header: []string{"claim", "status", r.diffHeader("A − B"), level + " bootstrap CI", "b", "c", "exact p", "Holm p", "MDE", "entries"}}
 	for _, c := range r.Claims {
 		status := "supported"
@@ -236,4 +236,19 @@ func short(d string) string {
 		return d[:len("blake3:")+12]
 	}
 	return d
+}
+
+// groupNote says, when a claim names a group of difficulty levels, which
+// tasks it paired: a reader must not take its Δ for one over every task.
+func groupNote(claims []Claim, esc func(string) string) string {
+	var on []string
+	for _, c := range claims {
+		if c.Group != "" && c.Tested {
+			on = append(on, fmt.Sprintf("%s: %d tasks", esc(c.Claim), c.Tasks))
+		}
+	}
+	if len(on) == 0 {
+		return ""
+	}
+	return " A claim on a group (A > B on LEVEL+LEVEL) pairs only the tasks whose gold the gradings recorded at one of those difficulty levels (" + strings.Join(on, "; ") + ")."
 }

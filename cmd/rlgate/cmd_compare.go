@@ -23,7 +23,11 @@ func newCompareCommand() *cli.Command {
 			"Wilson interval and, against the baseline, the difference with a paired\n" +
 			"bootstrap interval, the discordant counts b/c, the exact McNemar p, the\n" +
 			"Holm-adjusted p across comparisons, and the minimum detectable effect at 80%\n" +
-			"power. The comparison is recorded in the ledger.\n\n" + exitCodesHelp,
+			"power. When the gradings recorded each task's difficulty (Spider's hardness,\n" +
+			"BIRD's difficulty), a breakdown by level follows: tasks, each run's correct\n" +
+			"count, and against the baseline b, c and Δ (no test per level: a gate claim\n" +
+			"on a group, docs/GATE.md, is that test). The comparison, breakdown\n" +
+			"included, is recorded in the ledger.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "runs", Required: true, Usage: "`LABEL=RUN,...`, e.g. base=eval-base,sft=eval-sft,rl=eval-rl"},
 			&cli.StringFlag{Name: "baseline", Usage: "`LABEL` the others are compared with (default: the first)"},
@@ -42,7 +46,7 @@ func newCompareCommand() *cli.Command {
 			if b := cmd.String("baseline"); b != "" && !slices.ContainsFunc(runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
 				return usagef("--baseline %q: want one of the labels in --runs", b)
 			}
-			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples"))}
+			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples")), ByDifficulty: true}
 			_, err = runCompare(ctx, ledgerDir(cmd), opts, cmd.Bool("json"), cmd.Root().Writer)
 			return err
 		},
@@ -108,10 +112,44 @@ func printComparison(w io.Writer, c *audit.Comparison) error {
 	if err := t.Render(); err != nil {
 		return err
 	}
+	if err := printByDifficulty(w, c); err != nil {
+		return err
+	}
 	recorded := fmt.Sprintf("recorded as entry %d", c.Seq)
 	if c.Seq == 0 {
 		recorded = "not recorded" // rlgate demo shows what its compare stage recorded
 	}
 	_, err := fmt.Fprintf(w, "%d paired tasks (task set %s); bootstrap B=%d, seed %d; %s\n", c.Tasks, c.TaskSet, c.B, c.Seed, recorded)
 	return err
+}
+
+// printByDifficulty prints the comparison's breakdown by difficulty
+// level, one row per level: tasks, each run's correct count, and b, c and
+// Δ of each run against the baseline.
+func printByDifficulty(w io.Writer, c *audit.Comparison) error {
+	if len(c.ByDifficulty) == 0 {
+		return nil
+	}
+	head := []any{"difficulty", "tasks"}
+	for _, m := range c.Models {
+		head = append(head, m.Label+" correct")
+	}
+	for _, p := range c.Pairs {
+		head = append(head, p.Label+" b", p.Label+" c", p.Label+" Δ")
+	}
+	if _, err := fmt.Fprintf(w, "by difficulty (b, c and Δ against %s):\n", c.Baseline); err != nil {
+		return err
+	}
+	t := newTable(w, head...)
+	for _, d := range c.ByDifficulty {
+		row := []any{d.Difficulty, d.Tasks}
+		for _, m := range c.Models {
+			row = append(row, d.Correct[m.Label])
+		}
+		for _, p := range d.Pairs {
+			row = append(row, p.B, p.C, fmt.Sprintf("%+.4f", p.Delta))
+		}
+		t.Append(row...)
+	}
+	return t.Render()
 }

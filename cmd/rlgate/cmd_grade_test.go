@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 )
 
@@ -90,8 +93,88 @@ func TestImportGradeCompare(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &cmp); err != nil || len(cmp.Pairs) != 1 || cmp.Pairs[0].B != 140-83 || cmp.Pairs[0].C != 0 {
 		t.Errorf("compare %+v, %v", cmp, err)
 	}
+	compareByDifficulty(t, bird, out)
 	if code, out, _ := rlgate(t, "verify"); code != 0 {
 		t.Errorf("verify after the flow: %s", out)
+	}
+}
+
+// compareByDifficulty grades the two official BIRD baselines and checks
+// that compare breaks their paired outcomes down by BIRD's difficulty
+// levels, as the two gradings' items count them, in text and in --json.
+func compareByDifficulty(t *testing.T, bird, tasks string) {
+	t.Helper()
+	type item struct {
+		TaskID     string `json:"task_id"`
+		Difficulty string `json:"difficulty"`
+		Correct    bool   `json:"correct"`
+	}
+	items := map[string][]item{}
+	for _, m := range []string{"gpt-4", "mixtral-8x7b"} {
+		code, stdout, errOut := rlgate(t, "grade", "--predictions", bird+"/predictions/"+m+".json", "--format", "bird-json",
+			"--tasks", tasks, "--metric", "bird", "--run", "by-level-"+m, "--json")
+		var list []struct{ Items []item }
+		if err := json.Unmarshal([]byte(stdout), &list); code != 0 || err != nil || len(list) != 1 {
+			t.Fatalf("grade %s: exit %d, %v: %s", m, code, err, errOut)
+		}
+		items[m] = list[0].Items
+	}
+	// Expected: counted from the items the two gradings printed.
+	want := map[string]*audit.DifficultyRow{}
+	var order []string
+	for i, a := range items["gpt-4"] {
+		b := items["mixtral-8x7b"][i]
+		if a.TaskID != b.TaskID || a.Difficulty != b.Difficulty || a.Difficulty == "" {
+			t.Fatalf("item %d: %+v and %+v", i, a, b)
+		}
+		r := want[a.Difficulty]
+		if r == nil {
+			r = &audit.DifficultyRow{Difficulty: a.Difficulty, Correct: map[string]int{"gpt4": 0, "mixtral": 0},
+				Pairs: []audit.DifficultyDelta{{Label: "mixtral", Baseline: "gpt4"}}}
+			want[a.Difficulty] = r
+			order = append(order, a.Difficulty)
+		}
+		r.Tasks++
+		switch {
+		case a.Correct && !b.Correct:
+			r.Pairs[0].C++
+		case b.Correct && !a.Correct:
+			r.Pairs[0].B++
+		}
+		for label, ok := range map[string]bool{"gpt4": a.Correct, "mixtral": b.Correct} {
+			if ok {
+				r.Correct[label]++
+			}
+		}
+	}
+	var wantRows []audit.DifficultyRow
+	for _, d := range []string{"simple", "moderate", "challenging"} {
+		r := want[d]
+		r.Pairs[0].Delta = float64(r.Correct["mixtral"]-r.Correct["gpt4"]) / float64(r.Tasks)
+		wantRows = append(wantRows, *r)
+	}
+	if len(order) != 3 {
+		t.Fatalf("levels %v, want BIRD's three", order)
+	}
+	runs := "gpt4=by-level-gpt-4,mixtral=by-level-mixtral-8x7b"
+	code, stdout, errOut := rlgate(t, "compare", "--runs", runs, "--json")
+	var c audit.Comparison
+	if err := json.Unmarshal([]byte(stdout), &c); code != 0 || err != nil {
+		t.Fatalf("compare --json: exit %d, %v: %s", code, err, errOut)
+	}
+	if diff := cmp.Diff(wantRows, c.ByDifficulty, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("compare --json by difficulty (-want +got):\n%s", diff)
+	}
+	code, stdout, errOut = rlgate(t, "compare", "--runs", runs)
+	if code != 0 || !strings.Contains(stdout, "by difficulty (b, c and Δ against gpt4):") {
+		t.Fatalf("compare: exit %d:\n%s%s", code, stdout, errOut)
+	}
+	for _, r := range wantRows {
+		p := r.Pairs[0]
+		row := regexp.MustCompile(fmt.Sprintf(`(?m)^.*%s\W+%d\W+%d\W+%d\W+%d\W+%d\W+%s\W*$`, r.Difficulty, r.Tasks, r.Correct["gpt4"], r.Correct["mixtral"], p.B, p.C, regexp.QuoteMeta(fmt.Sprintf("%+.4f", p.Delta))))
+		if !row.MatchString(stdout) {
+			t.Errorf("compare: no row %s %d %d %d %d %d %+.4f in\n%s", r.Difficulty, r.Tasks, r.Correct["gpt4"], r.Correct["mixtral"], p.B, p.C, p.Delta, stdout)
+		}
 	}
 }
 

@@ -321,6 +321,7 @@ func TestGate(t *testing.T) {
 	t.Run("identity sources", func(t *testing.T) { gateIdentitySources(t, x.fork(t)) })
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
 	t.Run("policy and --runs as handed in", func(t *testing.T) { gatePolicyFlags(t, x.fork(t)) })
+	t.Run("claims on a difficulty group", func(t *testing.T) { gateGroupClaims(t, x.fork(t)) })
 }
 
 func gateCleanPasses(t *testing.T, x *gateExperiment) {

@@ -3,16 +3,20 @@ package grade
 import (
 	"context"
 	"errors"
+	"sync"
 
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/spidersql"
 )
 
 // emSchema is what exact match needs of a database: its tables and
-// columns, and its foreign-key map, read once per database.
+// columns, and its foreign-key map, read once per database (once: the
+// workers that meet a database at the same time wait for one read).
 type emSchema struct {
+	once   sync.Once
 	schema spidersql.Schema
 	kmap   spidersql.KeyMap
+	err    error
 }
 
 // exactMatch grades predSQL against goldSQL by the official exact set
@@ -47,24 +51,18 @@ const unparsedPrefix = "unparsable (scored 0, as the official parser rejects it)
 func (g *Grader) emSchema(ctx context.Context, dbPath string) (*emSchema, error) {
 	g.mu.Lock()
 	s, ok := g.emSchemas[dbPath]
+	if !ok {
+		s = &emSchema{}
+		g.emSchemas[dbPath] = s
+	}
 	g.mu.Unlock()
-	if ok {
-		return s, nil
-	}
-	schema, err := dataset.ParseSchema(ctx, g.exec, dbPath)
-	if err != nil {
-		return nil, err
-	}
-	kmap, err := dataset.ParseKeyMap(ctx, g.exec, dbPath)
-	if err != nil {
-		return nil, err
-	}
-	if len(schema) == 0 {
-		return nil, errors.New("exact match: " + dbPath + " has no tables")
-	}
-	s = &emSchema{schema: schema, kmap: kmap}
-	g.mu.Lock()
-	g.emSchemas[dbPath] = s
-	g.mu.Unlock()
-	return s, nil
+	s.once.Do(func() {
+		if s.schema, s.err = dataset.ParseSchema(ctx, g.exec, dbPath); s.err != nil {
+			return
+		}
+		if s.kmap, s.err = dataset.ParseKeyMap(ctx, g.exec, dbPath); s.err == nil && len(s.schema) == 0 {
+			s.err = errors.New("exact match: " + dbPath + " has no tables")
+		}
+	})
+	return s, s.err
 }

@@ -262,11 +262,19 @@ func percent(k, n int) float64 {
 	return 100 * float64(k) / float64(n)
 }
 
-// DifficultyOrder lists difficulty levels in the order the official
-// scripts print them (BIRD's simple, moderate, challenging; Spider's
-// easy, medium, hard, extra), then any others alphabetically.
-func DifficultyOrder(by map[string]Bucket) []string {
-	rank := map[string]int{"simple": 0, "moderate": 1, "challenging": 2, "easy": 3, "medium": 4, "hard": 5, "extra": 6}
+// Difficulties are the official difficulty levels, in the order the
+// official scripts print them: BIRD's simple, moderate, challenging, then
+// Spider's hardness easy, medium, hard, extra. A gate policy may claim a
+// gain on a group of them (docs/GATE.md).
+var Difficulties = []string{"simple", "moderate", "challenging", "easy", "medium", "hard", "extra"}
+
+// DifficultyOrder lists the difficulty levels that are keys of by in the
+// order of Difficulties, then any others alphabetically.
+func DifficultyOrder[V any](by map[string]V) []string {
+	rank := map[string]int{}
+	for i, d := range Difficulties {
+		rank[d] = i
+	}
 	keys := make([]string, 0, len(by))
 	for k := range by {
 		keys = append(keys, k)
