@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -368,6 +369,23 @@ func gateCleanPasses(t *testing.T, x *gateExperiment) {
 	}
 	if n := strings.Count(string(raw), "<testcase "); n != len(v.Checks) || strings.Contains(string(raw), "<failure") {
 		t.Errorf("junit: %d test cases for %d checks:\n%s", n, len(v.Checks), raw)
+	}
+	// CI reporters key a case by class and name: no two may share both.
+	var suites struct {
+		Cases []struct {
+			Class string `xml:"classname,attr"`
+			Name  string `xml:"name,attr"`
+		} `xml:"testsuite>testcase"`
+	}
+	if err := xml.Unmarshal(raw, &suites); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{}
+	for _, c := range suites.Cases {
+		if key := c.Class + " / " + c.Name; cases[key] {
+			t.Errorf("junit: test case %s repeats", key)
+		}
+		cases[c.Class+" / "+c.Name] = true
 	}
 
 	// The CI examples end with the gate, under a policy that names this
