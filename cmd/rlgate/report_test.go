@@ -175,4 +175,5 @@ func TestReport(t *testing.T) {
 	t.Run("without a verdict nothing is supported", func(t *testing.T) { reportUngated(t, x) })
 	t.Run("check finds every edit", func(t *testing.T) { reportCheckEdits(t, x, failed) })
 	t.Run("ledger strings are text in report.md", func(t *testing.T) { reportEscapes(t, x) })
+	t.Run("every training stage in lineage and curves", func(t *testing.T) { reportCurriculum(t, x.ungated.fork(t)) })
 }
