@@ -1,14 +1,11 @@
 package main
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/manifests/manifeststest"
-	"github.com/rlgate/rlgate/reports"
 )
 
 // reportCurriculum: RL in two stages, the second starting from the first's
@@ -20,15 +17,7 @@ func reportCurriculum(t *testing.T, x *gateExperiment) {
 	gateTrain(t, x.ledger, x.dir, "train-rl1", "rl1", x.base, x.trainData["rl"], rl1, "1e-6", 0.2, "--param", "lr=1e-6")
 	gateTrain(t, x.ledger, x.dir, "train-rl2", "rl2", filepath.Join(x.dir, "train-rl1-out"), x.trainData["rl"], x.written["rl"], "1e-6", 0.3, "--param", "lr=1e-6")
 	train := gateSetLabel(x.train, "rl", "train-rl2")
-	dir := reportWrite(t, x.ledger, "--runs", x.runs, "--train", train)
-	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r reports.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := reportJSON(t, reportWrite(t, x.ledger, "--runs", x.runs, "--train", train))
 	type row struct{ Label, Run, Role, Name, ProducedBy string }
 	var got []row
 	for _, l := range r.Lineage {
