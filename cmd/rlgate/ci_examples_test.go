@@ -13,7 +13,7 @@ import (
 
 // ciInstall is how the CI examples get rlgate: from its module path, which
 // works in a lab's repository, where go build ./cmd/rlgate finds no go.mod.
-var ciInstall = regexp.MustCompile(`^go install "?github\.com/rlgate/rlgate/cmd/rlgate@\$\{RLGATE_VERSION:-latest\}"?$`)
+var ciInstall = regexp.MustCompile(`(?m)\Ago install "?github\.com/rlgate/rlgate/cmd/rlgate@\$\{RLGATE_VERSION:-latest\}"?$`)
 
 // ciStep is one shell command of a CI example, with the environment the
 // CI system gives it.
@@ -26,9 +26,9 @@ type ciStep struct {
 // GitLab jobs as a lab's repository holds them: in a directory outside
 // this module holding only gate.yaml (the example's policy) and the
 // experiment's ledger as the artifact .rlgate/, with rlgate built by go
-// build. The install step is checked to be go install of the module path
-// and stands for the binary built here (the test has no network); every
-// other command runs as written, and the job passes.
+// build. The install step is checked to start with go install of the
+// module path and stands for the binary built here (the test has no
+// network); every other command runs as written, and the job passes.
 func gateCIExamples(t *testing.T, x *gateExperiment) {
 	bin := t.TempDir()
 	build := exec.Command("go", "build", "-o", filepath.Join(bin, "rlgate"), ".")
