@@ -104,35 +104,55 @@ func TestLoadPolicy(t *testing.T) {
 }
 
 func TestVerdictJUnit(t *testing.T) {
-	v := &Verdict{Policy: PaperGrade(), Failed: 1, Checks: []GateCheck{
+	// One check per model and two findings of one model: a CI reporter
+	// keys cases by class and name, so none of them may share both.
+	v := &Verdict{Policy: PaperGrade(), Failed: 2, Checks: []GateCheck{
+		{Name: "audit gold: no-gold-in-prompts", OK: true, Message: "base: no gold in the 40 messages"},
 		{Name: "audit gold: no-gold-in-prompts", OK: false, Message: "rl: task spider-dev-0007 leaked", Seqs: []int64{41, 90}},
+		{Name: "audit gold: no-gold-in-prompts", OK: false, Message: "rl: task spider-dev-0009 leaked"},
+		{Name: "audit budget: same-protocol", OK: true, Message: "every evaluation used protocol p"},
 		{Name: "claim rl > base", OK: true, Message: "Δ +0.1"},
 	}}
 	var b bytes.Buffer
 	if err := v.WriteJUnit(&b); err != nil {
 		t.Fatal(err)
 	}
+	type jcase struct {
+		Name      string `xml:"name,attr"`
+		Classname string `xml:"classname,attr"`
+		Failure   *struct {
+			Message string `xml:"message,attr"`
+			Text    string `xml:",chardata"`
+		} `xml:"failure"`
+	}
 	var got struct {
 		Tests    int `xml:"tests,attr"`
 		Failures int `xml:"failures,attr"`
 		Suite    struct {
-			Cases []struct {
-				Name      string `xml:"name,attr"`
-				Classname string `xml:"classname,attr"`
-				Failure   *struct {
-					Message string `xml:"message,attr"`
-					Text    string `xml:",chardata"`
-				} `xml:"failure"`
-			} `xml:"testcase"`
+			Cases []jcase `xml:"testcase"`
 		} `xml:"testsuite"`
 	}
 	if err := xml.Unmarshal(b.Bytes(), &got); err != nil {
 		t.Fatalf("%v\n%s", err, b.String())
 	}
 	cs := got.Suite.Cases
-	if got.Tests != 2 || got.Failures != 1 || len(cs) != 2 || cs[0].Failure == nil || cs[1].Failure != nil ||
-		cs[0].Classname != "rlgate.gate.audit.gold" || !strings.Contains(cs[0].Failure.Text, "[41 90]") {
-		t.Errorf("junit:\n%s", b.String())
+	if got.Tests != 5 || got.Failures != 2 || len(cs) != 5 || cs[1].Failure == nil || cs[0].Failure != nil ||
+		!strings.Contains(cs[1].Failure.Text, "[41 90]") {
+		t.Fatalf("junit:\n%s", b.String())
+	}
+	var names [][2]string
+	for _, c := range cs {
+		names = append(names, [2]string{c.Classname, c.Name})
+	}
+	want := [][2]string{
+		{"rlgate.gate.audit.gold.base", "audit gold: no-gold-in-prompts (base)"},
+		{"rlgate.gate.audit.gold.rl", "audit gold: no-gold-in-prompts (rl)"},
+		{"rlgate.gate.audit.gold.rl", "audit gold: no-gold-in-prompts (rl) #2"},
+		{"rlgate.gate.audit.budget", "audit budget: same-protocol"},
+		{"rlgate.gate.claim", "claim rl > base"},
+	}
+	if diff := cmp.Diff(want, names); diff != "" {
+		t.Errorf("junit class and name (-want +got):\n%s", diff)
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/rlgate/rlgate/stages/pipeline"
 )
 
-// TestGPUPipelinesDryRun: examples/skyrl and examples/verl parse, hold
+// TestGPUPipelinesDryRun: examples/skyrl, examples/verl and examples/trl parse, hold
 // every stage of the pipeline rlgate demo writes with the same upstream
 // stages, gate it with the demo's policy, call their trainers' real entry
 // points, and, given the inputs no stage makes (the split benchmark, the
@@ -33,6 +33,7 @@ func TestGPUPipelinesDryRun(t *testing.T) {
 	for _, c := range []struct{ dir, entry string }{
 		{"skyrl", "skyrl_train.entrypoints.main_base"},
 		{"verl", "verl.trainer.main_ppo"},
+		{"trl", "accelerate launch train_trl.py grpo"},
 	} {
 		t.Run(c.dir, func(t *testing.T) {
 			policy, err := os.ReadFile(filepath.Join(c.dir, demo.PolicyFile))

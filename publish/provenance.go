@@ -251,7 +251,7 @@ func (v *Verification) provenance(ctx context.Context, dir string, ver *verifier
 	case g.ModelIdentity == nil || *g.ModelIdentity != p.ModelIdentity:
 		v.add(CheckProvenanceGate, false, "gate verdict entry %d is for model %v, not %s", p.Gate.Seq, g.ModelIdentity, p.ModelIdentity)
 	default:
-		v.add(CheckProvenanceGate, true, "gate verdict entry %d (policy %s) passed all %d checks for model %s", p.Gate.Seq, g.Policy.Name, len(g.Checks), p.ModelIdentity)
+		v.add(CheckProvenanceGate, true, "the signer states gate verdict entry %d (policy %s) passed all %d checks for model %s", p.Gate.Seq, g.Policy.Name, len(g.Checks), p.ModelIdentity)
 	}
 	return nil
 }

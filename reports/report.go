@@ -213,7 +213,10 @@ type LineageRow struct {
 	// "server" (reported by the endpoint) or "asserted" (given by the
 	// user, not confirmed).
 	Source string `json:"source,omitempty"`
-	Seq    int64  `json:"seq"`
+	// ProducedBy, of a training input, is the run that wrote it (its
+	// output of the same digest), as rlgate run recorded it.
+	ProducedBy string `json:"produced_by,omitempty"`
+	Seq        int64  `json:"seq"`
 }
 
 // curveMetrics are the training curves a report draws, by their name in
@@ -550,9 +553,21 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 	return nil
 }
 
-// training draws each training run's curves and lists its artifacts.
+// training draws each training run's curves and lists its artifacts,
+// then does the same for every training stage upstream of them that the
+// policy does not name (a curriculum's first RL stage, whose checkpoint the
+// second starts from): following each input to the run that wrote it, as
+// rlgate run recorded it, until a run's inputs have no producer. Such a
+// stage is labelled "stage NAME". Only runs that wrote a checkpoint count
+// as training; each run is shown once, however many paths lead to it.
 func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
-	for _, lr := range r.Subjects.Train {
+	queue := slices.Clone(r.Subjects.Train)
+	seen := map[string]bool{}
+	for _, lr := range queue {
+		seen[lr.Run] = true
+	}
+	for i := 0; i < len(queue); i++ {
+		lr := queue[i]
 		tr, err := l.RunStatus(ctx, lr.Run)
 		if err != nil {
 			return fmt.Errorf("training %s=%s: %w", lr.Label, lr.Run, err)
@@ -561,19 +576,37 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 		if err := l.DecodeBody(ctx, tr.StartedSeq, &start); err != nil {
 			return err
 		}
-		for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {
+		if i >= len(r.Subjects.Train) {
+			lr.Label = "stage " + start.Stage
+		}
+		rows, trained, err := r.artifacts(ctx, l, lr, start.Stage)
+		if err != nil {
+			return err
+		}
+		if i >= len(r.Subjects.Train) && !trained {
+			continue // a data stage (an export, a synthesis): not training
+		}
+		for j, x := range rows {
+			if x.ProducedBy == "" {
+				continue
+			}
+			// A run that wrote back bytes it read (the No-update control,
+			// lr = 0) did not produce them: the input came from upstream
+			// of it, and it is no stage of this model.
+			up, _, err := r.artifacts(ctx, l, audit.LabeledRun{Run: x.ProducedBy}, "")
 			if err != nil {
 				return err
 			}
-			if e.Seq > r.Head.Seq {
-				break
+			if slices.ContainsFunc(up, func(u LineageRow) bool { return u.Role == "input" && u.Digest == x.Digest }) {
+				rows[j].ProducedBy = ""
+				continue
 			}
-			var a ledger.Artifact
-			if err := json.Unmarshal(e.Body, &a); err != nil {
-				return fmt.Errorf("training %s=%s: entry %d: %w", lr.Label, lr.Run, e.Seq, err)
+			if !seen[x.ProducedBy] {
+				seen[x.ProducedBy] = true
+				queue = append(queue, audit.LabeledRun{Run: x.ProducedBy})
 			}
-			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "train", Run: lr.Run, Stage: start.Stage, Role: a.Role, Name: a.Name, Digest: a.Digest, Seq: e.Seq})
 		}
+		r.Lineage = append(r.Lineage, rows...)
 		for _, m := range curveMetrics {
 			s, err := audit.CanonSeries(ctx, l, lr.Run, m.canon)
 			if err != nil {
@@ -585,6 +618,34 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 		}
 	}
 	return nil
+}
+
+// artifacts returns a training run's lineage rows up to the report's head,
+// each input with the run that wrote it as recorded, and whether the run
+// wrote a checkpoint.
+func (r *Report) artifacts(ctx context.Context, l *ledger.Ledger, lr audit.LabeledRun, stage string) (rows []LineageRow, trained bool, err error) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {
+		if err != nil {
+			return nil, false, err
+		}
+		if e.Seq > r.Head.Seq {
+			break
+		}
+		var a struct {
+			ledger.Artifact
+			ProducedBy *runner.Lineage `json:"produced_by"`
+		}
+		if err := json.Unmarshal(e.Body, &a); err != nil {
+			return nil, false, fmt.Errorf("training %s=%s: entry %d: %w", lr.Label, lr.Run, e.Seq, err)
+		}
+		trained = trained || a.Role == "output" && a.Kind == "checkpoint"
+		row := LineageRow{Label: lr.Label, Kind: "train", Run: lr.Run, Stage: stage, Role: a.Role, Name: a.Name, Digest: a.Digest, Seq: e.Seq}
+		if a.Role == "input" && a.ProducedBy != nil && a.ProducedBy.Run != "" && a.ProducedBy.Run != lr.Run {
+			row.ProducedBy = a.ProducedBy.Run
+		}
+		rows = append(rows, row)
+	}
+	return rows, trained, nil
 }
 
 // curve summarises a series logged up to the report's head and keeps at

@@ -122,12 +122,16 @@ func (r *Report) sections(esc func(string) string) []section {
 
 	claims := section{ID: "claims", Title: "Claims",
 		Intro: "Each claim A > B pairs the two evaluations' greedy outcomes by task, as the gate decided it (its Holm p is adjusted across the claims); " +
-			"it holds only when the whole gate passed." + groupNote(r.Claims, esc),
+			"it holds only when the whole gate passed: under a failed gate, a claim whose test passed would pass, the others are not supported." + groupNote(r.Claims, esc),
 		Header: []string{"claim", "status", r.diffHeader("A − B"), level + " bootstrap CI", "b", "c", "exact p", "Holm p", "MDE", "entries"}}
 	for _, c := range r.Claims {
 		status := "supported"
-		if !c.Supported {
-			status = "unsupported"
+		switch {
+		case c.Supported:
+		case c.OK && r.Verdict != nil:
+			status = "would pass (the gate failed)"
+		default:
+			status = "not supported"
 			if len(c.Problems) > 0 {
 				status += ": " + esc(strings.Join(c.Problems, "; "))
 			}
@@ -217,12 +221,15 @@ func (r *Report) sections(esc func(string) string) []section {
 	}
 	out = append(out, curves)
 
-	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it. An evaluation's model identity was reported by the endpoint (server) or only asserted by the user (asserted).",
+	lineage := section{ID: "lineage", Title: "Lineage", Intro: "Every input and output of every stage, by digest, with the entry that records it; a training input names the run that wrote it, and a training stage the gate's policy does not name is shown as stage NAME. An evaluation's model identity was reported by the endpoint (server) or only asserted by the user (asserted).",
 		Header: []string{"model", "kind", "run", "stage", "role", "name", "digest", "entry"}}
 	for _, x := range r.Lineage {
 		name := esc(x.Name)
 		if x.Source != "" {
 			name += " (" + esc(x.Source) + ")"
+		}
+		if x.ProducedBy != "" {
+			name += " (written by " + esc(x.ProducedBy) + ")"
 		}
 		lineage.Rows = append(lineage.Rows, []string{esc(x.Label), esc(x.Kind), esc(x.Run), esc(x.Stage), esc(x.Role), name, x.Digest.String(), fmt.Sprint(x.Seq)})
 	}

@@ -25,9 +25,12 @@ func newVerifyBundleCommand() *cli.Command {
 			"it), also its signature by the same key, that its subject is the OMS root\n" +
 			"digest, that the weights have the model identity it names, and the gate\n" +
 			"verdict it claims; then prints which gate verdict and ledger head the bundle\n" +
-			"claims. With --ledger (or RLGATE_LEDGER) it also checks that the ledger holds\n" +
-			"that head and that verdict, with the hashes named, and the publish entry\n" +
-			"(run rlgate verify for the chain between). Exit 3 names every failed check.\n\n" + exitCodesHelp,
+			"claims. Without --ledger these are the signer's statements, checked only for\n" +
+			"their signature: nothing is re-derived. With --ledger (or RLGATE_LEDGER) it\n" +
+			"also checks that the ledger holds that head and that verdict, with the hashes\n" +
+			"named, re-derives the verdict from the entries it read, and checks the publish\n" +
+			"entry (run rlgate verify for the chain between). Exit 3 names every failed\n" +
+			"check.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "public-key", Usage: "public key PEM `FILE` (key method)"},
 			&cli.StringSliceFlag{Name: "certificate-chain", Usage: "PEM `FILE` of trusted certificates (certificate method; repeatable)"},

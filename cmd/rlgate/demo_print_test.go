@@ -49,3 +49,41 @@ func TestBriefVerdict(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictClaimResults: a claim holds only when the whole gate passes,
+// so under a failed gate the table shows a claim whose test passed as
+// "would pass" and the others as "not supported", never PASS; under a
+// passed gate they read PASS.
+func TestVerdictClaimResults(t *testing.T) {
+	checks := []audit.GateCheck{
+		{Name: "audit training: lr-positive", Message: "rl: lr 0"},
+		{Name: "claim rl > base", OK: true, Message: "gain"},
+		{Name: "claim rl > noupdate", Message: "no gain"},
+	}
+	results := func(v *audit.Verdict) map[string]string {
+		var b strings.Builder
+		if err := printVerdict(&b, v, false); err != nil {
+			t.Fatal(err)
+		}
+		got := map[string]string{}
+		for _, line := range strings.Split(b.String(), "\n") {
+			cells := strings.Split(line, "│")
+			if len(cells) < 3 {
+				continue
+			}
+			if name := strings.TrimSpace(cells[1]); strings.HasPrefix(name, "audit ") || strings.HasPrefix(name, "claim ") {
+				got[name] = strings.TrimSpace(cells[2])
+			}
+		}
+		return got
+	}
+	failed := &audit.Verdict{Failed: 2, Policy: audit.Policy{Name: "p"}, Checks: checks}
+	want := map[string]string{"audit training: lr-positive": "FAIL", "claim rl > base": "would pass", "claim rl > noupdate": "not supported"}
+	if diff := cmp.Diff(want, results(failed)); diff != "" {
+		t.Errorf("failed gate (-want +got):\n%s", diff)
+	}
+	passed := &audit.Verdict{OK: true, Policy: audit.Policy{Name: "p"}, Checks: []audit.GateCheck{checks[1]}}
+	if diff := cmp.Diff(map[string]string{"claim rl > base": "PASS"}, results(passed)); diff != "" {
+		t.Errorf("passed gate (-want +got):\n%s", diff)
+	}
+}

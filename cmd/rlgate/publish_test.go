@@ -192,8 +192,9 @@ func TestPublishGated(t *testing.T) {
 		t.Errorf("verify-bundle of the published run: exit %d:\n%s", code, out)
 	}
 
-	// By hand, now that the gate passed.
-	bundle := filepath.Join(t.TempDir(), "bundle")
+	// By hand, now that the gate passed, into a directory whose parents
+	// do not exist yet: publish makes them.
+	bundle := filepath.Join(t.TempDir(), "pub", "rl", "bundle")
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl-pub", "--to", bundle, "--key", key, "--after-failed-verdict", reason); code != exitOK {
 		t.Fatalf("publish: exit %d: %s", code, errOut)
 	}

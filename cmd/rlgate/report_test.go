@@ -52,6 +52,20 @@ func buildReportExperiment(t *testing.T) *reportExperiment {
 	return x
 }
 
+// reportJSON reads the report.json of a written report.
+func reportJSON(t *testing.T, dir string) reports.Report {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r reports.Report
+	if err := json.Unmarshal(raw, &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // reportWrite runs rlgate report --out into a new directory.
 func reportWrite(t *testing.T, ldir string, extra ...string) string {
 	t.Helper()
@@ -72,14 +86,7 @@ func reportWrite(t *testing.T, ldir string, extra ...string) string {
 // checking that it is the digest of that directory as it is now.
 func reportNormalise(t *testing.T, x *reportExperiment, dir string, b []byte) []byte {
 	t.Helper()
-	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var r reports.Report
-	if err := json.Unmarshal(raw, &r); err != nil {
-		t.Fatal(err)
-	}
+	r := reportJSON(t, dir)
 	s := strings.ReplaceAll(string(b), r.Head.LedgerID, "LEDGER-ID")
 	s = strings.ReplaceAll(s, r.Head.Hash.String(), "HEAD-HASH")
 	s = strings.ReplaceAll(s, r.Head.Hash.Hex(), "HEAD-HASH")
@@ -175,4 +182,5 @@ func TestReport(t *testing.T) {
 	t.Run("without a verdict nothing is supported", func(t *testing.T) { reportUngated(t, x) })
 	t.Run("check finds every edit", func(t *testing.T) { reportCheckEdits(t, x, failed) })
 	t.Run("ledger strings are text in report.md", func(t *testing.T) { reportEscapes(t, x) })
+	t.Run("every training stage in lineage and curves", func(t *testing.T) { reportCurriculum(t, x.ungated.fork(t)) })
 }

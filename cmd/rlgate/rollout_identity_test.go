@@ -13,7 +13,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/stages/demo"
 	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -175,14 +174,7 @@ func gateIdentitySources(t *testing.T, x *gateExperiment) {
 	}
 
 	dir := reportWrite(t, x.ledger, "--runs", x.runs, "--train", x.train, "--format", "md,json")
-	raw, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var rep reports.Report
-	if err := json.Unmarshal(raw, &rep); err != nil {
-		t.Fatal(err)
-	}
+	rep := reportJSON(t, dir)
 	got = map[string]string{}
 	for _, row := range rep.Lineage {
 		if row.Name == "model_identity" {

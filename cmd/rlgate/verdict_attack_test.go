@@ -144,7 +144,8 @@ func TestVerdictAttacks(t *testing.T) {
 			t.Errorf("verify-bundle --ledger: exit %d:\n%s%s", code, out, errOut)
 		}
 		code, out, _ = rlgate(t, "verify-bundle", to, "--public-key", key+".pub")
-		if code != exitOK || !strings.Contains(out, "signer's statements") {
+		// The gate row itself says whose statement it is, not "PASS ... passed".
+		if code != exitOK || !strings.Contains(out, "signer's statements") || !strings.Contains(out, "the signer states gate verdict entry") {
 			t.Errorf("verify-bundle without a ledger does not say whose statement the verdict is: exit %d:\n%s", code, out)
 		}
 	})

@@ -197,7 +197,9 @@ type pastRun struct {
 	End   runner.EndBody
 }
 
-// lastSuccessful reads, per stage, its most recent run that ended ok.
+// lastSuccessful reads, per stage, its most recent run that ended ok; a
+// stage whose runs all failed (or are still running) has an empty pastRun,
+// so that a first run and a failed one are told apart.
 func lastSuccessful(ctx context.Context, l *ledger.Ledger) (map[string]*pastRun, error) {
 	runs, err := l.Runs(ctx)
 	if err != nil {
@@ -206,6 +208,9 @@ func lastSuccessful(ctx context.Context, l *ledger.Ledger) (map[string]*pastRun,
 	out := map[string]*pastRun{}
 	for _, r := range runs {
 		if r.Status != "ok" || r.EndedSeq == nil {
+			if out[r.Stage] == nil {
+				out[r.Stage] = &pastRun{}
+			}
 			continue
 		}
 		p := &pastRun{Run: r.Run}
@@ -225,7 +230,10 @@ func lastSuccessful(ctx context.Context, l *ledger.Ledger) (map[string]*pastRun,
 
 // staleness lists why a stage must run again; none means it is up to date.
 func staleness(ctx context.Context, l *ledger.Ledger, spec runner.Spec, last *pastRun) ([]string, error) {
-	if last == nil {
+	switch {
+	case last == nil:
+		return []string{"first run"}, nil
+	case last.Run == "":
 		return []string{"never run successfully"}, nil
 	}
 	var why []string
