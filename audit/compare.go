@@ -276,12 +276,7 @@ func CompareOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*Comparis
 
 // Record appends the comparison to the ledger and sets its Seq.
 func (c *Comparison) Record(ctx context.Context, l *ledger.Ledger) error {
-	es, err := l.Append(ctx, ledger.Record{Kind: KindComparison, Body: c})
-	if err != nil {
-		return err
-	}
-	c.Seq = es[0].Seq
-	return nil
+	return record(ctx, l, nil, []*Comparison{c})
 }
 
 func sortedTasks(m map[string]bool) []string {

@@ -159,8 +159,9 @@ func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error
 	if v.SubjectsDigest, err = s.Digest(); err != nil {
 		return nil, err
 	}
-	// The audits run at once (each is mostly sequential) and are recorded
-	// in the policy's order.
+	// The audits and the claims' comparisons run at once (each is mostly
+	// sequential) and are recorded with one commit, the audits in the
+	// policy's order, then the comparisons in the claims' order.
 	cache := &scanCache{}
 	reps, errs := make([]*Report, len(p.Audits)), make([]error, len(p.Audits))
 	var g errgroup.Group
@@ -172,12 +173,25 @@ func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error
 			return nil
 		})
 	}
-	g.Wait()
+	var tests []claimTest
+	g.Go(func() (err error) {
+		tests, err = testClaims(ctx, r, p)
+		return err
+	})
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	if w != nil {
-		if err := recordReports(ctx, w, reps); err != nil {
+		var cmps []*Comparison
+		for _, t := range tests {
+			if t.cmp != nil {
+				cmps = append(cmps, t.cmp)
+			}
+		}
+		if err := record(ctx, w, reps, cmps); err != nil {
 			return nil, err
 		}
 	}
@@ -197,7 +211,7 @@ func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error
 			v.add(GateCheck{Name: "audit " + name + ": " + f.Check, OK: f.OK, Message: f.Message, Seqs: append(slices.Clone(f.Seqs), seqs...)})
 		}
 	}
-	if err := v.claims(ctx, r, w, p); err != nil {
+	if err := v.claims(p, tests); err != nil {
 		return nil, err
 	}
 	v.gated(ctx, r, s)
@@ -214,45 +228,55 @@ func (v *Verdict) add(c GateCheck) {
 	v.OK = v.Failed == 0
 }
 
-// claims compares each claim's runs (on its group's tasks for a claim on
-// a group), Holm-adjusts the exact McNemar p across the claims, and adds a
-// check per claim.
-func (v *Verdict) claims(ctx context.Context, r, w *ledger.Ledger, p Policy) error {
-	var ps []float64
-	var tested []int
-	for _, c := range p.Claims {
-		cr := ClaimResult{Claim: c.String(), Group: c.On}
+// claimTest is one claim's comparison (on its group's tasks for a claim
+// on a group), or why there is none.
+type claimTest struct {
+	cmp     *Comparison
+	problem string
+}
+
+// testClaims compares each claim's evaluations, reading only r.
+func testClaims(ctx context.Context, r *ledger.Ledger, p Policy) ([]claimTest, error) {
+	out := make([]claimTest, len(p.Claims))
+	for i, c := range p.Claims {
 		better, than := labeled(p.Subjects.Runs, c.Better), labeled(p.Subjects.Runs, c.Than)
 		if better == "" || than == "" {
-			cr.Problems = append(cr.Problems, fmt.Sprintf("no evaluation is labelled %s", map[bool]string{true: c.Better, false: c.Than}[better == ""]))
-			v.Claims = append(v.Claims, cr)
+			out[i].problem = fmt.Sprintf("no evaluation is labelled %s", map[bool]string{true: c.Better, false: c.Than}[better == ""])
 			continue
 		}
 		opts := CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power}
-		var cmp *Comparison
 		var err error
 		if c.On != "" {
-			cmp, err = compareOn(ctx, r, opts, c.On)
+			out[i].cmp, err = compareOn(ctx, r, opts, c.On)
 		} else {
-			cmp, err = Compare(ctx, r, opts)
+			out[i].cmp, err = Compare(ctx, r, opts)
 		}
 		if err != nil {
 			if ctx.Err() != nil {
-				return ctx.Err()
+				return nil, ctx.Err()
 			}
-			cr.Problems = append(cr.Problems, err.Error())
-			v.Claims = append(v.Claims, cr)
-			continue
+			out[i].problem = err.Error()
 		}
-		if w != nil {
-			if err := cmp.Record(ctx, w); err != nil {
-				return err
-			}
+	}
+	return out, nil
+}
+
+// claims judges each claim by its test (tests, in the claims' order),
+// Holm-adjusts the exact McNemar p across the claims, and adds a check per
+// claim.
+func (v *Verdict) claims(p Policy, tests []claimTest) error {
+	var ps []float64
+	var tested []int
+	for i, c := range p.Claims {
+		cr := ClaimResult{Claim: c.String(), Group: c.On}
+		if t := tests[i]; t.cmp == nil {
+			cr.Problems = append(cr.Problems, t.problem)
+		} else {
+			pr := t.cmp.Pairs[0]
+			cr.Tasks, cr.Delta, cr.CI, cr.B, cr.C, cr.ExactP, cr.MDE, cr.Seq = t.cmp.Tasks, pr.Delta, pr.Bootstrap.Percentile, pr.B, pr.C, pr.McNemar.ExactP, pr.MDE, t.cmp.Seq
+			ps = append(ps, cr.ExactP)
+			tested = append(tested, len(v.Claims))
 		}
-		pr := cmp.Pairs[0]
-		cr.Tasks, cr.Delta, cr.CI, cr.B, cr.C, cr.ExactP, cr.MDE, cr.Seq = cmp.Tasks, pr.Delta, pr.Bootstrap.Percentile, pr.B, pr.C, pr.McNemar.ExactP, pr.MDE, cmp.Seq
-		ps = append(ps, cr.ExactP)
-		tested = append(tested, len(v.Claims))
 		v.Claims = append(v.Claims, cr)
 	}
 	if len(ps) > 0 {

@@ -48,8 +48,12 @@ func claimResults(t *testing.T, l *ledger.Ledger, claims string) []ClaimResult {
 	if err != nil {
 		t.Fatal(err)
 	}
+	tests, err := testClaims(ctx, l, p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	v := &Verdict{}
-	if err := v.claims(ctx, l, nil, p); err != nil {
+	if err := v.claims(p, tests); err != nil {
 		t.Fatal(err)
 	}
 	return v.Claims

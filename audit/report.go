@@ -93,33 +93,36 @@ func (r *Report) fail(check string, ev any, seqs []int64, format string, args ..
 
 // Record appends the report as an audit.NAME entry and sets Seq.
 func (r *Report) Record(ctx context.Context, l *ledger.Ledger) error {
-	return recordReports(ctx, l, []*Report{r})
+	return record(ctx, l, []*Report{r}, nil)
 }
 
-// recordReports appends the reports that are there (nil ones are skipped)
-// as one write, in order, and sets each one's Seq: the gate records its
-// audits with one commit, not one each.
-func recordReports(ctx context.Context, l *ledger.Ledger, reps []*Report) error {
+// record appends the reports that are there (nil ones are skipped), then
+// the comparisons, as one write, and sets the Seq of each: the gate
+// records what it decided on with one commit, not one an entry.
+func record(ctx context.Context, l *ledger.Ledger, reps []*Report, cmps []*Comparison) error {
 	var recs []ledger.Record
-	var recorded []*Report
+	var seqs []*int64
+	var names []string
 	for _, r := range reps {
 		if r != nil {
-			recs, recorded = append(recs, ledger.Record{Kind: KindAuditPrefix + r.Audit, Body: r}), append(recorded, r)
+			recs, seqs, names = append(recs, ledger.Record{Kind: KindAuditPrefix + r.Audit, Body: r}), append(seqs, &r.Seq), append(names, r.Audit+" audit")
 		}
+	}
+	for _, c := range cmps {
+		recs, seqs = append(recs, ledger.Record{Kind: KindComparison, Body: c}), append(seqs, &c.Seq)
+	}
+	if len(cmps) > 0 {
+		names = append(names, "comparison")
 	}
 	if len(recs) == 0 {
 		return nil
 	}
 	es, err := l.Append(ctx, recs...)
 	if err != nil {
-		names := make([]string, len(recorded))
-		for i, r := range recorded {
-			names[i] = r.Audit
-		}
-		return fmt.Errorf("record %s audit: %w", strings.Join(names, ", "), err)
+		return fmt.Errorf("record %s: %w", strings.Join(names, ", "), err)
 	}
-	for i, r := range recorded {
-		r.Seq = es[i].Seq
+	for i, seq := range seqs {
+		*seq = es[i].Seq
 	}
 	return nil
 }
