@@ -74,6 +74,10 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 		return nil, err
 	}
 	checkedTasks := map[string]bool{}
+	// The evaluations of one benchmark share most messages (the system
+	// prompt, each database's schema): each distinct one is normalised
+	// once for all of them.
+	normalized := map[string]string{}
 	for i, e := range evals {
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
@@ -84,7 +88,7 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
 			continue
 		}
-		if err := scanGold(ctx, l, r, e, golds[i], o, cache); err != nil {
+		if err := scanGold(ctx, l, r, e, golds[i], o, cache, normalized); err != nil {
 			return nil, err
 		}
 		if o.Mutate > 0 {
@@ -141,15 +145,15 @@ func verifiedGold(ctx context.Context, e *evalRun) (map[string]string, error) {
 
 // scanGold looks for each task's gold in the distinct policy-visible
 // messages of its episodes.
-func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache) error {
+func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache, normalized map[string]string) error {
 	sc, err := cache.scan(ctx, l, e.grade.Rollout)
 	if err != nil {
 		return err
 	}
 	leaks, messages := 0, 0
 	// Many tasks share a message (the system prompt, a database's
-	// schema, an observation): each distinct one is normalised once.
-	normalized := map[string]string{}
+	// schema, an observation): each distinct one is normalised once, in
+	// normalized.
 	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
 		m := newGoldMatcher(golds[id], o.GoldSubstring)
 		for _, msg := range sc.Tasks[id].Messages {
