@@ -22,6 +22,21 @@ func Read(path string) ([]Gold, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read gold %w", err)
 	}
+	return checked(path, gs)
+}
+
+// Parse reads the bytes of a gold file as Read reads the file; name is
+// what its errors call it.
+func Parse(name string, data []byte) ([]Gold, error) {
+	gs, err := jsonl.Parse[Gold](name, data, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read gold %w", err)
+	}
+	return checked(name, gs)
+}
+
+// checked refuses entries without an id or db_id, or with a repeated id.
+func checked(path string, gs []Gold) ([]Gold, error) {
 	seen := make(map[string]int, len(gs))
 	for i, g := range gs {
 		if g.ID == "" || g.DBID == "" {

@@ -37,6 +37,22 @@ func Read(path string) ([]Task, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read tasks %w", err)
 	}
+	return checked(path, ts)
+}
+
+// Parse reads the bytes of a tasks file as Read reads the file; name is
+// what its errors call it.
+func Parse(name string, data []byte) ([]Task, error) {
+	ts, err := jsonl.Parse[Task](name, data, refuseGold)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks %w", err)
+	}
+	return checked(name, ts)
+}
+
+// checked refuses tasks without an id or db_id, or with a malformed or
+// repeated id.
+func checked(path string, ts []Task) ([]Task, error) {
 	seen := make(map[string]int, len(ts))
 	for i, t := range ts {
 		if t.ID == "" || t.DBID == "" {
