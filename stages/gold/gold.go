@@ -3,6 +3,7 @@ package gold
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/rlgate/rlgate/stages/jsonl"
 )
@@ -18,11 +19,11 @@ type Gold struct {
 
 // Read reads a gold.jsonl file, refusing unknown fields and a repeated id.
 func Read(path string) ([]Gold, error) {
-	gs, err := jsonl.Read[Gold](path, nil)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read gold %w", err)
 	}
-	return checked(path, gs)
+	return Parse(path, data)
 }
 
 // Parse reads the bytes of a gold file as Read reads the file; name is
@@ -32,18 +33,13 @@ func Parse(name string, data []byte) ([]Gold, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read gold %w", err)
 	}
-	return checked(name, gs)
-}
-
-// checked refuses entries without an id or db_id, or with a repeated id.
-func checked(path string, gs []Gold) ([]Gold, error) {
 	seen := make(map[string]int, len(gs))
 	for i, g := range gs {
 		if g.ID == "" || g.DBID == "" {
-			return nil, fmt.Errorf("read gold %s: entry %d has no id or db_id", path, i)
+			return nil, fmt.Errorf("read gold %s: entry %d has no id or db_id", name, i)
 		}
 		if j, dup := seen[g.ID]; dup {
-			return nil, fmt.Errorf("read gold %s: entry %d has id %s, as entry %d does; ids must be unique", path, i, g.ID, j)
+			return nil, fmt.Errorf("read gold %s: entry %d has id %s, as entry %d does; ids must be unique", name, i, g.ID, j)
 		}
 		seen[g.ID] = i
 	}
