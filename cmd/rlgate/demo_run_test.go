@@ -221,9 +221,9 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 		}
 		return strings.Join(out, ",")
 	}
-	gate := func(ldir string, global ...string) (int, audit.Verdict, string) {
+	gate := func(ldir, files string, global ...string) (int, audit.Verdict, string) {
 		t.Helper()
-		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(dir, demo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
+		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, demo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
 			"--train", flag(v.Policy.Subjects.Train), "--dry-run", "--json")
 		code, out, errOut := rlgate(t, args...)
 		var got audit.Verdict
@@ -232,7 +232,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 		}
 		return code, got, errOut
 	}
-	code, want, errOut := gate(filepath.Join(dir, ledger.DefaultDir))
+	code, want, errOut := gate(filepath.Join(dir, ledger.DefaultDir), dir)
 	if code != exitOK {
 		t.Fatalf("gate where the demo ran: exit %d, failed %v: %s", code, failedChecks(want), errOut)
 	}
@@ -254,7 +254,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 	}
 	defer os.Rename(gone, dir) // the injected variants copy it after this test
 
-	code, got, errOut := gate(ldir, "--data-root", data)
+	code, got, errOut := gate(ldir, data, "--data-root", data)
 	if code != exitOK {
 		t.Errorf("gate moved, with --data-root: exit %d, failed %v: %s", code, failedChecks(got), errOut)
 	}
@@ -265,7 +265,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 		t.Errorf("report of the demo's verdict, moved: exit %d: %s", code, errOut)
 	}
 
-	code, bare, _ := gate(ldir)
+	code, bare, _ := gate(ldir, data)
 	i := slices.IndexFunc(bare.Checks, func(c audit.GateCheck) bool { return c.Name == "audit reward: databases-present" && !c.OK })
 	if code != exitCheckFailed || i < 0 || !strings.Contains(bare.Checks[i].Message, "(blake3:") || !strings.Contains(bare.Checks[i].Message, "Try: --data-root DIR") {
 		t.Errorf("gate moved, without --data-root: exit %d, failed %v; want databases-present naming digests and --data-root", code, failedChecks(bare))

@@ -144,7 +144,7 @@ func FindDir(ctx context.Context, path string, rels []string) string {
 // MissingHint is what to do about files missing under a directory the
 // ledger recorded, for the end of a message.
 func MissingHint(ctx context.Context) string {
-	return fmt.Sprintf(" (looked for where it was recorded%s). Try: --data-root DIR, a directory holding a copy of it", underRoots(ctx))
+	return fmt.Sprintf("; looked for where they were recorded%s. Try: --data-root DIR, a directory holding a copy of them", underRoots(ctx))
 }
 
 // underRoots says which data roots were searched, for a message.

@@ -126,7 +126,8 @@ var pipelineTemplate = template.Must(template.New(PipelineFile).Funcs(funcs).Par
 # compare stage is gated by gate.yaml: the claims of RL after SFT, rl > sft,
 # rl > noupdate and sft > base, over the four evaluations, with every audit.
 # Commands that record a tasks directory get it as "$PWD/data/...", an
-# absolute path, so the gate can read it from wherever it runs.
+# absolute path, so the gate can read it from wherever it runs; a copy of
+# this directory elsewhere gates the same with rlgate --data-root COPY.
 stages:
 {{- range parts}}
   import_{{.}}:
