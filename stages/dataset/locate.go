@@ -49,8 +49,9 @@ func DataRoots(ctx context.Context) []string {
 // /home/u/exp/data/rl under DIR: DIR/home/u/exp/data/rl, DIR/u/exp/data/rl,
 // ..., DIR/rl), then the recorded path itself (a relative one from the
 // working directory). A tail never climbs out of its root: only the part
-// after the path's last ".." is used. Whatever is found there is trusted
-// only as far as its digest matches the recorded one.
+// after the path's last ".." is used, and at most its last 32 elements.
+// Whatever is found there is trusted only as far as its digest matches
+// the recorded one.
 func Places(ctx context.Context, path string) []string {
 	rel := filepath.ToSlash(filepath.Clean(strings.TrimPrefix(path, filepath.VolumeName(path))))
 	parts := strings.Split(strings.TrimLeft(rel, "/"), "/")
@@ -60,6 +61,9 @@ func Places(ctx context.Context, path string) []string {
 			break
 		}
 	}
+	// A path read from a ledger row may be made long to make the tails
+	// many: only the last maxTail elements count.
+	parts = parts[max(0, len(parts)-maxTail):]
 	var out []string
 	for _, root := range DataRoots(ctx) {
 		for i := range parts {
@@ -70,6 +74,10 @@ func Places(ctx context.Context, path string) []string {
 	}
 	return append(out, path)
 }
+
+// maxTail bounds how many trailing elements of a recorded path Places
+// tries under a data root; real paths have a dozen or so.
+const maxTail = 32
 
 // ErrNotFound is wrapped by the error of a recorded file found nowhere.
 var ErrNotFound = errors.New("not found")

@@ -25,6 +25,10 @@ func TestPlaces(t *testing.T) {
 	if d := cmp.Diff([]string{"/r1/x/db", "/r1/db", "/r2/x/db", "/r2/db", "../../x/db"}, Places(c, "../../x/db")); d != "" {
 		t.Errorf("Places of a path with .. (-want +got):\n%s", d)
 	}
+	long := "/" + strings.Repeat("d/", 1000) + "x.sqlite"
+	if n := len(Places(c, long)); n != 2*maxTail+1 {
+		t.Errorf("Places of a path of 1,001 elements: %d places, want %d", n, 2*maxTail+1)
+	}
 	if d := cmp.Diff([]string{"/a/b"}, Places(ctx, "/a/b")); d != "" {
 		t.Errorf("Places without data roots (-want +got):\n%s", d)
 	}
