@@ -242,7 +242,7 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 func copyInto(dir, src string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
-		return &ledger.Error{Op: "copy checkpoint", Path: src, Err: err, Hint: "publish from the machine that holds the run's output"}
+		return &ledger.Error{Op: "copy checkpoint", Path: src, Err: err, Hint: "publish from the machine that holds the run's output, or give rlgate --data-root DIR holding a copy of it"}
 	}
 	if fi.IsDir() {
 		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
