@@ -205,7 +205,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			},
 			&cli.StringSliceFlag{
 				Name:    "data-root",
-				Usage:   "`DIR` where this machine keeps the datasets and databases a ledger recorded elsewhere, looked for by digest (repeatable; tasks, gold and manifests come from the blob store)",
+				Usage:   "`DIR` where this machine keeps the databases and checkpoints a ledger recorded elsewhere, found by the tails of their recorded paths and taken only with their recorded digests (repeatable; tasks, gold and manifests come from the blob store)",
 				Sources: cli.EnvVars(dataset.EnvDataRoot),
 			},
 			&cli.StringFlag{
