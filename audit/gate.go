@@ -108,15 +108,21 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	if err := p.Check(); err != nil {
 		return nil, fmt.Errorf("gate: %w", err)
 	}
-	src, err := p.source()
-	if err != nil {
-		return nil, err
-	}
 	r, err := l.Checked(ctx, 0)
 	if err != nil {
 		return nil, err
 	}
 	defer r.Close()
+	if p, err = ForLineage(ctx, r, p); err != nil {
+		return nil, err
+	}
+	if err := p.Check(); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
+	src, err := p.source()
+	if err != nil {
+		return nil, err
+	}
 	w := l
 	if o.DryRun {
 		w = nil
@@ -144,6 +150,34 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	}
 	v.Seq = es[0].Seq
 	return v, nil
+}
+
+// ForLineage returns p, or, when p is the built-in paper-grade (not a
+// policy file) and the rl training run descends from the sft run's output
+// (RL after SFT, following the lineage rlgate run recorded), the built-in
+// paper-grade-sft with p's runs and options: the default claims follow
+// the pipeline. A run that cannot be read leaves p as it is, for the
+// audits to report.
+func ForLineage(ctx context.Context, l *ledger.Ledger, p Policy) (Policy, error) {
+	rl, sft := labeled(p.Subjects.Train, LabelRL), labeled(p.Subjects.Train, LabelSFT)
+	if p.Name != PaperGradeName || p.Source != nil || rl == "" || sft == "" {
+		return p, nil
+	}
+	ts, err := loadTrains(ctx, l, []LabeledRun{{Label: LabelRL, Run: rl}})
+	if err != nil {
+		return p, nil
+	}
+	in := ts[0].checkpoint("input", "base")
+	if in == nil {
+		return p, nil
+	}
+	follows, err := descendsFrom(ctx, l, in, sft)
+	if err != nil || !follows {
+		return p, err
+	}
+	q := PaperGradeSFT()
+	q.Subjects, q.Options = p.Subjects, p.Options
+	return q, nil
 }
 
 // decide runs the policy's audits and claims reading only r, and records

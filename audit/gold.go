@@ -3,7 +3,6 @@ package audit
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"maps"
 	"path/filepath"
@@ -13,9 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
-	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
@@ -63,7 +60,7 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	golds, goldErrs := make([]map[string]string, len(evals)), make([]error, len(evals))
 	var scanned []*evalRun
 	for i, e := range evals {
-		if golds[i], goldErrs[i] = verifiedGold(ctx, e); goldErrs[i] == nil {
+		if golds[i], goldErrs[i] = verifiedGold(ctx, l, e); goldErrs[i] == nil {
 			scanned = append(scanned, e)
 		}
 	}
@@ -82,7 +79,7 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
 			checkedTasks[e.rollout.Tasks] = true
-			goldFields(ctx, r, e, seqs)
+			goldFields(ctx, l, r, e, seqs)
 		}
 		if goldErrs[i] != nil {
 			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
@@ -100,41 +97,27 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	return r, nil
 }
 
-// goldFields checks the tasks file a rollout read.
-func goldFields(ctx context.Context, r *Report, e *evalRun, seqs []int64) {
-	d, _, err := manifests.HashFile(ctx, e.rollout.Tasks)
-	switch {
-	case err != nil:
+// goldFields checks the tasks file a rollout read, by the digest it
+// recorded, wherever the file lies now.
+func goldFields(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, seqs []int64) {
+	raw, err := dataset.ReadRecorded(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
+	if err != nil {
 		r.fail(CheckNoGoldFields, nil, seqs, "%s: cannot read the tasks file %s the rollout read: %v", e.Label, e.rollout.Tasks, err)
 		return
-	case d != e.rollout.TasksDigest:
-		r.fail(CheckNoGoldFields, nil, seqs, "%s: %s has digest %s, not the %s the rollout recorded; it was changed since", e.Label, e.rollout.Tasks, d, e.rollout.TasksDigest)
-		return
 	}
-	if _, err := tasks.Read(e.rollout.Tasks); errors.Is(err, tasks.ErrGoldField) {
-		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
-		return
-	} else if err != nil {
+	if _, err := tasks.Parse(e.rollout.Tasks, raw); err != nil {
 		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
 		return
 	}
 	r.pass(CheckNoGoldFields, nil, seqs, "%s: tasks file %s carries no gold field", e.Label, e.rollout.Tasks)
 }
 
-// verifiedGold reads the gold beside the rollout's tasks after checking it
-// against the digest the grading recorded.
-func verifiedGold(ctx context.Context, e *evalRun) (map[string]string, error) {
-	path := filepath.Join(e.datasetDir(), dataset.GoldFile)
-	d, _, err := manifests.HashFile(ctx, path)
+// verifiedGold reads the gold beside the rollout's tasks, by the digest
+// the grading recorded, wherever it lies now.
+func verifiedGold(ctx context.Context, l *ledger.Ledger, e *evalRun) (map[string]string, error) {
+	gs, err := readGold(ctx, l, filepath.Join(e.datasetDir(), dataset.GoldFile), e.grade.GoldDigest)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the gold: %w", err)
-	}
-	if d != e.grade.GoldDigest {
-		return nil, fmt.Errorf("%s has digest %s, not the gold %s grading recorded; it was changed since", path, d, e.grade.GoldDigest)
-	}
-	gs, err := gold.Read(path)
-	if err != nil {
-		return nil, err
 	}
 	out := make(map[string]string, len(gs))
 	for _, g := range gs {

@@ -27,7 +27,8 @@ type EvaluatedIdentity struct {
 // evaluations recorded: each evaluation served the model its label names
 // (rl, sft, noupdate: the training run's output; base: the input training
 // started from); the No-update control's output has every tensor digest
-// of its input, which is the base the trained run started from; and the
+// of its input, which is where the RL stage started (the sft run's output
+// when the rl model descends from it, else the base); and the
 // trained run's output differs from its input. Each evaluation's finding
 // says whether its identity was reported by the endpoint or only asserted
 // by the user: an asserted identity that matches passes, since servers
@@ -60,6 +61,10 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 			}
 		}
 	}
+	// rlInput: where the RL stage started, which the No-update control
+	// must start from too: the sft run's output when the rl model descends
+	// from it (SFT, then RL), else the base.
+	rlInput := base
 	if sft := trainByLabel(trains, LabelSFT); sft != nil && base.a != nil {
 		descends, err := descendsFrom(ctx, l, base.a, sft.Run)
 		if err != nil {
@@ -67,6 +72,9 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		}
 		if a := sft.checkpoint("input", "base"); a != nil && descends {
 			base = ckpt{fmt.Sprintf("the input %s of training %s, where the rl model's lineage starts", a.Name, sft.Run), a}
+		}
+		if a := sft.checkpoint("output", "ckpt"); a != nil && descends {
+			rlInput = ckpt{fmt.Sprintf("the output %s of training %s, where the RL stage started", a.Name, sft.Run), a}
 		}
 	}
 	expected := map[string]ckpt{LabelBase: base}
@@ -130,8 +138,12 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 			}
 			continue
 		}
-		if base.a != nil && base.a.Digest != in.Digest {
-			r.fail(check, nil, append(seqs, base.a.Seq), "%s: the No-update control started from %s, not from %s (%s)", t.Label, in.Digest, base.what, base.a.Digest)
+		if rlInput.a != nil && rlInput.a.Digest != in.Digest {
+			msg := fmt.Sprintf("%s: the No-update control started from %s, not from %s (%s)", t.Label, in.Digest, rlInput.what, rlInput.a.Digest)
+			if base.a != nil && base.a.Digest == in.Digest && base.a != rlInput.a {
+				msg += "; it started from " + base.what + ". Try: start the No-update control from the RL stage's own input, with lr = 0"
+			}
+			r.fail(check, nil, append(seqs, rlInput.a.Seq), "%s", msg)
 			continue
 		}
 		if in.Digest == out.Digest {

@@ -3,6 +3,7 @@ package audit
 import (
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger/ledgertest"
@@ -10,9 +11,10 @@ import (
 )
 
 // TestIdentityFollowsLineageToSFTInput: with SFT, then RL in two stages
-// (rl1 unlabelled, rl from rl1's output), the base is where the sft run
-// started, so a No-update control from Base passes; a control from the
-// SFT model still fails.
+// (rl1 unlabelled, rl from rl1's output), the No-update control mirrors
+// the RL stage: it must start from the RL stage's own input, the SFT
+// model, so a control from SFT passes and one from Base fails, naming the
+// input it should have started from and the one it did.
 func TestIdentityFollowsLineageToSFTInput(t *testing.T) {
 	l := ledgertest.New(t)
 	dir := t.TempDir()
@@ -47,14 +49,15 @@ func TestIdentityFollowsLineageToSFTInput(t *testing.T) {
 	for _, c := range []struct {
 		noupdate string
 		ok       bool
-	}{{"lr0", true}, {"lr0-from-sft", false}} {
+		says     string
+	}{{"lr0", false, "not from the output ckpt of training sft, where the RL stage started"}, {"lr0-from-sft", true, "wrote the model it started from"}} {
 		r, err := Identity(ctx, l, Subjects{Train: []LabeledRun{{LabelSFT, "sft"}, {LabelRL, "rl"}, {LabelNoUpdate, c.noupdate}}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, f := range r.Findings {
-			if f.Check == CheckNoUpdateIdentical && f.OK != c.ok {
-				t.Errorf("noupdate %s: %s ok=%v, want %v: %s", c.noupdate, f.Check, f.OK, c.ok, f.Message)
+			if f.Check == CheckNoUpdateIdentical && (f.OK != c.ok || !strings.Contains(f.Message, c.says)) {
+				t.Errorf("noupdate %s: %s ok=%v, want %v saying %q: %s", c.noupdate, f.Check, f.OK, c.ok, c.says, f.Message)
 			}
 		}
 	}

@@ -77,7 +77,7 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 	if err != nil {
 		return err
 	}
-	all, err := verifiedTasks(ctx, e.rollout.Tasks, e.rollout.TasksDigest)
+	all, err := readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
 	if err != nil {
 		r.fail(CheckGoldMutation, nil, []int64{e.rolloutRun.StartedSeq}, "%s: %v", e.Label, err)
 		return nil
@@ -125,9 +125,15 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 		return err
 	}
 	defer scratch.Close()
-	dbRoot := e.rollout.DBRoot
+	// The databases where they lie now (--data-root), under the root the
+	// rollout recorded.
+	var rels []string
+	for _, t := range picked {
+		rels = append(rels, dataset.DBRel(t.DBID))
+	}
+	at := dataset.FindDir(ctx, e.rollout.DBRoot, rels)
 	if _, err := rollout.Run(ctx, scratch, rollout.Options{Run: "mutate", Tasks: picked, TasksPath: filepath.Join(dir, dataset.TasksFile),
-		TasksDigest: e.rollout.TasksDigest, DBRoot: dbRoot, DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) },
+		TasksDigest: e.rollout.TasksDigest, DBRoot: e.rollout.DBRoot, DBPath: func(id string) string { return dataset.DBPath(at, id) },
 		Endpoint: endpoint, Model: e.rollout.Model, Protocol: p, Concurrency: 4,
 		Client: rollout.ClientOptions{RequestTimeout: time.Minute, MaxAttempts: 2}}); err != nil {
 		return fmt.Errorf("audit gold: re-play %s: %w", e.grade.Rollout, err)
@@ -163,7 +169,7 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 				seqs = append(seqs, seq)
 			}
 		}
-		db := dataset.DBPath(dbRoot, ep.DBID)
+		db := dataset.DBPath(at, ep.DBID)
 		before, err1 := g.Grade(ctx, e.grade.Metric, db, ep.FinalSQL, golds[ep.TaskID])
 		after, err2 := g.Grade(ctx, e.grade.Metric, db, ep.FinalSQL, mutateGold(golds[ep.TaskID]))
 		if err := errors.Join(err1, err2); err != nil {

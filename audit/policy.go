@@ -156,7 +156,10 @@ const PaperGradeName = "paper-grade"
 // builtinPolicies are rlgate's own policies by name, with the text each is
 // parsed from. Their names are reserved: no policy file may take one, so a
 // verdict "under paper-grade" is always under the built-in policy.
-var builtinPolicies = map[string]func() []byte{PaperGradeName: PaperGradeSource}
+var builtinPolicies = map[string]func() []byte{PaperGradeName: PaperGradeSource, PaperGradeSFTName: PaperGradeSFTSource}
+
+// PaperGradeSFTName is the built-in policy for RL that follows SFT.
+const PaperGradeSFTName = "paper-grade-sft"
 
 // reservedName reports whether s is, or reads like, a built-in policy's
 // name: case and surrounding spaces do not tell policies apart to a reader.
@@ -184,12 +187,32 @@ func PaperGrade() Policy {
 	}
 }
 
+// PaperGradeSFT is paper-grade for a pipeline whose RL stage starts from
+// the SFT model: claims rl > sft (what the RL stage added to its own
+// input), rl > noupdate (the same input through the RL stage with lr = 0)
+// and sft > base. Under paper-grade, rl > base would credit SFT's gain to
+// RL, and rl > noupdate would compare RL with the SFT model, a claim it
+// would not name. The gate takes it in place of paper-grade when the rl
+// run descends from the sft run's output (ForLineage).
+func PaperGradeSFT() Policy {
+	p := PaperGrade()
+	p.Name = PaperGradeSFTName
+	p.Claims = []Claim{{Better: LabelRL, Than: LabelSFT}, {Better: LabelRL, Than: LabelNoUpdate}, {Better: LabelSFT, Than: LabelBase}}
+	return p
+}
+
 // PaperGradeSource is the text ParsePolicy reads as PaperGrade(), so a
 // verdict under the built-in policy can store its policy's bytes as one
 // under a policy file does, and be re-derived the same way. It is written
 // from PaperGrade(), so the two cannot drift apart.
-func PaperGradeSource() []byte {
-	p := PaperGrade()
+func PaperGradeSource() []byte { return builtinSource(PaperGrade()) }
+
+// PaperGradeSFTSource is the text ParsePolicy reads as PaperGradeSFT().
+func PaperGradeSFTSource() []byte { return builtinSource(PaperGradeSFT()) }
+
+// builtinSource writes a built-in policy's text. NB: recorded verdicts
+// hold paper-grade's text byte for byte; changing it refuses them.
+func builtinSource(p Policy) []byte {
 	claims := make([]string, len(p.Claims))
 	for i, c := range p.Claims {
 		claims[i] = fmt.Sprintf("%q", c.String())
@@ -378,6 +401,9 @@ func (p Policy) Check() error {
 			return &fieldError{s.key, err}
 		}
 	}
+	if err := p.sameEvaluations(); err != nil {
+		return field("claims", "%w", err)
+	}
 	if p.Options.MutateEndpoint != "" && p.Options.Mutate == 0 {
 		return field("mutate_endpoint", "mutate_endpoint is set but mutate is 0, so nothing is re-played; Try: mutate: 20, or drop mutate_endpoint")
 	}
@@ -392,6 +418,35 @@ func (p Policy) Check() error {
 				return field(sub.key, "%s: %w", sub.key, err)
 			}
 		}
+	}
+	return nil
+}
+
+// sameEvaluations refuses claims that, under the runs the policy names,
+// compare one evaluation with itself, or the same two evaluations as an
+// earlier claim (as rl > noupdate does rl > base when the No-update
+// control's evaluation is Base's): such a claim would only repeat another
+// and count twice in the Holm adjustment.
+func (p Policy) sameEvaluations() error {
+	runOf := map[string]string{}
+	for _, r := range p.Subjects.Runs {
+		runOf[strings.TrimSpace(r.Label)] = strings.TrimSpace(r.Run)
+	}
+	type pair struct{ a, b string }
+	seen := map[pair]Claim{}
+	for _, c := range p.Claims {
+		a, b := runOf[c.Better], runOf[c.Than]
+		switch {
+		case a == "" || b == "":
+			continue
+		case a == b:
+			return fmt.Errorf("claims: %s compares evaluation %s with itself (runs name it for both labels). Try: --runs giving %s and %s an evaluation each", c, a, c.Better, c.Than)
+		}
+		k := pair{min(a, b), max(a, b)}
+		if earlier, ok := seen[k]; ok {
+			return fmt.Errorf("claims: %s compares the same two evaluations as %s (%s and %s), so it would only repeat it. Try: evaluate each label's model in a run of its own, or drop one of the claims", c, earlier, k.a, k.b)
+		}
+		seen[k] = c
 	}
 	return nil
 }

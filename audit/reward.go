@@ -67,8 +67,12 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 	}
 	var sources []goldSource
 	for _, t := range trains {
-		a, man := t.datasetInput()
-		if a == nil {
+		a, man, err := t.datasetInput(ctx, l)
+		if err != nil {
+			r.fail(CheckGoldSelfGrade, nil, []int64{t.run.StartedSeq, a.Seq}, "%s (training %s): %v", t.Label, t.Run, err)
+			continue
+		}
+		if man == nil {
 			continue
 		}
 		src := goldSource{what: fmt.Sprintf("%s (training %s, input %s)", t.Label, t.Run, a.Name), dir: a.Path, goldDigest: man.Gold.Digest,
@@ -131,14 +135,35 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 // the same gold on databases with the digests hashed now stands for the
 // self-grade, cited, and the queries are not run again.
 func selfGrade(ctx context.Context, l *ledger.Ledger, r *Report, g *grading.Grader, src goldSource, o Options) error {
-	c, golds, err := grading.CheckGoldDatabases(ctx, filepath.Join(src.dir, dataset.GoldFile), src.goldDigest, src.dbRoot, src.recorded)
+	golds, err := readGold(ctx, l, filepath.Join(src.dir, dataset.GoldFile), src.goldDigest)
+	if err != nil {
+		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: cannot read the gold: %v", src.what, err)
+		return nil
+	}
+	// The databases are used where they lie now (--data-root); findings
+	// name the root the ledger recorded, and the pre-flight is matched on
+	// it, so a verdict re-derives the same wherever the files went.
+	var rels []string
+	for _, gd := range golds {
+		rels = append(rels, dataset.DBRel(gd.DBID))
+	}
+	at := dataset.FindDir(ctx, src.dbRoot, slices.Compact(slices.Sorted(slices.Values(rels))))
+	c, err := grading.GoldOnDatabases(ctx, golds, src.goldDigest, at, src.recorded)
 	if err != nil {
 		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: %v", src.what, err)
 		return nil
 	}
+	c.DBRoot = src.dbRoot
 	if len(c.Missing) > 0 {
-		r.fail(CheckDatabasesPresent, c.Missing, src.seqs, "%s: %d of %d databases are missing under %s: %s", src.what, len(c.Missing), c.Needed,
-			src.dbRoot, strings.Join(c.Missing, ", "))
+		missing := make([]string, len(c.Missing))
+		for i, db := range c.Missing {
+			missing[i] = db
+			if d, ok := src.recorded[db]; ok {
+				missing[i] += " (" + d.String() + ")"
+			}
+		}
+		r.fail(CheckDatabasesPresent, c.Missing, src.seqs, "%s: %d of %d databases are missing under %s: %s%s", src.what, len(c.Missing), c.Needed,
+			src.dbRoot, strings.Join(missing, ", "), dataset.MissingHint(ctx))
 	} else {
 		r.pass(CheckDatabasesPresent, nil, src.seqs, "%s: all %d databases present under %s", src.what, c.Needed, src.dbRoot)
 	}
@@ -160,7 +185,7 @@ func selfGrade(ctx context.Context, l *ledger.Ledger, r *Report, g *grading.Grad
 	if sg != nil {
 		by = fmt.Sprintf(" (the pre-flight of %s, entry %d)", src.run, seqs[len(seqs)-1])
 	} else {
-		res, err := grading.SelfGrade(ctx, g, src.metric, src.dbRoot, golds, o.SelfGradeSample, grading.DefaultSelfGradeSeed)
+		res, err := grading.SelfGrade(ctx, g, src.metric, at, golds, o.SelfGradeSample, grading.DefaultSelfGradeSeed)
 		if err != nil {
 			return err
 		}

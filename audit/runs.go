@@ -9,9 +9,11 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/stages/tasks"
 )
 
 // evalRun is a labelled grading run with the rollout it graded.
@@ -130,18 +132,44 @@ func (t *trainRun) checkpoint(role, name string) *trainArtifact {
 }
 
 // datasetInput returns the run's first input that is an imported dataset
-// directory (it holds the import's manifest.json), with that manifest.
-func (t *trainRun) datasetInput() (*trainArtifact, *dataset.Manifest) {
+// directory (it held the import's manifest.json when it was recorded),
+// with that manifest, read by digest wherever the directory lies now
+// (dataset.InputManifest).
+func (t *trainRun) datasetInput(ctx context.Context, l *ledger.Ledger) (*trainArtifact, *dataset.Manifest, error) {
 	for i := range t.artifacts {
 		a := &t.artifacts[i]
-		if a.Role != "input" || a.Kind == "checkpoint" {
+		if a.Role != "input" || a.Kind == "checkpoint" || a.Manifest == nil {
 			continue
 		}
-		if m, err := dataset.ReadManifest(a.Path); err == nil {
-			return a, m
+		m, err := dataset.InputManifest(ctx, l, a.Path, *a.Manifest)
+		if err != nil {
+			return a, nil, fmt.Errorf("input %s: %w", a.Name, err)
+		}
+		if m != nil {
+			return a, m, nil
 		}
 	}
-	return nil, nil
+	return nil, nil, nil
+}
+
+// readTasks reads the tasks file the ledger recorded at path with digest
+// want, wherever it lies now (dataset.ReadRecorded).
+func readTasks(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]tasks.Task, error) {
+	raw, err := dataset.ReadRecorded(ctx, l, path, want)
+	if err != nil {
+		return nil, err
+	}
+	return tasks.Parse(path, raw)
+}
+
+// readGold reads the gold file the ledger recorded at path with digest
+// want, wherever it lies now (dataset.ReadRecorded).
+func readGold(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]gold.Gold, error) {
+	raw, err := dataset.ReadRecorded(ctx, l, path, want)
+	if err != nil {
+		return nil, err
+	}
+	return gold.Parse(path, raw)
 }
 
 // trainByLabel returns the training run labelled label, or nil.

@@ -10,7 +10,6 @@ import (
 	"unicode"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/synth"
@@ -67,11 +66,14 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 		if p != nil {
 			byProduced[t.Label] = *p
 		}
-		a, man := t.datasetInput()
+		a, man, err := t.datasetInput(ctx, l)
 		switch {
-		case a != nil:
+		case err != nil:
+			r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
+			continue
+		case man != nil:
 			path := filepath.Join(a.Path, dataset.TasksFile)
-			ts, err := verifiedTasks(ctx, path, man.Tasks.Digest)
+			ts, err := readTasks(ctx, l, path, man.Tasks.Digest)
 			if err != nil {
 				r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
 				continue
@@ -95,7 +97,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			continue
 		}
 		seenEval[e.rollout.Tasks+"\x00"+e.rollout.TaskSet.String()] = true
-		ts, err := verifiedTasks(ctx, e.rollout.Tasks, e.rollout.TasksDigest)
+		ts, err := readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
 		if err != nil {
 			r.fail(CheckSplitData, nil, []int64{e.rolloutRun.StartedSeq}, "%s: %v", e.Label, err)
 			continue
@@ -196,7 +198,7 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFil
 		}
 		byID := map[string]tasks.Task{}
 		if p.Tasks != "" {
-			ts, err := verifiedTasks(ctx, p.Tasks, p.TasksDigest)
+			ts, err := readTasks(ctx, l, p.Tasks, p.TasksDigest)
 			if err != nil {
 				return nil, false, fmt.Errorf("input %s: tasks of %s: %w", a.Name, a.ProducedBy.Run, err)
 			}
@@ -243,17 +245,6 @@ func overlapFinding(r *Report, check string, shared []SplitOverlap, seqs []int64
 		first += " ~ " + shared[0].Eval
 	}
 	r.fail(check, shared, seqs, "%s share %d %s; first: %s", pair, len(shared), what, first)
-}
-
-func verifiedTasks(ctx context.Context, path string, want ledger.Digest) ([]tasks.Task, error) {
-	d, _, err := manifests.HashFile(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if d != want {
-		return nil, fmt.Errorf("%s has digest %s, not the %s the ledger recorded; it was changed since", path, d, want)
-	}
-	return tasks.Read(path)
 }
 
 func sharedIDs(a, b []tasks.Task) []SplitOverlap {

@@ -7,8 +7,9 @@ import (
 
 // RecordArtifact stores manifest (any JSON-encodable description: a
 // dataset, checkpoint or import manifest) as a canonical JSON blob, then
-// appends the artifact entry naming it, in that order.
-func (l *Ledger) RecordArtifact(ctx context.Context, run string, a Artifact, manifest any) (Entry, error) {
+// appends the artifact entry naming it, in that order. The entry also
+// names kept, blobs the caller stored already (an import's tasks and gold).
+func (l *Ledger) RecordArtifact(ctx context.Context, run string, a Artifact, manifest any, kept ...Digest) (Entry, error) {
 	body, err := CanonicalJSON(manifest)
 	if err != nil {
 		return Entry{}, err
@@ -18,7 +19,7 @@ func (l *Ledger) RecordArtifact(ctx context.Context, run string, a Artifact, man
 		return Entry{}, err
 	}
 	a.Manifest = &blob
-	es, err := l.Append(ctx, Record{Kind: KindArtifact, Run: run, Body: a, Blobs: []Digest{blob}})
+	es, err := l.Append(ctx, Record{Kind: KindArtifact, Run: run, Body: a, Blobs: append([]Digest{blob}, kept...)})
 	if err != nil {
 		return Entry{}, err
 	}

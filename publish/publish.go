@@ -18,6 +18,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/stages/dataset"
 )
 
 // KindPublish is the entry kind of a published bundle; its body is a
@@ -241,7 +242,7 @@ func build(ctx context.Context, l *ledger.Ledger, o Options, tmp, to string, ck 
 func copyInto(dir, src string) error {
 	fi, err := os.Stat(src)
 	if err != nil {
-		return &ledger.Error{Op: "copy checkpoint", Path: src, Err: err, Hint: "publish from the machine that holds the run's output"}
+		return &ledger.Error{Op: "copy checkpoint", Path: src, Err: err, Hint: "publish from the machine that holds the run's output, or give rlgate --data-root DIR holding a copy of it"}
 	}
 	if fi.IsDir() {
 		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
@@ -299,10 +300,35 @@ func outputCheckpoint(ctx context.Context, l *ledger.Ledger, run string) (*runAr
 				}
 				a.Path = filepath.Join(dir, a.Path)
 			}
-			return a, nil
+			return a, locateCheckpoint(ctx, l, a)
 		}
 	}
 	return nil, &ledger.Error{Op: "publish run", Path: run, Err: ErrNoCheckpoint, Hint: "publish a training stage run (rlgate run --out NAME=DIR) whose output holds safetensors"}
+}
+
+// locateCheckpoint points a at where its checkpoint lies now: the first
+// directory under a --data-root, by the tails of the recorded path, or
+// the recorded path itself, holding every file its recorded manifest
+// lists (dataset.FindDir), so a run trained on another machine can be
+// published from a copy. The bytes are checked against the manifest as
+// they are copied.
+func locateCheckpoint(ctx context.Context, l *ledger.Ledger, a *runArtifact) error {
+	raw, err := l.ReadBlob(*a.Manifest)
+	if err != nil {
+		return err
+	}
+	var m manifests.CheckpointManifest
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf("checkpoint manifest %s: %w", a.Manifest, err)
+	}
+	var rels []string
+	for _, f := range m.Files {
+		rels = append(rels, f.Path)
+	}
+	if len(rels) > 0 {
+		a.Path = dataset.FindDir(ctx, a.Path, rels)
+	}
+	return nil
 }
 
 // runDir is the working directory run's stage ran in.

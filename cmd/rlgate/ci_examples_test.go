@@ -25,7 +25,8 @@ type ciStep struct {
 // gateCIExamples runs the commands of examples/ci's GitHub Actions and
 // GitLab jobs as a lab's repository holds them: in a directory outside
 // this module holding only gate.yaml (the example's policy) and the
-// experiment's ledger as the artifact .rlgate/, with rlgate built by go
+// experiment's ledger and data as the artifact (.rlgate/, experiment-data/),
+// with rlgate built by go
 // build. The install step is checked to start with go install of the
 // module path and stands for the binary built here (the test has no
 // network); every other command runs as written, and the job passes.
@@ -82,6 +83,13 @@ func gateCIExamples(t *testing.T, x *gateExperiment) {
 			}
 			gateWrite(t, filepath.Join(repo, "gate.yaml"), string(policy))
 			if err := os.CopyFS(filepath.Join(repo, ".rlgate"), os.DirFS(x.ledger)); err != nil {
+				t.Fatal(err)
+			}
+			// The artifact's experiment-data/ is empty here: the databases
+			// are still where the import read them, which the gate looks at
+			// after the data roots (TestDemo's moved copy gates from a data
+			// root alone).
+			if err := os.Mkdir(filepath.Join(repo, "experiment-data"), 0o755); err != nil {
 				t.Fatal(err)
 			}
 			installed := t.TempDir()

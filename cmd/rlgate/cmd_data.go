@@ -120,7 +120,11 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 		return nil, err
 	}
 	m := im.Manifest
-	e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest}, m)
+	kept, err := m.Keep(l, o.Out)
+	if err != nil {
+		return nil, err
+	}
+	e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest}, m, kept...)
 	if err != nil {
 		return nil, err
 	}

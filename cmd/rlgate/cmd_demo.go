@@ -36,7 +36,8 @@ func newDemoCommand() *cli.Command {
 			"of this same binary recorded in DIR/.rlgate: import, cold-start synthesis\n" +
 			"(the Base reference policy served by rlgate serve-policy, sampled by\n" +
 			"rlgate synth), SFT, RL stage 1 (GRPO), RL stage 2 (with a KL term to\n" +
-			"stage 1), the No-update control (lr = 0), evaluations of Base, SFT, RL\n" +
+			"stage 1), the No-update control (RL stage 1's recipe from its own input,\n" +
+			"the SFT model, with lr = 0), evaluations of Base, SFT, RL\n" +
 			"and No-update on the eval part under one protocol, every audit and the\n" +
 			"gate. Then it writes the report into DIR/report and prints the\n" +
 			"comparison, the gate's verdict and the report's path. Open rlgate.yaml to\n" +

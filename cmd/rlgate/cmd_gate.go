@@ -29,7 +29,10 @@ func newGateCommand() *cli.Command {
 			"audit and comparison, then a gate.verdict entry bound to the rl model identity\n" +
 			"and the ledger head it was decided on, and exits 0 when every check passes.\n\n" +
 			"The built-in policy (paper-grade) claims rl > base, rl > noupdate and\n" +
-			"sft > base with every audit at alpha 0.05. --policy FILE reads a YAML policy\n" +
+			"sft > base with every audit at alpha 0.05; when the rl run descends from the\n" +
+			"sft run's output (RL after SFT) it is paper-grade-sft instead, claiming\n" +
+			"rl > sft, rl > noupdate and sft > base. Claims that compare the same two\n" +
+			"evaluations are refused. --policy FILE reads a YAML policy\n" +
 			"of the same shape (name, claims, audits, alpha, resamples, seed, power,\n" +
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
 			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +

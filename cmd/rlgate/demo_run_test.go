@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -58,9 +59,10 @@ func demoOutcomes(t *testing.T, dir string) map[string][]ledger.Outcome {
 
 // TestDemo runs rlgate demo twice with one seed (at once: its stages
 // mostly wait on each other) and checks what the issue asks of it: the gate
-// passes with RL beating Base (exact McNemar after Holm below 0.05,
-// bootstrap interval above 0), the No-update control served Base's model
-// identity, and both runs gave identical model identities and outcomes.
+// passes with RL beating its own input, SFT (exact McNemar after Holm below 0.05,
+// bootstrap interval above 0), the No-update control served the model
+// identity of the RL stage's input (SFT), and both runs gave identical
+// model identities and outcomes.
 // Then each injected defect, run over a copy of the first demo (so repro
 // re-runs only what the defect changes), exits 3 naming its check.
 func TestDemo(t *testing.T) {
@@ -87,16 +89,16 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("gate did not pass:\n%s", outs[0].String())
 	}
 	for _, c := range s.Verdict.Claims {
-		if c.Claim == "rl > base" && !(c.OK && c.HolmP < 0.05 && c.CI.Lo > 0) {
-			t.Errorf("rl > base: %+v", c)
+		if c.Claim == "rl > sft" && !(c.OK && c.HolmP < 0.05 && c.CI.Lo > 0) {
+			t.Errorf("rl > sft: %+v", c)
 		}
 	}
-	if !slices.ContainsFunc(s.Verdict.Claims, func(c audit.ClaimResult) bool { return c.Claim == "rl > base" }) {
-		t.Error("the verdict has no claim rl > base")
+	if !slices.ContainsFunc(s.Verdict.Claims, func(c audit.ClaimResult) bool { return c.Claim == "rl > sft" }) {
+		t.Error("the verdict has no claim rl > sft")
 	}
 	ids := s.Identities
-	if len(ids) != 4 || ids["noupdate"] != ids["base"] || ids["rl"] == ids["base"] || ids["sft"] == ids["base"] {
-		t.Errorf("model identities served: %v; want No-update = Base, and SFT, RL different", ids)
+	if len(ids) != 4 || ids["noupdate"] != ids["sft"] || ids["rl"] == ids["sft"] || ids["sft"] == ids["base"] {
+		t.Errorf("model identities served: %v; want No-update = SFT (the RL stage's input), and Base, RL different", ids)
 	}
 	if d := cmp.Diff(ids, sums[1].Identities); d != "" {
 		t.Errorf("two demos with seed 1 served other models (-first +second):\n%s", d)
@@ -116,6 +118,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
+	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dirs[0], s.Verdict) })
 
 	for _, in := range demo.Injects {
 		t.Run("inject "+in.Name, func(t *testing.T) {
@@ -202,4 +205,69 @@ func demoForce(t *testing.T, done string) {
 			t.Errorf("--force left %d files of the demo", len(left))
 		}
 	})
+}
+
+// demoMoved: the demo's ledger and its files, copied to other absolute
+// paths (the files into a fresh --data-root, the ledger apart from them)
+// with the original directory gone, as on a CI runner, gate check for
+// check as where they were recorded, and the demo's own verdict
+// re-derives there (rlgate report states it only then). Without
+// --data-root the databases are named missing with their digests.
+func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
+	flag := func(rs []audit.LabeledRun) string {
+		var out []string
+		for _, r := range rs {
+			out = append(out, r.Label+"="+r.Run)
+		}
+		return strings.Join(out, ",")
+	}
+	gate := func(ldir, files string, global ...string) (int, audit.Verdict, string) {
+		t.Helper()
+		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, demo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
+			"--train", flag(v.Policy.Subjects.Train), "--dry-run", "--json")
+		code, out, errOut := rlgate(t, args...)
+		var got audit.Verdict
+		if err := json.Unmarshal([]byte(out), &got); err != nil {
+			t.Fatalf("gate: exit %d: %v: %s", code, err, errOut)
+		}
+		return code, got, errOut
+	}
+	code, want, errOut := gate(filepath.Join(dir, ledger.DefaultDir), dir)
+	if code != exitOK {
+		t.Fatalf("gate where the demo ran: exit %d, failed %v: %s", code, failedChecks(want), errOut)
+	}
+
+	elsewhere := t.TempDir()
+	data, ldir := filepath.Join(elsewhere, "data-root"), filepath.Join(elsewhere, "ci", "ledger")
+	if out, err := exec.Command("cp", "-a", dir, data).CombinedOutput(); err != nil {
+		t.Fatalf("copy demo: %v: %s", err, out)
+	}
+	if err := os.MkdirAll(filepath.Dir(ldir), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(filepath.Join(data, ledger.DefaultDir), ldir); err != nil {
+		t.Fatal(err)
+	}
+	gone := dir + ".gone"
+	if err := os.Rename(dir, gone); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Rename(gone, dir) // the injected variants copy it after this test
+
+	code, got, errOut := gate(ldir, data, "--data-root", data)
+	if code != exitOK {
+		t.Errorf("gate moved, with --data-root: exit %d, failed %v: %s", code, failedChecks(got), errOut)
+	}
+	if d := cmp.Diff(want.Checks, got.Checks); d != "" {
+		t.Errorf("checks moved (-where recorded +moved):\n%s", d)
+	}
+	if code, _, errOut := rlgate(t, "--data-root", data, "--ledger", ldir, "report", "--out", filepath.Join(elsewhere, "report")); code != exitOK {
+		t.Errorf("report of the demo's verdict, moved: exit %d: %s", code, errOut)
+	}
+
+	code, bare, _ := gate(ldir, data)
+	i := slices.IndexFunc(bare.Checks, func(c audit.GateCheck) bool { return c.Name == "audit reward: databases-present" && !c.OK })
+	if code != exitCheckFailed || i < 0 || !strings.Contains(bare.Checks[i].Message, "(blake3:") || !strings.Contains(bare.Checks[i].Message, "Try: --data-root DIR") {
+		t.Errorf("gate moved, without --data-root: exit %d, failed %v; want databases-present naming digests and --data-root", code, failedChecks(bare))
+	}
 }

@@ -9,12 +9,14 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"syscall"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/urfave/cli/v3"
 )
@@ -201,6 +203,11 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 				Name:  "s3-path-style",
 				Usage: "always name the bucket in the URL path, not the host name (the default except on AWS, Google and Alibaba endpoints)",
 			},
+			&cli.StringSliceFlag{
+				Name:    "data-root",
+				Usage:   "`DIR` where this machine keeps the databases and checkpoints a ledger recorded elsewhere, found by the tails of their recorded paths and taken only with their recorded digests (repeatable; tasks, gold and manifests come from the blob store)",
+				Sources: cli.EnvVars(dataset.EnvDataRoot),
+			},
 			&cli.StringFlag{
 				Name:    "cache",
 				Usage:   "local `DIR` for temporary files of --blobs s3://... (default: one per ledger under the user cache directory)",
@@ -240,6 +247,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newPublishCommand(),
 			newVerifyBundleCommand(),
 		},
+		Before:         withDataRoots,
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Present() {
@@ -250,6 +258,24 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 	}
 	setUsageErrors(app)
 	return app
+}
+
+// withDataRoots puts the --data-root directories, made absolute, in the
+// context every command runs with (dataset.WithDataRoots); one that is
+// not a directory is a usage error.
+func withDataRoots(ctx context.Context, cmd *cli.Command) (context.Context, error) {
+	var roots []string
+	for _, d := range cmd.StringSlice("data-root") {
+		abs, err := filepath.Abs(d)
+		if err != nil {
+			return ctx, usagef("--data-root %s: %v", d, err)
+		}
+		if fi, err := os.Stat(abs); err != nil || !fi.IsDir() {
+			return ctx, usagef("--data-root %s is not a directory. Try: --data-root DIR, a directory holding copies of the files the ledger recorded", d)
+		}
+		roots = append(roots, abs)
+	}
+	return dataset.WithDataRoots(ctx, roots), nil
 }
 
 // setUsageErrors makes every usage error of every command exit 2 with one

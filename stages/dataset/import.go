@@ -84,8 +84,11 @@ func (r row) check() error {
 
 // DBPath is where a database lives under a root: {root}/{db_id}/{db_id}.sqlite.
 func DBPath(root, dbID string) string {
-	return filepath.Join(root, dbID, dbID+".sqlite")
+	return filepath.Join(root, filepath.FromSlash(DBRel(dbID)))
 }
+
+// DBRel is where a database lives relative to its root, as a slash path.
+func DBRel(dbID string) string { return dbID + "/" + dbID + ".sqlite" }
 
 // build turns source rows into tasks and gold, rendering each database's
 // schema once and skipping (and reporting) questions whose database is

@@ -123,10 +123,11 @@ var pipelineTemplate = template.Must(template.New(PipelineFile).Funcs(funcs).Par
 #   rlgate report --out report
 #
 # (rlgate on PATH: go install ./cmd/rlgate in the rlgate checkout). The
-# compare stage is gated by gate.yaml: the paper-grade claims rl > base,
-# rl > noupdate and sft > base over the four evaluations, with every audit.
+# compare stage is gated by gate.yaml: the claims of RL after SFT, rl > sft,
+# rl > noupdate and sft > base, over the four evaluations, with every audit.
 # Commands that record a tasks directory get it as "$PWD/data/...", an
-# absolute path, so the gate can read it from wherever it runs.
+# absolute path, so the gate can read it from wherever it runs; a copy of
+# this directory elsewhere gates the same with rlgate --data-root COPY.
 stages:
 {{- range parts}}
   import_{{.}}:
@@ -207,14 +208,15 @@ stages:
     metrics: [logs/rl2.jsonl:verl]
     gpu: off
 
-  # The No-update control: RL stage 1's recipe from Base with lr = 0{{if eq .Inject "noupdate-drift"}}
-  # (--inject noupdate-drift: lr > 0, so its weights drift from Base){{end}}.
+  # The No-update control mirrors the RL stage: RL stage 1's recipe from
+  # its own input, the SFT model, with lr = 0{{if eq .Inject "noupdate-drift"}}
+  # (--inject noupdate-drift: lr > 0, so its weights drift from SFT){{end}}.
   noupdate:
-    cmd: [rlgate, train, grpo, --init, ckpt/base, --tasks, data/rl, --db-root, {{part "rl"}}/database,
+    cmd: [rlgate, train, grpo, --init, ckpt/sft, --tasks, data/rl, --db-root, {{part "rl"}}/database,
           --out, ckpt/noupdate, --group-size, "8", --lr, "{{if eq .Inject "noupdate-drift"}}0.0001{{else}}0{{end}}",
           --seed, "{{.Seed}}", --metrics-out, logs/noupdate.jsonl]
     deps:
-      base: ckpt/base
+      base: ckpt/sft
       data: data/rl
     outs:
       ckpt: ckpt/noupdate
@@ -250,12 +252,13 @@ stages:
     gpu: off
 `))
 
-var policyTemplate = template.Must(template.New(PolicyFile).Funcs(funcs).Parse(`# The demo's gate: the built-in paper-grade policy (claims rl > base,
-# rl > noupdate and sft > base; every audit; bootstrap 95% interval above
-# 0 and exact McNemar p < 0.05 after Holm) over the four evaluations of
-# rlgate.yaml. The training runs are named by their stages, which rlgate
-# repro resolves to each stage's run.
+var policyTemplate = template.Must(template.New(PolicyFile).Funcs(funcs).Parse(`# The demo's gate: the built-in paper-grade-sft policy, for RL that
+# follows SFT (claims rl > sft, rl > noupdate and sft > base; every audit;
+# bootstrap 95% interval above 0 and exact McNemar p < 0.05 after Holm)
+# over the four evaluations of rlgate.yaml. The training runs are named by
+# their stages, which rlgate repro resolves to each stage's run.
 name: demo-paper-grade
+claims: ["rl > sft", "rl > noupdate", "sft > base"]
 options:
   split_by_database: true
 runs:

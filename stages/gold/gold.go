@@ -3,6 +3,7 @@ package gold
 import (
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/rlgate/rlgate/stages/jsonl"
 )
@@ -18,17 +19,27 @@ type Gold struct {
 
 // Read reads a gold.jsonl file, refusing unknown fields and a repeated id.
 func Read(path string) ([]Gold, error) {
-	gs, err := jsonl.Read[Gold](path, nil)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read gold %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads the bytes of a gold file as Read reads the file; name is
+// what its errors call it.
+func Parse(name string, data []byte) ([]Gold, error) {
+	gs, err := jsonl.Parse[Gold](name, data, nil)
 	if err != nil {
 		return nil, fmt.Errorf("read gold %w", err)
 	}
 	seen := make(map[string]int, len(gs))
 	for i, g := range gs {
 		if g.ID == "" || g.DBID == "" {
-			return nil, fmt.Errorf("read gold %s: entry %d has no id or db_id", path, i)
+			return nil, fmt.Errorf("read gold %s: entry %d has no id or db_id", name, i)
 		}
 		if j, dup := seen[g.ID]; dup {
-			return nil, fmt.Errorf("read gold %s: entry %d has id %s, as entry %d does; ids must be unique", path, i, g.ID, j)
+			return nil, fmt.Errorf("read gold %s: entry %d has id %s, as entry %d does; ids must be unique", name, i, g.ID, j)
 		}
 		seen[g.ID] = i
 	}

@@ -55,6 +55,13 @@ func CheckGoldDatabases(ctx context.Context, path string, want ledger.Digest, ro
 	if err != nil {
 		return nil, nil, err
 	}
+	c, err := GoldOnDatabases(ctx, golds, d, root, recorded)
+	return c, golds, err
+}
+
+// GoldOnDatabases checks every database golds (a gold file of digest d,
+// already verified) run on under root, as CheckGoldDatabases does.
+func GoldOnDatabases(ctx context.Context, golds []gold.Gold, d ledger.Digest, root string, recorded map[string]ledger.Digest) (*GoldDatabases, error) {
 	var dbs []string
 	for _, g := range golds {
 		dbs = append(dbs, g.DBID)
@@ -73,11 +80,11 @@ func CheckGoldDatabases(ctx context.Context, path string, want ledger.Digest, ro
 	if len(check.Databases) > 0 {
 		dc, err := CheckDatabases(ctx, check, root, true, nil)
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		c.Databases, c.Changed = dc.Digests, dc.Mismatches
 	}
-	return c, golds, nil
+	return c, nil
 }
 
 // SelfGradeResult is what grading a sample of gold against itself found.

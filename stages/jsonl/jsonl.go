@@ -29,6 +29,12 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse[T](path, data, check)
+}
+
+// Parse decodes data as Read decodes a file's bytes; name is what its
+// errors call the data (a path, or where the bytes were read from).
+func Parse[T any](name string, data []byte, check func(raw []byte) error) ([]T, error) {
 	type line struct{ n, start, end int }
 	var lines []line
 	for n, start := 1, 0; start < len(data); n++ {
@@ -37,7 +43,7 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 			end = start + i
 		}
 		if end-start > maxLine {
-			return nil, fmt.Errorf("%s line %d: %w", path, n, bufio.ErrTooLong)
+			return nil, fmt.Errorf("%s line %d: %w", name, n, bufio.ErrTooLong)
 		}
 		if len(bytes.TrimSpace(data[start:end])) > 0 {
 			lines = append(lines, line{n, start, end})
@@ -47,7 +53,7 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 	out := make([]T, len(lines))
 	const batch = 256
 	errs := make([]error, (len(lines)+batch-1)/batch)
-	err = ledger.ForEach(context.Background(), len(errs), func(_ context.Context, k int) error {
+	err := ledger.ForEach(context.Background(), len(errs), func(_ context.Context, k int) error {
 		first, last := k*batch, min((k+1)*batch, len(lines))-1
 		// One decoder reads the batch's lines as a stream; each value must
 		// end on the line it began on.
@@ -58,12 +64,12 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 			l := lines[i]
 			b := bytes.TrimSuffix(data[l.start:l.end], []byte{'\r'}) // as bufio.ScanLines reads a line
 			if err := checkLine(b); err != nil {
-				errs[k] = fmt.Errorf("%s line %d%w", path, l.n, err)
+				errs[k] = fmt.Errorf("%s line %d%w", name, l.n, err)
 				return nil
 			}
 			if check != nil {
 				if err := check(b); err != nil {
-					errs[k] = fmt.Errorf("%s line %d: %w", path, l.n, err)
+					errs[k] = fmt.Errorf("%s line %d: %w", name, l.n, err)
 					return nil
 				}
 			}
@@ -74,7 +80,7 @@ func Read[T any](path string, check func(raw []byte) error) ([]T, error) {
 				err = fmt.Errorf("more than one JSON value on the line")
 			}
 			if err != nil {
-				errs[k] = fmt.Errorf("%s line %d: %w", path, l.n, err)
+				errs[k] = fmt.Errorf("%s line %d: %w", name, l.n, err)
 				return nil
 			}
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 
@@ -33,20 +34,30 @@ var ErrGoldField = errors.New("tasks file carries gold")
 // Read reads a tasks.jsonl file, refusing unknown fields, a repeated id
 // and, with its own error, any gold field.
 func Read(path string) ([]Task, error) {
-	ts, err := jsonl.Read[Task](path, refuseGold)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read tasks %w", err)
+	}
+	return Parse(path, data)
+}
+
+// Parse reads the bytes of a tasks file as Read reads the file; name is
+// what its errors call it.
+func Parse(name string, data []byte) ([]Task, error) {
+	ts, err := jsonl.Parse[Task](name, data, refuseGold)
 	if err != nil {
 		return nil, fmt.Errorf("read tasks %w", err)
 	}
 	seen := make(map[string]int, len(ts))
 	for i, t := range ts {
 		if t.ID == "" || t.DBID == "" {
-			return nil, fmt.Errorf("read tasks %s: task %d has no id or db_id", path, i)
+			return nil, fmt.Errorf("read tasks %s: task %d has no id or db_id", name, i)
 		}
 		if err := CheckID(t.ID); err != nil {
-			return nil, fmt.Errorf("read tasks %s: task %d: %w", path, i, err)
+			return nil, fmt.Errorf("read tasks %s: task %d: %w", name, i, err)
 		}
 		if j, dup := seen[t.ID]; dup {
-			return nil, fmt.Errorf("read tasks %s: task %d has id %s, as task %d does; ids must be unique", path, i, t.ID, j)
+			return nil, fmt.Errorf("read tasks %s: task %d has id %s, as task %d does; ids must be unique", name, i, t.ID, j)
 		}
 		seen[t.ID] = i
 	}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPublishMovedCheckpoint: a gated run whose checkpoint no longer lies
+// where the run recorded it is published from a copy under --data-root
+// (found by the tail of its recorded path, checked against its recorded
+// manifest); without one, publish fails naming the recorded path and
+// writes no bundle.
+func TestPublishMovedCheckpoint(t *testing.T) {
+	x := buildGateExperiment(t)
+	key := filepath.Join(t.TempDir(), "signing.key")
+	if code, _, errOut := rlgate(t, "keygen", "--out", key); code != exitOK {
+		t.Fatalf("keygen: exit %d: %s", code, errOut)
+	}
+	if code, _, ok, _ := publishGate(t, x); code != exitOK || !ok {
+		t.Fatalf("gate: exit %d", code)
+	}
+	recorded := filepath.Join(x.dir, "train-rl-out")
+	data := t.TempDir()
+	if err := os.Rename(recorded, filepath.Join(data, "train-rl-out")); err != nil {
+		t.Fatal(err)
+	}
+
+	bare := filepath.Join(t.TempDir(), "bare")
+	code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bare, "--key", key)
+	if code == exitOK || !strings.Contains(errOut, recorded) {
+		t.Errorf("publish without --data-root: exit %d: %s", code, errOut)
+	}
+	if _, err := os.Stat(bare); !os.IsNotExist(err) {
+		t.Errorf("a failed publish left %s: %v", bare, err)
+	}
+
+	bundle := filepath.Join(t.TempDir(), "bundle")
+	if code, _, errOut := rlgate(t, "--data-root", data, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bundle, "--key", key); code != exitOK {
+		t.Fatalf("publish with --data-root: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := rlgate(t, "--ledger", x.ledger, "verify-bundle", bundle, "--public-key", key+".pub"); code != exitOK {
+		t.Errorf("verify-bundle: exit %d:\n%s%s", code, out, errOut)
+	}
+}
