@@ -423,16 +423,20 @@ func (p Policy) Check() error {
 }
 
 // sameEvaluations refuses claims that, under the runs the policy names,
-// compare one evaluation with itself, or the same two evaluations as an
-// earlier claim (as rl > noupdate does rl > base when the No-update
-// control's evaluation is Base's): such a claim would only repeat another
-// and count twice in the Holm adjustment.
+// compare one evaluation with itself, or the same two evaluations on the
+// same tasks as an earlier claim (as rl > noupdate does rl > base when the
+// No-update control's evaluation is Base's): such a claim would only
+// repeat another and count twice in the Holm adjustment. A claim on a
+// group of tasks (rl > base on hard) is another test than one on all.
 func (p Policy) sameEvaluations() error {
 	runOf := map[string]string{}
 	for _, r := range p.Subjects.Runs {
 		runOf[strings.TrimSpace(r.Label)] = strings.TrimSpace(r.Run)
 	}
-	type pair struct{ a, b string }
+	type pair struct {
+		a, b string
+		on   Group
+	}
 	seen := map[pair]Claim{}
 	for _, c := range p.Claims {
 		a, b := runOf[c.Better], runOf[c.Than]
@@ -442,7 +446,7 @@ func (p Policy) sameEvaluations() error {
 		case a == b:
 			return fmt.Errorf("claims: %s compares evaluation %s with itself (runs name it for both labels). Try: --runs giving %s and %s an evaluation each", c, a, c.Better, c.Than)
 		}
-		k := pair{min(a, b), max(a, b)}
+		k := pair{min(a, b), max(a, b), c.On}
 		if earlier, ok := seen[k]; ok {
 			return fmt.Errorf("claims: %s compares the same two evaluations as %s (%s and %s), so it would only repeat it. Try: evaluate each label's model in a run of its own, or drop one of the claims", c, earlier, k.a, k.b)
 		}

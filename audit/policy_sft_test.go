@@ -19,14 +19,17 @@ func TestPolicyRefusesRepeatedEvaluations(t *testing.T) {
 	for _, c := range []struct {
 		name           string
 		noupdate, base string
+		extra          []Claim
 		want           string // "" for none
 	}{
-		{"own evaluations", "ev-noupdate", "ev-base", ""},
-		{"noupdate is sft's evaluation", "ev-sft", "ev-base", "claims: rl > noupdate compares the same two evaluations as rl > sft (ev-rl and ev-sft)"},
-		{"base is sft's evaluation", "ev-noupdate", "ev-sft", "claims: sft > base compares evaluation ev-sft with itself"},
+		{"own evaluations", "ev-noupdate", "ev-base", nil, ""},
+		{"noupdate is sft's evaluation", "ev-sft", "ev-base", nil, "claims: rl > noupdate compares the same two evaluations as rl > sft (ev-rl and ev-sft)"},
+		{"base is sft's evaluation", "ev-noupdate", "ev-sft", nil, "claims: sft > base compares evaluation ev-sft with itself"},
+		{"the same evaluations on a group of tasks", "ev-noupdate", "ev-base", []Claim{{Better: "rl", Than: "sft", On: "hard+extra"}}, ""},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			p := PaperGradeSFT()
+			p.Claims = append(p.Claims, c.extra...)
 			p.Subjects.Runs = runs(c.noupdate, c.base)
 			err := p.Check()
 			if c.want == "" && err != nil || c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)) {
