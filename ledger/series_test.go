@@ -1,0 +1,83 @@
+package ledger_test
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/rlgate/rlgate/ledger"
+)
+
+// TestSeriesOfIrregularBatches appends metrics batches whose steps log
+// keys in changing orders and subsets, with keys that first appear mid-batch
+// and keys logged twice in a step, and checks that every key's series reads
+// back as the batches hold it: the derived rows group a batch's points by
+// key guessing that each step repeats the previous one's order, and a wrong
+// guess must cost time only.
+func TestSeriesOfIrregularBatches(t *testing.T) {
+	l, err := ledger.Init(ctx, t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	rng := rand.New(rand.NewPCG(3, 4))
+	keys := []string{"loss", "lr", "reward/mean", "kl", "grad_norm", "late/only"}
+	type point struct {
+		Step  int64
+		Value float64
+		Seq   int64
+	}
+	want := map[string][]point{}
+	step := int64(0)
+	for batch := range 6 {
+		var pts []ledger.MetricPoint
+		for range 40 {
+			step += int64(rng.IntN(3)) // some steps are logged twice
+			order := slices.Clone(keys[:len(keys)-1])
+			if batch >= 3 {
+				order = keys // a key that first appears in a later batch
+			}
+			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
+			order = order[:1+rng.IntN(len(order))]
+			if rng.IntN(5) == 0 {
+				order = append(order, order[0]) // a key twice in a step
+			}
+			for _, k := range order {
+				v := rng.NormFloat64()
+				if rng.IntN(10) == 0 {
+					v = math.NaN()
+				}
+				pts = append(pts, ledger.MetricPoint{Step: step, Key: k, Value: v})
+			}
+		}
+		es, err := l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pts {
+			want[p.Key] = append(want[p.Key], point{p.Step, p.Value, es[0].Seq})
+		}
+	}
+	for _, k := range keys {
+		// Series orders by step, keeping ledger order within a step.
+		slices.SortStableFunc(want[k], func(a, b point) int { return int(a.Step - b.Step) })
+		pts, seqs, err := l.Series(ctx, "rl", k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []point
+		for i, p := range pts {
+			if p.Key != k {
+				t.Fatalf("series %s holds a point of key %s", k, p.Key)
+			}
+			got = append(got, point{p.Step, p.Value, seqs[i]})
+		}
+		if diff := cmp.Diff(want[k], got, cmpopts.EquateNaNs()); diff != "" {
+			t.Errorf("series %s (-appended +read):\n%s", k, diff)
+		}
+	}
+}
