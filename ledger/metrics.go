@@ -68,12 +68,13 @@ func (p *MetricPoint) UnmarshalJSON(b []byte) error {
 //
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 func (m Metrics) canonical() ([]byte, error) {
-	var buf bytes.Buffer
 	size := 64 + len(m.Source)
 	for _, p := range m.Points {
 		size += len(p.Key) + 48 // [step,"key",value] with room for 24-digit numbers
 	}
-	buf.Grow(size)
+	// A new slice rather than Grow, which clears all of it first: the
+	// room left unused is then never touched.
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('{')
 	first := true
 	field := func(name string) {
@@ -81,7 +82,7 @@ func (m Metrics) canonical() ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		first = false
-		writeCanonicalString(&buf, name)
+		writeCanonicalString(buf, name)
 		buf.WriteByte(':')
 	}
 	// Keys in sorted order: cursor, format, points, source.
@@ -95,7 +96,7 @@ func (m Metrics) canonical() ([]byte, error) {
 	}
 	if m.Format != "" {
 		field("format")
-		writeCanonicalString(&buf, m.Format)
+		writeCanonicalString(buf, m.Format)
 	}
 	field("points")
 	if m.Points == nil {
@@ -117,7 +118,7 @@ func (m Metrics) canonical() ([]byte, error) {
 		b = strconv.AppendInt(b, p.Step, 10)
 		b = append(b, ',')
 		buf.Write(b)
-		writeCanonicalString(&buf, p.Key)
+		writeCanonicalString(buf, p.Key)
 		b = append(buf.AvailableBuffer(), ',')
 		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
 			b = append(b, "null"...)
@@ -132,7 +133,7 @@ func (m Metrics) canonical() ([]byte, error) {
 	}
 	if m.Source != "" {
 		field("source")
-		writeCanonicalString(&buf, m.Source)
+		writeCanonicalString(buf, m.Source)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
@@ -143,7 +144,7 @@ func (m Metrics) canonical() ([]byte, error) {
 // is first looked for just after the previous point's: a comparison of
 // strings (interned by the parsers, so usually one pointer) instead of a
 // map lookup per point.
-func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
+func (d *deriver) deriveMetrics(e *Entry, m Metrics) (err error) {
 	if e.Run == "" {
 		return fmt.Errorf("%w: metrics need a run id", ErrBadRecord)
 	}
@@ -168,8 +169,26 @@ func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
 			next = 0
 		}
 	}
-	// One buffer each for all steps and all values, cut into a row per key.
-	steps, vals := make([]byte, 8*len(m.Points)), make([]byte, 8*len(m.Points))
+	// One buffer for all steps and values, cut into a row per key. A large
+	// batch packs into the deriver's buffer, reused from batch to batch,
+	// and its rows are written at once, before the next batch overwrites
+	// them: an import of millions of points touches no new memory for them.
+	n := 8 * len(m.Points)
+	var pack []byte
+	if large := 2*n >= packReuse; large {
+		if cap(d.pack) < 2*n {
+			d.pack = make([]byte, 2*n)
+		}
+		pack = d.pack[:2*n]
+		defer func() {
+			if err == nil {
+				err = d.flush()
+			}
+		}()
+	} else {
+		pack = make([]byte, 2*n)
+	}
+	steps, vals := pack[:n:n], pack[n:]
 	at := make([]int, len(keys))
 	for k := 1; k < len(keys); k++ {
 		at[k] = at[k-1] + 8*count[k-1]
@@ -186,6 +205,10 @@ func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
 	}
 	return nil
 }
+
+// packReuse is the size from which a batch's packed rows go through the
+// deriver's reused buffer.
+const packReuse = 256 << 10
 
 // asRecorded maps a value to what its JSON form reads back as: ±Inf and NaN
 // are null (NaN), -0 is 0. Derived rows must equal what a replay of the

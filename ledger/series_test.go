@@ -17,7 +17,8 @@ import (
 // and keys logged twice in a step, and checks that every key's series reads
 // back as the batches hold it: the derived rows group a batch's points by
 // key guessing that each step repeats the previous one's order, and a wrong
-// guess must cost time only.
+// guess must cost time only; the two last batches, appended together, are
+// large enough to be packed in a buffer the deriver reuses.
 func TestSeriesOfIrregularBatches(t *testing.T) {
 	l, err := ledger.Init(ctx, t.TempDir())
 	if err != nil {
@@ -32,17 +33,24 @@ func TestSeriesOfIrregularBatches(t *testing.T) {
 		Seq   int64
 	}
 	want := map[string][]point{}
+	var large []ledger.Record
 	step := int64(0)
 	for batch := range 6 {
 		var pts []ledger.MetricPoint
-		for range 40 {
+		steps := 40
+		if batch >= 4 {
+			steps = 3000 // over 256 KiB packed: rows go through the deriver's reused buffer
+		}
+		for range steps {
 			step += int64(rng.IntN(3)) // some steps are logged twice
 			order := slices.Clone(keys[:len(keys)-1])
 			if batch >= 3 {
-				order = keys // a key that first appears in a later batch
+				order = slices.Clone(keys) // a key that first appears in a later batch
 			}
 			rng.Shuffle(len(order), func(i, j int) { order[i], order[j] = order[j], order[i] })
-			order = order[:1+rng.IntN(len(order))]
+			if batch < 4 {
+				order = order[:1+rng.IntN(len(order))]
+			}
 			if rng.IntN(5) == 0 {
 				order = append(order, order[0]) // a key twice in a step
 			}
@@ -54,12 +62,26 @@ func TestSeriesOfIrregularBatches(t *testing.T) {
 				pts = append(pts, ledger.MetricPoint{Step: step, Key: k, Value: v})
 			}
 		}
-		es, err := l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}})
+		rec := ledger.Record{Kind: ledger.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}
+		if batch >= 4 {
+			large = append(large, rec) // appended together, through one deriver
+			continue
+		}
+		es, err := l.Append(ctx, rec)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, p := range pts {
 			want[p.Key] = append(want[p.Key], point{p.Step, p.Value, es[0].Seq})
+		}
+	}
+	es, err := l.Append(ctx, large...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, r := range large {
+		for _, p := range r.Body.(ledger.Metrics).Points {
+			want[p.Key] = append(want[p.Key], point{p.Step, p.Value, es[i].Seq})
 		}
 	}
 	for _, k := range keys {
