@@ -108,7 +108,7 @@ func (m Metrics) canonical() ([]byte, error) {
 		if float64(p.Step) > 1<<53 || float64(p.Step) < -(1<<53) {
 			return nil, fmt.Errorf("metric point %d: step %d is not exactly representable as a float64", i, p.Step)
 		}
-		// Numbers are appended in place (buf was grown to fit): a batch
+		// Numbers are appended in place (buf was made to fit): a batch
 		// formats millions of them.
 		b := buf.AvailableBuffer()
 		if i > 0 {
