@@ -1,6 +1,8 @@
 package ledger_test
 
 import (
+	"fmt"
+	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
@@ -39,4 +41,46 @@ func cpuTime() time.Duration {
 	var ru syscall.Rusage
 	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkAppendMetrics appends what import-run writes for a W&B run of
+// 100,000 steps x 50 keys: 100 metrics entries of 1,000 steps x 50 keys in
+// one transaction, derived tables included (the ledger's share of
+// stages/runner's BenchmarkImportWandB).
+func BenchmarkAppendMetrics(b *testing.B) {
+	const entries, steps, keys = 100, 1000, 50
+	names := make([]string, keys)
+	for k := range names {
+		names[k] = fmt.Sprintf("train/metric_%02d", k)
+	}
+	recs := make([]ledger.Record, entries)
+	for e := range recs {
+		pts := make([]ledger.MetricPoint, 0, steps*keys)
+		for s := range steps {
+			step := int64(e*steps + s)
+			for k, name := range names {
+				pts = append(pts, ledger.MetricPoint{Step: step, Key: name, Value: float64(step)*1.000123 + float64(k)/7})
+			}
+		}
+		recs[e] = ledger.Record{Kind: ledger.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: pts, Source: "run-bench.wandb", Format: "wandb"}}
+	}
+	var cpu time.Duration
+	dir := b.TempDir()
+	for i := 0; b.Loop(); i++ {
+		b.StopTimer()
+		l, err := ledger.Init(ctx, filepath.Join(dir, fmt.Sprint("ledger", i)))
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		cpu0 := cpuTime()
+		if _, err := l.Append(ctx, recs...); err != nil {
+			b.Fatal(err)
+		}
+		if err := l.Close(); err != nil {
+			b.Fatal(err)
+		}
+		cpu += cpuTime() - cpu0
+	}
+	b.ReportMetric(cpu.Seconds()/float64(b.N), "cpu-s/op")
 }

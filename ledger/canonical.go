@@ -300,16 +300,22 @@ func isIntegerLiteral(lit string) bool {
 
 // formatES6 implements ECMAScript Number::toString for finite f.
 func formatES6(f float64) string {
+	return string(appendES6(nil, f))
+}
+
+// appendES6 appends formatES6(f) to dst without allocating in the common
+// case: metric batches format millions of values.
+func appendES6(dst []byte, f float64) []byte {
 	if f == 0 {
-		return "0" // also for -0
+		return append(dst, '0') // also for -0
 	}
 	// Where ECMAScript prints plain decimals (1e-6 <= |f| < 1e21), Go's
 	// shortest 'f' format gives the same digits in the same form; a test
 	// checks this against formatES6General.
 	if a := math.Abs(f); a >= 1e-6 && a < 1e21 {
-		return strconv.FormatFloat(f, 'f', -1, 64)
+		return strconv.AppendFloat(dst, f, 'f', -1, 64)
 	}
-	return formatES6General(f)
+	return append(dst, formatES6General(f)...)
 }
 
 // formatES6General follows the ECMAScript algorithm step by step, for

@@ -43,6 +43,8 @@ type deriver struct {
 	// flush writes them many to a statement; nothing reads those tables
 	// inside an append.
 	pending map[string][][]any
+	// pack is deriveMetrics' buffer for large batches.
+	pack []byte
 }
 
 type execer interface {

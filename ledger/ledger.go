@@ -256,7 +256,7 @@ func (l *Ledger) initTx(ctx context.Context, tx *sql.Tx, ddl []string, extra map
 			return err
 		}
 	}
-	meta := map[string]string{"ledger_id": l.id, "derived_version": strconv.Itoa(derivedVersion)}
+	meta := map[string]string{"ledger_id": l.id, "derived_version": l.derivedVersion()}
 	maps.Copy(meta, extra)
 	for k, v := range meta {
 		if _, err := tx.ExecContext(ctx, "INSERT INTO meta(key, value) VALUES (?, ?)", k, v); err != nil {

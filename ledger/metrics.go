@@ -68,12 +68,13 @@ func (p *MetricPoint) UnmarshalJSON(b []byte) error {
 //
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 func (m Metrics) canonical() ([]byte, error) {
-	var buf bytes.Buffer
 	size := 64 + len(m.Source)
 	for _, p := range m.Points {
 		size += len(p.Key) + 48 // [step,"key",value] with room for 24-digit numbers
 	}
-	buf.Grow(size)
+	// A new slice rather than Grow, which clears all of it first: the
+	// room left unused is then never touched.
+	buf := bytes.NewBuffer(make([]byte, 0, size))
 	buf.WriteByte('{')
 	first := true
 	field := func(name string) {
@@ -81,7 +82,7 @@ func (m Metrics) canonical() ([]byte, error) {
 			buf.WriteByte(',')
 		}
 		first = false
-		writeCanonicalString(&buf, name)
+		writeCanonicalString(buf, name)
 		buf.WriteByte(':')
 	}
 	// Keys in sorted order: cursor, format, points, source.
@@ -95,7 +96,7 @@ func (m Metrics) canonical() ([]byte, error) {
 	}
 	if m.Format != "" {
 		field("format")
-		writeCanonicalString(&buf, m.Format)
+		writeCanonicalString(buf, m.Format)
 	}
 	field("points")
 	if m.Points == nil {
@@ -104,60 +105,110 @@ func (m Metrics) canonical() ([]byte, error) {
 		buf.WriteByte('[')
 	}
 	for i, p := range m.Points {
-		if i > 0 {
-			buf.WriteByte(',')
-		}
 		if float64(p.Step) > 1<<53 || float64(p.Step) < -(1<<53) {
 			return nil, fmt.Errorf("metric point %d: step %d is not exactly representable as a float64", i, p.Step)
 		}
-		buf.WriteByte('[')
-		buf.WriteString(strconv.FormatInt(p.Step, 10))
-		buf.WriteByte(',')
-		writeCanonicalString(&buf, p.Key)
-		buf.WriteByte(',')
-		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
-			buf.WriteString("null")
-		} else {
-			buf.WriteString(formatES6(p.Value))
+		// Numbers are appended in place (buf was made to fit): a batch
+		// formats millions of them.
+		b := buf.AvailableBuffer()
+		if i > 0 {
+			b = append(b, ',')
 		}
-		buf.WriteByte(']')
+		b = append(b, '[')
+		b = strconv.AppendInt(b, p.Step, 10)
+		b = append(b, ',')
+		buf.Write(b)
+		writeCanonicalString(buf, p.Key)
+		b = append(buf.AvailableBuffer(), ',')
+		if math.IsNaN(p.Value) || math.IsInf(p.Value, 0) {
+			b = append(b, "null"...)
+		} else {
+			b = appendES6(b, p.Value)
+		}
+		b = append(b, ']')
+		buf.Write(b)
 	}
 	if m.Points != nil {
 		buf.WriteByte(']')
 	}
 	if m.Source != "" {
 		field("source")
-		writeCanonicalString(&buf, m.Source)
+		writeCanonicalString(buf, m.Source)
 	}
 	buf.WriteByte('}')
 	return buf.Bytes(), nil
 }
 
-// deriveMetrics packs each key's points of one entry into one row.
-func (d *deriver) deriveMetrics(e *Entry, m Metrics) error {
+// deriveMetrics packs each key's points of one entry into one row. A
+// batch holds steps of the same keys in the same order, so each point's key
+// is first looked for just after the previous point's: a comparison of
+// strings (interned by the parsers, so usually one pointer) instead of a
+// map lookup per point.
+func (d *deriver) deriveMetrics(e *Entry, m Metrics) (err error) {
 	if e.Run == "" {
 		return fmt.Errorf("%w: metrics need a run id", ErrBadRecord)
 	}
-	byKey := map[string][]MetricPoint{}
 	var keys []string
-	for _, p := range m.Points {
-		if _, ok := byKey[p.Key]; !ok {
-			keys = append(keys, p.Key)
+	var count []int
+	index := map[string]int{}
+	of := make([]int32, len(m.Points))
+	next := 0
+	for i, p := range m.Points {
+		k := next
+		if k >= len(keys) || keys[k] != p.Key {
+			var ok bool
+			if k, ok = index[p.Key]; !ok {
+				k = len(keys)
+				index[p.Key] = k
+				keys, count = append(keys, p.Key), append(count, 0)
+			}
 		}
-		byKey[p.Key] = append(byKey[p.Key], p)
+		of[i] = int32(k)
+		count[k]++
+		if next = k + 1; next == len(keys) {
+			next = 0
+		}
 	}
-	for _, k := range keys {
-		pts := byKey[k]
-		steps := make([]byte, 8*len(pts))
-		vals := make([]byte, 8*len(pts))
-		for i, p := range pts {
-			binary.LittleEndian.PutUint64(steps[8*i:], uint64(p.Step))
-			binary.LittleEndian.PutUint64(vals[8*i:], math.Float64bits(asRecorded(p.Value)))
+	// One buffer for all steps and values, cut into a row per key. A large
+	// batch packs into the deriver's buffer, reused from batch to batch,
+	// and its rows are written at once, before the next batch overwrites
+	// them: an import of millions of points touches no new memory for them.
+	n := 8 * len(m.Points)
+	var pack []byte
+	if large := 2*n >= packReuse; large {
+		if cap(d.pack) < 2*n {
+			d.pack = make([]byte, 2*n)
 		}
-		d.later("metrics(run, key, seq, n, steps, vals)", e.Run, k, e.Seq, len(pts), steps, vals)
+		pack = d.pack[:2*n]
+		defer func() {
+			if err == nil {
+				err = d.flush()
+			}
+		}()
+	} else {
+		pack = make([]byte, 2*n)
+	}
+	steps, vals := pack[:n:n], pack[n:]
+	at := make([]int, len(keys))
+	for k := 1; k < len(keys); k++ {
+		at[k] = at[k-1] + 8*count[k-1]
+	}
+	for k := range keys {
+		end := at[k] + 8*count[k]
+		d.later("metrics(run, key, seq, n, steps, vals)", e.Run, keys[k], e.Seq, count[k], steps[at[k]:end:end], vals[at[k]:end:end])
+	}
+	for i, p := range m.Points {
+		k := of[i]
+		binary.LittleEndian.PutUint64(steps[at[k]:], uint64(p.Step))
+		binary.LittleEndian.PutUint64(vals[at[k]:], math.Float64bits(asRecorded(p.Value)))
+		at[k] += 8
 	}
 	return nil
 }
+
+// packReuse is the size from which a batch's packed rows go through the
+// deriver's reused buffer.
+const packReuse = 256 << 10
 
 // asRecorded maps a value to what its JSON form reads back as: ±Inf and NaN
 // are null (NaN), -0 is 0. Derived rows must equal what a replay of the

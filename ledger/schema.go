@@ -1,5 +1,7 @@
 package ledger
 
+import "strconv"
+
 // SchemaVersion is the ledger format this build writes and reads; it is
 // stored in PRAGMA user_version. Versions are never renumbered: a change to
 // the entry format or hashing gets a new number and a section in
@@ -12,7 +14,25 @@ const applicationID = 0x726c6774
 // derivedVersion numbers the shape of the derived query tables. They hold
 // nothing that is not in the entries, so when it rises an existing ledger
 // rebuilds them from its entries on open instead of migrating them.
-const derivedVersion = 1
+//
+// 2: metrics is a rowid table. As a WITHOUT ROWID table its rows, tens of
+// KB of packed points each, were the keys of its b-tree, and every key
+// comparison of an insert read a whole row from its overflow pages: most
+// of the time an import of millions of points spent in SQLite.
+// PostgreSQL ledgers keep version 1 (pgDerivedVersion): their tables did
+// not change.
+const derivedVersion = 2
+
+// pgDerivedVersion numbers the shape of pgDDL's derived tables.
+const pgDerivedVersion = 1
+
+// derivedVersion is the derived-table version meta records in l's backend.
+func (l *Ledger) derivedVersion() string {
+	if l.pg {
+		return strconv.Itoa(pgDerivedVersion)
+	}
+	return strconv.Itoa(derivedVersion)
+}
 
 // coreDDL creates the tables that are the source of truth. It never changes
 // within a schema version.
@@ -49,7 +69,9 @@ var derivedTables = []struct{ name, order string }{
 // entry kind fills them. A metrics row packs one key's points of one entry
 // (n little-endian int64 steps and float64 values, NaN for null): a
 // trainer logs tens of thousands of points per batch, and a row per point
-// made ingest and series reads an order of magnitude slower.
+// made ingest and series reads an order of magnitude slower. Rows that
+// large belong in a rowid table, its primary key a separate index of small
+// keys (see derivedVersion).
 const derivedDDL = `
 CREATE TABLE blob_refs (
 	digest TEXT NOT NULL,
@@ -85,7 +107,7 @@ CREATE TABLE metrics (
 	steps BLOB NOT NULL,
 	vals  BLOB NOT NULL,
 	PRIMARY KEY (run, key, seq)
-) WITHOUT ROWID;
+);
 CREATE TABLE outcomes (
 	run     TEXT NOT NULL,
 	task_id TEXT NOT NULL,

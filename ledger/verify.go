@@ -303,9 +303,9 @@ func (l *Ledger) verifyMeta(ctx context.Context, rep *VerifyReport) error {
 	if err != nil {
 		return err
 	}
-	if have != strconv.Itoa(derivedVersion) {
+	if want := l.derivedVersion(); have != want {
 		rep.add(Finding{Severity: SeverityError, Check: "meta",
-			Message: fmt.Sprintf("meta derived_version is %q, this rlgate writes %d: the derived tables were not rebuilt because they disagree with the entries, or meta was edited", have, derivedVersion)})
+			Message: fmt.Sprintf("meta derived_version is %q, this rlgate writes %s: the derived tables were not rebuilt because they disagree with the entries, or meta was edited", have, want)})
 	}
 	return nil
 }

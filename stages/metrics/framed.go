@@ -12,61 +12,82 @@ import (
 // any unusable chunk (checksum mismatch, a chunk crossing its block, chunks
 // out of order): reading stops there and every record before it is kept.
 // Only a file that is not of the format at all is an error.
+//
+// The file is read a window of readChunk bytes at a time into one reused
+// buffer (a window that ends inside a record is read again from the
+// record's start, and grows when one record does not fit): a run of
+// hundreds of MB is never held in memory whole, and its records are
+// decoded while their bytes are still in the CPU's caches.
 func (t *Tailer) readFramed(f *os.File, final bool) error {
 	if t.stopped {
 		return nil
 	}
+	// Read up to what the file held when it was looked at; what the writer
+	// adds meanwhile waits for the next read.
 	size, err := t.seek(f)
 	if err != nil {
 		return err
 	}
-	// Read what the file held when it was looked at, in one allocation; what
-	// the writer adds meanwhile waits for the next read.
-	data := make([]byte, size-t.cur.Offset)
-	if _, err := io.ReadFull(f, data); err != nil {
-		return fmt.Errorf("read metrics: %w", err)
-	}
-	base := t.cur.Offset
-	if base == 0 {
-		if len(data) < llogHeaderLen && !final {
-			t.sk.stats.PendingBytes = int64(len(data))
-			return nil
-		}
-		if err := t.checkFramedHeader(data); err != nil {
-			return &ParseError{Path: t.path, Err: err}
-		}
-		t.cur.Offset = llogHeaderLen
-	}
-	r := llogReader{data: data, base: base, off: t.cur.Offset}
+	start := t.cur.Offset
 	reserved := false
-	for {
-		if !reserved && r.off-base >= readChunk {
-			t.reserve(r.off-base, size-r.off)
-			reserved = true
+	for window := int64(readChunk); ; {
+		base := t.cur.Offset
+		n := min(size-base, window)
+		if int64(cap(t.buf)) < n {
+			t.buf = make([]byte, n)
 		}
-		rec, err := r.next()
-		if err == io.EOF {
-			t.sk.stats.PendingBytes = 0
-			return nil
+		data := t.buf[:n]
+		if _, err := f.ReadAt(data, base); err != nil {
+			return fmt.Errorf("read metrics: %w", err)
 		}
-		if stop, ok := err.(*llogStop); ok {
-			t.sk.stats.PendingBytes = size - t.cur.Offset
-			if stop.Incomplete && !final {
+		whole := base+n == size // the window reaches what the file held
+		if base == 0 {
+			if n < llogHeaderLen && !final {
+				t.sk.stats.PendingBytes = n
 				return nil
 			}
-			what := "corrupt"
-			if stop.Incomplete {
-				what = "truncated"
+			if err := t.checkFramedHeader(data); err != nil {
+				return &ParseError{Path: t.path, Err: err}
 			}
-			t.run.finding("%s %s: %s tail: %v; every record before it was read, the %d bytes from byte %d on were not",
-				t.format, t.path, what, stop, size-t.cur.Offset, t.cur.Offset)
-			t.stopped = true
-			return nil
+			t.cur.Offset = llogHeaderLen
 		}
-		if err := t.decodeFramed(rec); err != nil {
-			return &ParseError{Path: t.path, Offset: t.cur.Offset, Err: err}
+		r := llogReader{data: data, base: base, off: t.cur.Offset}
+		for {
+			if !reserved && r.off-start >= readChunk {
+				t.reserve(r.off-start, size-r.off)
+				reserved = true
+			}
+			rec, err := r.next()
+			if err == io.EOF && whole {
+				t.sk.stats.PendingBytes = 0
+				return nil
+			}
+			stop, incomplete := err.(*llogStop)
+			if err == io.EOF || incomplete && stop.Incomplete && !whole {
+				break // the rest is in the next window
+			}
+			if incomplete {
+				t.sk.stats.PendingBytes = size - t.cur.Offset
+				if stop.Incomplete && !final {
+					return nil
+				}
+				what := "corrupt"
+				if stop.Incomplete {
+					what = "truncated"
+				}
+				t.run.finding("%s %s: %s tail: %v; every record before it was read, the %d bytes from byte %d on were not",
+					t.format, t.path, what, stop, size-t.cur.Offset, t.cur.Offset)
+				t.stopped = true
+				return nil
+			}
+			if err := t.decodeFramed(rec); err != nil {
+				return &ParseError{Path: t.path, Offset: t.cur.Offset, Err: err}
+			}
+			t.cur.Offset = r.off
 		}
-		t.cur.Offset = r.off
+		if t.cur.Offset == base {
+			window *= 2 // one record longer than the window
+		}
 	}
 }
 

@@ -311,3 +311,53 @@ func TestWandBHistoryJSONL(t *testing.T) {
 		t.Errorf("without wandb-metadata.json: status %q ok %v err %v; want incomplete", tl.Run().Status, tl.Run().OK, err)
 	}
 }
+
+// TestWandBReadInWindows reads a W&B file several times larger than the
+// window readFramed reads at a time, with records across window ends and
+// one record longer than a window: every point comes out once, as the
+// whole file holds them; cut inside that long record, the file keeps every
+// record before the cut and records a finding.
+func TestWandBReadInWindows(t *testing.T) {
+	b, want := wandbRows(600)
+	w := trackertest.Writer{B: b}
+	huge := `"` + strings.Repeat("y", 3*readChunk/2) + `"`
+	cut := len(w.B) + readChunk // inside the long record
+	w.Record(trackertest.History(5000, trackertest.Item{Key: "loss", JSON: "0.5"}, trackertest.Item{Key: "sample", JSON: huge}))
+	w.Record(trackertest.History(5001, trackertest.Item{Key: "loss", JSON: "0.25"}))
+	w.Record(trackertest.Exit(0))
+	if len(w.B) < 3*readChunk {
+		t.Fatalf("%d bytes: the test needs a file of several windows", len(w.B))
+	}
+	dir := t.TempDir()
+	read := func(name string, b []byte) ([]Point, *TrackerRun) {
+		t.Helper()
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		tl, err := NewTailer(path, Options{Format: FormatWandB}, Cursor{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := tl.Final()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, tl.Run()
+	}
+	got, r := read("run-whole.wandb", w.B)
+	whole := append(want[:len(want):len(want)], Point{Step: 5000, Key: "loss", Value: 0.5}, Point{Step: 5001, Key: "loss", Value: 0.25})
+	if d := cmp.Diff(whole, got); d != "" {
+		t.Fatalf("points (-want +got):\n%s", d)
+	}
+	if !r.OK || len(r.Findings) > 0 {
+		t.Errorf("run: ok %v findings %q; want ok, no findings", r.OK, r.Findings)
+	}
+	got, r = read("run-cut.wandb", w.B[:cut])
+	if d := cmp.Diff(want, got); d != "" {
+		t.Fatalf("cut file: points (-want +got):\n%s", d)
+	}
+	if r.OK || len(r.Findings) != 1 || !strings.Contains(r.Findings[0], "truncated tail") {
+		t.Errorf("cut file: ok %v findings %q; want not ok and one truncated-tail finding", r.OK, r.Findings)
+	}
+}

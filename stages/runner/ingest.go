@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"unsafe"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/metrics"
@@ -123,14 +124,20 @@ func metricRecords(run, source string, format metrics.Format, pts []metrics.Poin
 	var recs []ledger.Record
 	for start := 0; start < len(pts); start += metricsPerEntry {
 		chunk := pts[start:min(start+metricsPerEntry, len(pts))]
-		body := ledger.Metrics{Source: source, Format: string(format), Points: make([]ledger.MetricPoint, len(chunk))}
-		for i, p := range chunk {
-			body.Points[i] = ledger.MetricPoint{Step: p.Step, Key: p.Key, Value: p.Value}
-		}
+		body := ledger.Metrics{Source: source, Format: string(format), Points: asLedgerPoints(chunk)}
 		if start+metricsPerEntry >= len(pts) {
 			body.Cursor = map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}
 		}
 		recs = append(recs, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: body})
 	}
 	return recs
+}
+
+// asLedgerPoints views parsed points as the ledger's without copying them
+// (a large import holds millions, hundreds of MB). The conversion of one
+// point to the other compiles only while the two types have the same
+// fields in the same order, so the memory layouts are the same.
+func asLedgerPoints(pts []metrics.Point) []ledger.MetricPoint {
+	_ = ledger.MetricPoint(metrics.Point{})
+	return unsafe.Slice((*ledger.MetricPoint)(unsafe.Pointer(unsafe.SliceData(pts))), len(pts))
 }
