@@ -132,6 +132,20 @@ type gateSummary struct {
 	Publishes []publish.Outcome `json:"publishes,omitempty"`
 }
 
+// resolveStages is audit.ResolveStages for the commands that name runs
+// (audit, report), saying on notes which run each stage name was taken to
+// be, a line apiece.
+func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, notes io.Writer) (audit.Subjects, error) {
+	out, res, err := audit.ResolveStages(ctx, l, s)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range res {
+		fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String()))
+	}
+	return out, nil
+}
+
 // publishOutcome says in a line what a gate did to a publish request.
 func publishOutcome(o publish.Outcome) string {
 	switch {
@@ -166,6 +180,9 @@ const briefFindings = 3
 // the first findings of each check that failed (the demo's summary: the
 // report lists them all).
 func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
+	for _, r := range v.Resolved {
+		fmt.Fprintln(w, "rlgate:", ledger.Printable(r.String()))
+	}
 	t := newTable(w, "check", "result", "evidence", "finding")
 	passed, failed := 0, map[string]int{}
 	for _, c := range v.Checks {

@@ -38,9 +38,13 @@ type initOptions struct {
 }
 
 type initSummary struct {
-	LedgerID string      `json:"ledger_id"`
-	Dir      string      `json:"dir"`
-	Head     ledger.Head `json:"head"`
+	LedgerID string `json:"ledger_id"`
+	Dir      string `json:"dir"`
+	// PostgreSQL and Blobs say, for a PostgreSQL ledger, where it is (its
+	// URL without the password) and where its blobs go.
+	PostgreSQL string      `json:"postgresql,omitempty"`
+	Blobs      string      `json:"blobs,omitempty"`
+	Head       ledger.Head `json:"head"`
 }
 
 func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, error) {
@@ -54,8 +58,16 @@ func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, 
 		return nil, err
 	}
 	s := &initSummary{LedgerID: l.ID(), Dir: l.Dir(), Head: head}
+	if l.IsPostgres() {
+		s.PostgreSQL, s.Blobs = l.Location(), l.BlobsLocation()
+	}
 	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
+		var err error
+		if s.PostgreSQL != "" {
+			_, err = fmt.Fprintf(w, "created ledger %s in PostgreSQL at %s, blobs in %s\nhead %s\n", s.LedgerID, s.PostgreSQL, s.Blobs, s.Head)
+		} else {
+			_, err = fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
+		}
 		return err
 	})
 }
