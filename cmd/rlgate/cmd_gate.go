@@ -32,7 +32,9 @@ func newGateCommand() *cli.Command {
 			"sft > base with every audit at alpha 0.05. --policy FILE reads a YAML policy\n" +
 			"of the same shape (name, claims, audits, alpha, resamples, seed, power,\n" +
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
-			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
+			"override the runs it names. A run may be named by its stage (rl: rl2): the\n" +
+			"stage's latest run that ended ok, printed and recorded in the verdict.\n" +
+			"--junit FILE writes each check as a JUnit test\n" +
 			"case for CI systems. --dry-run decides the same way but records nothing and\n" +
 			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" +
 			"A recorded verdict bound to a model acts on the publish requests waiting for\n" +

@@ -26,7 +26,16 @@ func newReproCommand() *cli.Command {
 			"upstream of them (all stages if none are named), runs each stage whose\n" +
 			"command, params, configs or input digests differ from its last successful\n" +
 			"run, or whose outputs no longer have the digests that run recorded. Says\n" +
-			"why each stage runs or is skipped. --dry-run only says.\n\n" +
+			"why each stage runs or is skipped. Each stage's outputs' directories are made\n" +
+			"before it runs. The stages get this command's ledger and blob store as\n" +
+			"RLGATE_LEDGER and RLGATE_BLOBS (a password in the URL is masked where the\n" +
+			"run records its environment).\n\n" +
+			"--dry-run says, runs nothing and writes nothing: the ledger is opened\n" +
+			"read-only, gates decide without recording (as gate --dry-run). It also names,\n" +
+			"stage by stage, what would fail once the stage runs, and then exits 1: a\n" +
+			"command not found on PATH (the first word of the command), an output\n" +
+			"directory that cannot be made, a gate policy that is missing or names a\n" +
+			"training stage that is neither in the pipeline nor in the ledger.\n\n" +
 			"A stage has cmd (a string run by sh -c, or an argv list), deps and outs (a\n" +
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
 			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +
@@ -35,10 +44,12 @@ func newReproCommand() *cli.Command {
 			"Like rlgate gate, a gate that passes publishes the requests (rlgate run\n" +
 			"--publish-to) waiting for its model.\n" +
 			"The policy's train: may name a training run by its stage (rl: rl2): repro\n" +
-			"takes the run that stage ran, or was up to date with.\n\n" + exitCodesHelp,
+			"takes the run that stage ran, or was up to date with; any other stage name\n" +
+			"is that stage's latest run that ended ok (as for rlgate gate). Every gate\n" +
+			"policy is loaded and checked before any stage runs.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run and record nothing, name what would fail"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			env, err := stageEnviron(cmd)
@@ -157,7 +168,8 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		}
 	}
 	if len(problems) > 0 {
-		return ds, fmt.Errorf("repro --dry-run: %d problems would stop the pipeline once it runs: %s. Nothing was run or recorded", len(problems), strings.Join(problems, "; "))
+		return ds, fmt.Errorf("repro --dry-run: %d %s would stop the pipeline once it runs: %s. Nothing was run or recorded",
+			len(problems), map[bool]string{true: "problem", false: "problems"}[len(problems) == 1], strings.Join(problems, "; "))
 	}
 	return ds, nil
 }

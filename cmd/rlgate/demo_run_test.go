@@ -116,6 +116,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
+	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dirs[0], exe) })
 
 	for _, in := range demo.Injects {
 		t.Run("inject "+in.Name, func(t *testing.T) {

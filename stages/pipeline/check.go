@@ -14,24 +14,37 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// problems lists what would fail once stage s runs, as far as can be told
-// without running anything: its command is not found, or an output's
-// directory cannot be created. A dry run reports them, since a stage that
-// fails on them may do so after its upstream stages spent days of GPU time.
-func (f *File) problems(s *Stage, environ []string) []string {
+// problems lists what would fail once stage s (whose runner spec is spec)
+// runs, as far as can be told without running anything: its command is
+// not found, or the directory of an output or of a metrics file cannot be
+// made. A dry run reports them, since a stage that fails on them may do
+// so after its upstream stages spent days of GPU time.
+func (f *File) problems(s *Stage, spec runner.Spec, environ []string) []string {
 	var out []string
 	if p := f.commandProblem(s, environ); p != "" {
 		out = append(out, p)
 	}
-	base := filepath.Dir(f.Path)
-	for _, name := range sortedKeys(s.Outs) {
-		p := s.Outs[name]
-		if !filepath.IsAbs(p) {
-			p = filepath.Join(base, p)
+	for _, w := range written(spec) {
+		if why := creatable(filepath.Dir(w.Path)); why != "" {
+			rel, err := filepath.Rel(spec.Dir, w.Path)
+			if err != nil {
+				rel = w.Path
+			}
+			out = append(out, fmt.Sprintf("%s (%s): %s", w.Name, rel, why))
 		}
-		if why := creatable(filepath.Dir(p)); why != "" {
-			out = append(out, fmt.Sprintf("output %s (%s): %s", name, s.Outs[name], why))
-		}
+	}
+	return out
+}
+
+// written names the files and directories a stage writes: its outputs
+// ("output NAME") and its metrics files ("metrics file").
+func written(spec runner.Spec) []runner.Named {
+	var out []runner.Named
+	for _, o := range spec.Outputs {
+		out = append(out, runner.Named{Name: "output " + o.Name, Path: o.Path})
+	}
+	for _, m := range spec.Metrics {
+		out = append(out, runner.Named{Name: "metrics file", Path: m.Path})
 	}
 	return out
 }
@@ -121,12 +134,13 @@ func creatable(dir string) string {
 	}
 }
 
-// makeOutputDirs makes the directories a stage's outputs go into, so a
-// command that writes "> evals/base.json" finds evals/ there.
+// makeOutputDirs makes the directories a stage's outputs and metrics
+// files go into, so a command that writes "> evals/base.json", or a
+// trainer logging to logs/rl1.jsonl, finds the directory there.
 func makeOutputDirs(spec runner.Spec) error {
-	for _, o := range spec.Outputs {
-		if err := os.MkdirAll(filepath.Dir(o.Path), 0o755); err != nil {
-			return fmt.Errorf("stage %s: output %s: %w", spec.Stage, o.Name, err)
+	for _, w := range written(spec) {
+		if err := os.MkdirAll(filepath.Dir(w.Path), 0o755); err != nil {
+			return fmt.Errorf("stage %s: %s: %w", spec.Stage, w.Name, err)
 		}
 	}
 	return nil

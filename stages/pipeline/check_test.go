@@ -37,6 +37,7 @@ func TestReproDryRunProblems(t *testing.T) {
   missing:
     cmd: "no-such-tool-rlgate --flag && trainer"
     outs: {log: logs/deep/x.log}
+    metrics: [evals/m.jsonl:verl]
     gpu: off
   script:
     cmd: [scripts/run.sh]
@@ -70,7 +71,8 @@ func TestReproDryRunProblems(t *testing.T) {
 	want := map[string][]string{
 		"build":   nil,
 		"train":   nil,
-		"missing": {"its command no-such-tool-rlgate is not on PATH. Try: install it, or put its directory on PATH"},
+		"missing": {"its command no-such-tool-rlgate is not on PATH. Try: install it, or put its directory on PATH",
+			"metrics file (evals/m.jsonl): " + filepath.Join(dir, "evals") + " is a file, not a directory"},
 		"script":  {"its command scripts/run.sh is missing and no stage of the pipeline writes it"},
 		"eval": {"output eval (evals/base.json): " + filepath.Join(dir, "evals") + " is a file, not a directory",
 			"gate policy.yaml: " + refused.Error()},
@@ -89,15 +91,17 @@ func TestReproDryRunProblems(t *testing.T) {
 }
 
 // TestReproMakesOutputDirectories: a stage whose command writes its
-// declared output into a directory nothing made ("> evals/base.json", as
-// the eval stages of examples/verl do) finds the directory there.
+// declared output and metrics file into directories nothing made
+// ("> evals/base.json" as the eval stages of examples/verl do, a trainer's
+// logs/ as their RL stages do) finds the directories there.
 func TestReproMakesOutputDirectories(t *testing.T) {
 	dir := t.TempDir()
 	pf := filepath.Join(dir, "rlgate.yaml")
 	os.WriteFile(pf, []byte(`stages:
   eval:
-    cmd: "echo '{}' > evals/deep/base.json"
+    cmd: "echo '{}' > evals/deep/base.json && echo '{\"step\": 1, \"data\": {\"training/global_step\": 1}}' > logs/eval.jsonl"
     outs: {eval: evals/deep/base.json}
+    metrics: [logs/eval.jsonl:verl]
     gpu: off
 `), 0o644)
 	f, err := Load(pf)

@@ -97,7 +97,7 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 		}
 		d := Decision{Stage: s.Name, Reasons: []string{}}
 		if opts.DryRun {
-			d.Problems = append(f.problems(s, opts.Environ), gateProblems[s.Name]...)
+			d.Problems = append(f.problems(s, spec, opts.Environ), gateProblems[s.Name]...)
 		}
 		for _, u := range s.Upstream {
 			switch decided[u] {
