@@ -69,11 +69,11 @@ func TestReproDryRunProblems(t *testing.T) {
 		got[d.Stage] = d.Problems
 	}
 	want := map[string][]string{
-		"build":   nil,
-		"train":   nil,
+		"build": nil,
+		"train": nil,
 		"missing": {"its command no-such-tool-rlgate is not on PATH. Try: install it, or put its directory on PATH",
 			"metrics file (evals/m.jsonl): " + filepath.Join(dir, "evals") + " is a file, not a directory"},
-		"script":  {"its command scripts/run.sh is missing and no stage of the pipeline writes it"},
+		"script": {"its command scripts/run.sh is missing and no stage of the pipeline writes it"},
 		"eval": {"output eval (evals/base.json): " + filepath.Join(dir, "evals") + " is a file, not a directory",
 			"gate policy.yaml: " + refused.Error()},
 	}
