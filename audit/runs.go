@@ -270,7 +270,7 @@ func stageRun(ctx context.Context, l *ledger.Ledger, runs []ledger.Run, stage st
 	}
 	switch {
 	case latest == "" && other == "":
-		return "", fmt.Errorf("%q is neither a run nor a stage of this ledger (%w). Try: rlgate runs, which lists every run with its stage", ledger.Printable(stage), ledger.ErrNotFound)
+		return "", unknownName{fmt.Sprintf("%q is neither a run nor a stage of this ledger. Try: rlgate runs, which lists every run with its stage", ledger.Printable(stage))}
 	case latest == "":
 		return "", fmt.Errorf("stage %q has no run that ended ok (latest: %s). Try: run the stage again, or name a run id (rlgate runs)", ledger.Printable(stage), other)
 	case len(dirs) > 1:
@@ -280,3 +280,10 @@ func stageRun(ctx context.Context, l *ledger.Ledger, runs []ledger.Run, stage st
 	}
 	return latest, nil
 }
+
+// unknownName is a name that is neither a run nor a stage; it is a
+// ledger.ErrNotFound.
+type unknownName struct{ msg string }
+
+func (e unknownName) Error() string { return e.msg }
+func (e unknownName) Unwrap() error { return ledger.ErrNotFound }

@@ -129,6 +129,9 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 		return nil, err
 	}
 	if p := o.Report.Policy; p != nil {
+		if len(o.Report.Subjects.Runs) > 0 {
+			notes = io.Discard // the report covers the runs the flags named
+		}
 		if p.Subjects, err = resolveStages(ctx, l, p.Subjects, notes); err != nil {
 			return nil, err
 		}

@@ -49,7 +49,8 @@ func gateJSON(t *testing.T, x *gateExperiment, args ...string) (int, audit.Verdi
 // gateStageNames: a policy outside repro names the training runs by their
 // stages (sft, rl, noupdate, whose runs are train-sft, ...): the gate
 // passes on each stage's latest ok run, says which, and records it; the
-// audit commands take stage names too. A later run of a stage is what a
+// audit and report commands take stage names too (and report --check
+// re-derives the report). A later run of a stage is what a
 // new gate takes, while the earlier verdict still re-derives to the run
 // it recorded. A run id wins over a stage of that name; a name that is
 // neither, and a stage run in two directories, are one-line errors naming
@@ -75,6 +76,15 @@ func gateStageNames(t *testing.T, x *gateExperiment) {
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "audit", "training", "--runs", x.runs, "--train", "sft=sft,rl=rl,noupdate=noupdate"); code != exitOK ||
 		!strings.Contains(errOut, "rlgate: train noupdate: stage noupdate is run train-noupdate") {
 		t.Errorf("audit training --train naming stages: exit %d: %s", code, errOut)
+	}
+
+	report := filepath.Join(t.TempDir(), "report")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "report", "--out", report, "--format", "json", "--policy", policy); code != exitOK ||
+		!strings.Contains(errOut, "rlgate: train rl: stage rl is run train-rl") {
+		t.Errorf("report --policy naming stages: exit %d: %s", code, errOut)
+	}
+	if code, out, errOut := rlgate(t, "--ledger", x.ledger, "report", "--check", report); code != exitOK {
+		t.Errorf("report --check of the report on stage names: exit %d:\n%s%s", code, out, errOut)
 	}
 
 	x.trainRun(t, "rl", "train-rl-later", x.written["rl"], "1e-6", 0.25, "--param", "lr=1e-6")
