@@ -23,7 +23,8 @@ func newInitCommand() *cli.Command {
 			"with its blobs in --blobs DIR or in an S3 bucket, --blobs s3://BUCKET/PREFIX\n" +
 			"(the bucket must exist; see --s3-endpoint, --s3-region, --s3-path-style and\n" +
 			"--cache; credentials only from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n" +
-			"AWS_SESSION_TOKEN, never recorded).\n\n" + exitCodesHelp,
+			"AWS_SESSION_TOKEN, never recorded), and says where the ledger is (its URL\n" +
+			"without the password) and where its blobs go.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
