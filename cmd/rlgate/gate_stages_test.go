@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -101,6 +102,8 @@ func gateStageNames(t *testing.T, x *gateExperiment) {
 		t.Errorf("the verdict before the later run re-derives to %+v: %v; want train-rl", again, err)
 	}
 
+	gateForgedResolution(t, x.ledger, v.Seq)
+
 	// A run whose id is a stage's name is that run.
 	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "run", "--stage", "notes", "--run", "noupdate", "--gpu", "off", "--", "true"); code != exitOK {
 		t.Fatalf("run noupdate: exit %d: %s", code, errOut)
@@ -122,6 +125,39 @@ func gateStageNames(t *testing.T, x *gateExperiment) {
 	t.Chdir(t.TempDir()) // a second clone of the pipeline runs stage sft
 	gateTrain(t, x.ledger, x.dir, "train-sft-elsewhere", "sft", x.base, x.trainData["sft"], x.written["sft"], "1e-6", 0.25)
 	oneLine("a stage run in two directories", []string{"gate", "--policy", policy, "--dry-run"}, `train sft: stage "sft" is ambiguous: its runs that ended ok were started in 2 directories`)
+}
+
+// gateForgedResolution: a copy of verdict seq appended after a later run
+// of its stage rl, with correct hashes and without the gate's own records
+// (as a careful forger would), still says stage rl is train-rl; its
+// decision reproduces, and re-derivation refuses it all the same, since
+// at its head the stage's latest ok run is another.
+func gateForgedResolution(t *testing.T, dir string, seq int64) {
+	t.Helper()
+	ctx := context.Background()
+	l, err := ledger.Open(ctx, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	var v audit.Verdict
+	if err := l.DecodeBody(ctx, seq, &v); err != nil {
+		t.Fatal(err)
+	}
+	for i := range v.Checks {
+		v.Checks[i].Seqs = slices.DeleteFunc(v.Checks[i].Seqs, func(s int64) bool { return s > v.Basis.Seq && s < seq })
+	}
+	if v.Head, err = l.Head(ctx); err != nil {
+		t.Fatal(err)
+	}
+	v.Basis = v.Head
+	es, err := l.Append(ctx, ledger.Record{Kind: audit.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := audit.Rederive(ctx, l, es[0].Seq); err == nil || !strings.Contains(err.Error(), "the stages it names resolve to other runs") {
+		t.Errorf("a verdict saying stage rl is train-rl after a later run of rl: %v; want it refused", err)
+	}
 }
 
 // labeledRun is the run labelled label in lrs, or "".
