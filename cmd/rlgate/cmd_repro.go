@@ -35,7 +35,8 @@ func newReproCommand() *cli.Command {
 			"stage by stage, what would fail once the stage runs, and then exits 1: a\n" +
 			"command not found on PATH (the first word of the command), an output\n" +
 			"directory that cannot be made, a gate policy that is missing or names a\n" +
-			"training stage that is neither in the pipeline nor in the ledger.\n\n" +
+			"training stage that is neither in the pipeline nor in the ledger, an input\n" +
+			"that is missing and that no stage writes.\n\n" +
 			"A stage has cmd (a string run by sh -c, or an argv list), deps and outs (a\n" +
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
 			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +

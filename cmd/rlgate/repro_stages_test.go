@@ -69,8 +69,8 @@ func TestReproStagesGetTheLedger(t *testing.T) {
 // pass rlgate repro --dry-run, every stage planned to run and the ledger
 // directory's bytes unchanged. Then a dry run of examples/verl fails,
 // exit 1 in one line naming what is wrong, when its gate policy names a
-// stage the pipeline lacks, when the policy file is missing, and when a
-// trainer is not on PATH.
+// stage the pipeline lacks, when the policy file is missing, when a
+// trainer is not on PATH, and when an input no stage writes is missing.
 func TestReproDryRunExamples(t *testing.T) {
 	unsetEnv(t, ledger.EnvLedger)
 	unsetEnv(t, ledger.EnvBlobs)
@@ -143,4 +143,6 @@ func TestReproDryRunExamples(t *testing.T) {
 	gateWrite(t, gate, string(policy))
 	os.Remove(filepath.Join(bin, "llamafactory-cli"))
 	fails("a trainer not on PATH", "stage sft: its command llamafactory-cli is not on PATH")
+	os.Remove(filepath.Join(dir, "spider", "eval", "dev.json"))
+	fails("an input nothing writes", "stage import_eval: input dev (")
 }

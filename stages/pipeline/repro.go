@@ -34,7 +34,8 @@ type Decision struct {
 	Run     string   `json:"run,omitempty"` // the run executed, or the up-to-date one
 	// Problems (a dry run's) are what would fail once the stage runs:
 	// its command not found, an output's directory that cannot be made,
-	// a gate policy that does not load or names what does not exist.
+	// a gate policy that does not load or names what does not exist, an
+	// input that is missing and that no stage writes.
 	Problems []string `json:"problems,omitempty"`
 }
 
@@ -118,6 +119,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 			case missingInput(spec) != "":
 				d.Action = ActionBlocked
 				d.Reasons = append(d.Reasons, missingInput(spec))
+				if opts.DryRun {
+					d.Problems = append(d.Problems, missingInput(spec))
+				}
 			case len(d.Reasons) == 0:
 				d.Action, d.Run = ActionSkip, last[s.Name].Run
 				d.Reasons = append(d.Reasons, "up to date with run "+last[s.Name].Run)
