@@ -57,7 +57,8 @@ func gateJSON(t *testing.T, x *gateExperiment, args ...string) (int, audit.Verdi
 // neither, and a stage run in two directories, are one-line errors naming
 // it.
 func gateStageNames(t *testing.T, x *gateExperiment) {
-	policy := gateStagePolicy(t, x, "name: by-stage\n", "  sft: sft\n  rl: rl\n  noupdate: noupdate\n")
+	// The audits that read the training runs; the rest do not see them.
+	policy := gateStagePolicy(t, x, "name: by-stage\nclaims: [\"rl > base\", \"rl > noupdate\"]\naudits: [training, identity]\n", "  sft: sft\n  rl: rl\n  noupdate: noupdate\n")
 	code, v := gateJSON(t, x, "--policy", policy)
 	if code != exitOK || !v.OK {
 		t.Fatalf("gate naming stages: exit %d, failed %v", code, failedChecks(v))
