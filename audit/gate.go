@@ -84,6 +84,10 @@ type Verdict struct {
 	Claims []ClaimResult `json:"claims"`
 	Checks []GateCheck   `json:"checks"`
 	Seq    int64         `json:"seq,omitempty"`
+	// Resolved are the runs the policy or the flags named by their stage,
+	// with the run each was taken to be (the subjects hold those runs).
+	// Rederive resolves them again on the entries the verdict read.
+	Resolved []Resolution `json:"resolved,omitempty"`
 }
 
 // GateOptions change how Gate runs, not what it decides.
@@ -113,6 +117,12 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 		return nil, err
 	}
 	defer r.Close()
+	// A run named by its stage is the stage's latest run that ended ok
+	// now; the verdict records which, so it means the same run later.
+	var resolved []Resolution
+	if p.Subjects, resolved, err = ResolveStages(ctx, r, p.Subjects); err != nil {
+		return nil, fmt.Errorf("gate: %w", err)
+	}
 	if p, err = ForLineage(ctx, r, p); err != nil {
 		return nil, err
 	}
@@ -131,6 +141,7 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	if err != nil {
 		return nil, err
 	}
+	v.Resolved = resolved
 	if v.Basis, err = r.Head(ctx); err != nil {
 		return nil, err
 	}
@@ -381,8 +392,12 @@ func (v *Verdict) gated(ctx context.Context, r *ledger.Ledger, s Subjects) {
 
 // Summary says in one line how the verdict came out and where it is.
 func (v *Verdict) Summary() string {
+	where := fmt.Sprintf("verdict entry %d", v.Seq)
+	if v.Seq == 0 {
+		where = "dry run, nothing recorded"
+	}
 	if v.OK {
-		return fmt.Sprintf("passed all %d checks (verdict entry %d)", len(v.Checks), v.Seq)
+		return fmt.Sprintf("passed all %d checks (%s)", len(v.Checks), where)
 	}
 	var failed []string
 	for _, c := range v.Checks {
@@ -390,5 +405,5 @@ func (v *Verdict) Summary() string {
 			failed = append(failed, c.Name)
 		}
 	}
-	return fmt.Sprintf("failed %d of %d checks: %s (verdict entry %d)", v.Failed, len(v.Checks), strings.Join(slices.Compact(failed), ", "), v.Seq)
+	return fmt.Sprintf("failed %d of %d checks: %s (%s)", v.Failed, len(v.Checks), strings.Join(slices.Compact(failed), ", "), where)
 }

@@ -84,6 +84,9 @@ func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error
 	if !sameJSON(v.Policy, p) {
 		return nil, refuse("its policy is not the one its recorded source %s gives", v.PolicySource)
 	}
+	if why := v.resolvedAgain(ctx, r); why != "" {
+		return nil, refuse("%s", why)
+	}
 	again, err := decide(ctx, r, nil, p)
 	if err != nil {
 		return nil, refuse("its decision cannot be re-run: %v", err)
@@ -92,6 +95,32 @@ func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error
 		return nil, refuse("it does not reproduce: %s", why)
 	}
 	return &v, nil
+}
+
+// resolvedAgain says how the runs v names by their stages differ when
+// resolved again on r, the entries v read: each stage's latest run that
+// ended ok must be the run v records for it; "" when they agree.
+func (v *Verdict) resolvedAgain(ctx context.Context, r *ledger.Ledger) string {
+	if len(v.Resolved) == 0 {
+		return ""
+	}
+	named := Subjects{Runs: slices.Clone(v.Policy.Subjects.Runs), Train: slices.Clone(v.Policy.Subjects.Train)}
+	for _, res := range v.Resolved {
+		lrs := map[bool][]LabeledRun{false: named.Runs, true: named.Train}[res.Train]
+		i := slices.IndexFunc(lrs, func(lr LabeledRun) bool { return lr.Label == res.Label && lr.Run == res.Run })
+		if i < 0 {
+			return fmt.Sprintf("it says stage %s gave its %s, which its runs do not hold", res.Stage, res.Label)
+		}
+		lrs[i].Run = res.Stage
+	}
+	again, res, err := ResolveStages(ctx, r, named)
+	switch {
+	case err != nil:
+		return fmt.Sprintf("the stages it names do not resolve again: %v", err)
+	case !sameJSON(again, v.Policy.Subjects) || !sameJSON(res, v.Resolved):
+		return "the stages it names resolve to other runs on the entries it read"
+	}
+	return ""
 }
 
 // inconsistency says how v, the body of entry e, disagrees with itself or

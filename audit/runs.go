@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
@@ -194,3 +196,122 @@ func readManifest(l *ledger.Ledger, d ledger.Digest) (*manifests.CheckpointManif
 	}
 	return &m, nil
 }
+
+// Resolution is a run a policy or a flag named by its stage, and the run
+// the name was taken to be: the stage's latest run that ended ok, as the
+// ledger held it when the name was resolved. A gate records its
+// resolutions in the verdict (Verdict.Resolved), and re-derivation checks
+// each again on the entries the verdict read, so a later run of the stage
+// cannot change what an existing verdict stands for.
+type Resolution struct {
+	Label string `json:"label"`
+	Train bool   `json:"train,omitempty"` // under train: (--train), else runs: (--runs)
+	Stage string `json:"stage"`
+	Run   string `json:"run"`
+}
+
+// String says it in a line: "train rl: stage rl2 is run rl2-2026... (its
+// latest that ended ok)".
+func (r Resolution) String() string {
+	return fmt.Sprintf("%s %s: stage %s is run %s (its latest that ended ok)", map[bool]string{true: "train", false: "runs"}[r.Train], r.Label, r.Stage, r.Run)
+}
+
+// ResolveStages returns s with every run that is not a run id of l but
+// the name of a stage replaced by that stage's latest run that ended ok,
+// and says which it replaced. A run id wins over a stage of the same name.
+// A name that is neither, a stage with no run that ended ok, and a stage
+// whose ok runs were recorded in more than one working directory (two
+// pipelines, or two clones of one, that share the ledger: its latest run
+// may not be the one meant) are errors naming it.
+func ResolveStages(ctx context.Context, l *ledger.Ledger, s Subjects) (Subjects, []Resolution, error) {
+	runs, err := l.Runs(ctx)
+	if err != nil {
+		return Subjects{}, nil, err
+	}
+	ids := make(map[string]bool, len(runs))
+	for _, r := range runs {
+		ids[r.Run] = true
+	}
+	var res []Resolution
+	resolve := func(lrs []LabeledRun, train bool) ([]LabeledRun, error) {
+		out := slices.Clone(lrs)
+		for i, lr := range out {
+			if ids[lr.Run] {
+				continue
+			}
+			where := fmt.Sprintf("%s %s", map[bool]string{true: "train", false: "runs"}[train], lr.Label)
+			run, err := stageRun(ctx, l, runs, lr.Run)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where, err)
+			}
+			out[i].Run = run
+			res = append(res, Resolution{Label: lr.Label, Train: train, Stage: lr.Run, Run: run})
+		}
+		return out, nil
+	}
+	var out Subjects
+	if out.Runs, err = resolve(s.Runs, false); err != nil {
+		return Subjects{}, nil, err
+	}
+	if out.Train, err = resolve(s.Train, true); err != nil {
+		return Subjects{}, nil, err
+	}
+	return out, res, nil
+}
+
+// StageRun returns the run a --run flag names: the run of that id, else
+// the latest run that ended ok of the stage of that name (ResolveStages).
+// A name that is neither is an error wrapping ledger.ErrNotFound.
+func StageRun(ctx context.Context, l *ledger.Ledger, name string) (string, error) {
+	runs, err := l.Runs(ctx)
+	if err != nil {
+		return "", err
+	}
+	if slices.ContainsFunc(runs, func(r ledger.Run) bool { return r.Run == name }) {
+		return name, nil
+	}
+	return stageRun(ctx, l, runs, name)
+}
+
+// stageRun is the latest run of stage that ended ok, of runs (in start
+// order).
+func stageRun(ctx context.Context, l *ledger.Ledger, runs []ledger.Run, stage string) (string, error) {
+	latest, dirs, other := "", []string{}, ""
+	for _, r := range runs {
+		if r.Stage != stage {
+			continue
+		}
+		if r.Status != "ok" {
+			other = r.Run + " " + r.Status
+			continue
+		}
+		var start struct {
+			Dir string `json:"dir"`
+		}
+		if err := l.DecodeBody(ctx, r.StartedSeq, &start); err != nil {
+			return "", fmt.Errorf("run %s: %w", r.Run, err)
+		}
+		if !slices.Contains(dirs, start.Dir) {
+			dirs = append(dirs, start.Dir)
+		}
+		latest = r.Run
+	}
+	switch {
+	case latest == "" && other == "":
+		return "", unknownName{fmt.Sprintf("%q is neither a run nor a stage of this ledger. Try: rlgate runs, which lists every run with its stage", ledger.Printable(stage))}
+	case latest == "":
+		return "", fmt.Errorf("stage %q has no run that ended ok (latest: %s). Try: run the stage again, or name a run id (rlgate runs)", ledger.Printable(stage), other)
+	case len(dirs) > 1:
+		shown := dirs[:min(len(dirs), 3)]
+		return "", fmt.Errorf("stage %q is ambiguous: its runs that ended ok were started in %d directories (%s), so its latest, %s, may not be the one meant. Try: name the run id (rlgate runs)",
+			ledger.Printable(stage), len(dirs), ledger.Printable(strings.Join(shown, ", ")), latest)
+	}
+	return latest, nil
+}
+
+// unknownName is a name that is neither a run nor a stage; it is a
+// ledger.ErrNotFound.
+type unknownName struct{ msg string }
+
+func (e unknownName) Error() string { return e.msg }
+func (e unknownName) Unwrap() error { return ledger.ErrNotFound }

@@ -574,6 +574,25 @@ func (l *Ledger) location() string {
 	return l.dir
 }
 
+// Location names the ledger for a person: its directory, or a PostgreSQL
+// ledger's URL without the password.
+func (l *Ledger) Location() string { return l.location() }
+
+// IsPostgres tells whether the ledger is kept in PostgreSQL.
+func (l *Ledger) IsPostgres() bool { return l.pg }
+
+// BlobsLocation names where the ledger keeps its blobs: a directory, or
+// s3://BUCKET/PREFIX at its endpoint.
+func (l *Ledger) BlobsLocation() string {
+	if s, ok := l.blobs.(*s3Blobs); ok {
+		return s.shown
+	}
+	if s, ok := l.blobs.(localBlobs); ok {
+		return s.root
+	}
+	return l.dir
+}
+
 // ID returns the ledger's random identifier, fixed at init.
 func (l *Ledger) ID() string { return l.id }
 

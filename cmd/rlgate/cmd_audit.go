@@ -277,7 +277,8 @@ func newLedgerAuditCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
-				opts := ledgerAuditOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Audit: name, Subjects: s, Options: auditOptionsFrom(cmd, audit.Options{})}
+				opts := ledgerAuditOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Audit: name, Subjects: s, Options: auditOptionsFrom(cmd, audit.Options{}),
+					Notes: cmd.Root().ErrWriter}
 				_, err = runLedgerAudit(ctx, opts, cmd.Root().Writer)
 				return err
 			},
@@ -292,6 +293,7 @@ type ledgerAuditOptions struct {
 	Audit    string
 	Subjects audit.Subjects
 	Options  audit.Options
+	Notes    io.Writer // hears which run each stage name was taken to be
 }
 
 func runLedgerAudit(ctx context.Context, opts ledgerAuditOptions, w io.Writer) (*audit.Report, error) {
@@ -300,6 +302,9 @@ func runLedgerAudit(ctx context.Context, opts ledgerAuditOptions, w io.Writer) (
 		return nil, err
 	}
 	defer l.Close()
+	if opts.Subjects, err = resolveStages(ctx, l, opts.Subjects, opts.Notes); err != nil {
+		return nil, err
+	}
 	r, err := audit.Run(ctx, l, opts.Audit, opts.Subjects, opts.Options)
 	if err != nil {
 		return nil, err

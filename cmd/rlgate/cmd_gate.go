@@ -35,7 +35,9 @@ func newGateCommand() *cli.Command {
 			"evaluations are refused. --policy FILE reads a YAML policy\n" +
 			"of the same shape (name, claims, audits, alpha, resamples, seed, power,\n" +
 			"options, runs, train; unknown fields are refused); --runs and --train\n" +
-			"override the runs it names. --junit FILE writes each check as a JUnit test\n" +
+			"override the runs it names. A run may be named by its stage (rl: rl2): the\n" +
+			"stage's latest run that ended ok, printed and recorded in the verdict.\n" +
+			"--junit FILE writes each check as a JUnit test\n" +
 			"case for CI systems. --dry-run decides the same way but records nothing and\n" +
 			"opens the ledger read-only, so it runs on a ledger the user cannot write.\n\n" +
 			"A recorded verdict bound to a model acts on the publish requests waiting for\n" +
@@ -135,6 +137,20 @@ type gateSummary struct {
 	Publishes []publish.Outcome `json:"publishes,omitempty"`
 }
 
+// resolveStages is audit.ResolveStages for the commands that name runs
+// (audit, report), saying on notes which run each stage name was taken to
+// be, a line apiece.
+func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, notes io.Writer) (audit.Subjects, error) {
+	out, res, err := audit.ResolveStages(ctx, l, s)
+	if err != nil {
+		return s, err
+	}
+	for _, r := range res {
+		fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String()))
+	}
+	return out, nil
+}
+
 // publishOutcome says in a line what a gate did to a publish request.
 func publishOutcome(o publish.Outcome) string {
 	switch {
@@ -182,6 +198,9 @@ const briefFindings = 3
 // the first findings of each check that failed (the demo's summary: the
 // report lists them all).
 func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
+	for _, r := range v.Resolved {
+		fmt.Fprintln(w, "rlgate:", ledger.Printable(r.String()))
+	}
 	t := newTable(w, "check", "result", "evidence", "finding")
 	passed, failed := 0, map[string]int{}
 	for _, c := range v.Checks {

@@ -23,7 +23,8 @@ func newInitCommand() *cli.Command {
 			"with its blobs in --blobs DIR or in an S3 bucket, --blobs s3://BUCKET/PREFIX\n" +
 			"(the bucket must exist; see --s3-endpoint, --s3-region, --s3-path-style and\n" +
 			"--cache; credentials only from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n" +
-			"AWS_SESSION_TOKEN, never recorded).\n\n" + exitCodesHelp,
+			"AWS_SESSION_TOKEN, never recorded), and says where the ledger is (its URL\n" +
+			"without the password) and where its blobs go.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
@@ -38,9 +39,13 @@ type initOptions struct {
 }
 
 type initSummary struct {
-	LedgerID string      `json:"ledger_id"`
-	Dir      string      `json:"dir"`
-	Head     ledger.Head `json:"head"`
+	LedgerID string `json:"ledger_id"`
+	Dir      string `json:"dir"`
+	// PostgreSQL and Blobs say, for a PostgreSQL ledger, where it is (its
+	// URL without the password) and where its blobs go.
+	PostgreSQL string      `json:"postgresql,omitempty"`
+	Blobs      string      `json:"blobs,omitempty"`
+	Head       ledger.Head `json:"head"`
 }
 
 func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, error) {
@@ -54,8 +59,16 @@ func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, 
 		return nil, err
 	}
 	s := &initSummary{LedgerID: l.ID(), Dir: l.Dir(), Head: head}
+	if l.IsPostgres() {
+		s.PostgreSQL, s.Blobs = l.Location(), l.BlobsLocation()
+	}
 	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
+		var err error
+		if s.PostgreSQL != "" {
+			_, err = fmt.Fprintf(w, "created ledger %s in PostgreSQL at %s, blobs in %s\nhead %s\n", s.LedgerID, s.PostgreSQL, s.Blobs, s.Head)
+		} else {
+			_, err = fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
+		}
 		return err
 	})
 }

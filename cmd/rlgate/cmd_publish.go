@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/urfave/cli/v3"
@@ -39,7 +40,7 @@ func newPublishCommand() *cli.Command {
 			"a complete bundle without its entry recorded, or rebuilt for a newer\n" +
 			"verdict). See docs/PUBLISH.md.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
-			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish", Required: true},
+			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish, or its stage (its latest run that ended ok)", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
 			&cli.StringFlag{Name: "key", Value: defaultKey, Usage: "ECDSA private key PEM `FILE` (rlgate keygen)"},
 			&cli.StringFlag{Name: "after-failed-verdict", Usage: "publish although an earlier gate verdict for the model failed, for this `REASON` (recorded, shown in the bundle)"},
@@ -64,6 +65,14 @@ func runPublish(ctx context.Context, o publishOptions, w io.Writer) (*publish.Re
 		return nil, err
 	}
 	defer l.Close()
+	// --run may name the stage: its latest run that ended ok. A name that
+	// is neither a run nor a stage is left to publish, which says so once
+	// it has checked the key.
+	if run, err := audit.StageRun(ctx, l, o.Run); err == nil {
+		o.Run = run
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return nil, err
+	}
 	res, err := publish.Publish(ctx, l, o.Options)
 	if err != nil {
 		return nil, publishError(err)

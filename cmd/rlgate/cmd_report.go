@@ -41,7 +41,7 @@ func newReportCommand() *cli.Command {
 			&cli.StringFlag{Name: "check", Usage: "check the report in `DIR` against the ledger"},
 		}, subjectsFlags(false)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			o := reportOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"), Check: cmd.String("check")}
+			o := reportOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"), Check: cmd.String("check"), Notes: cmd.Root().ErrWriter}
 			if (o.Out == "") == (o.Check == "") {
 				return usagef("report: give --out DIR to write a report or --check DIR to check one")
 			}
@@ -80,6 +80,7 @@ type reportOptions struct {
 	Out    string // write the report here
 	Check  string // or check the report here
 	Report reports.Options
+	Notes  io.Writer // hears which run each stage name was taken to be; nil: none
 }
 
 // reportSummary is what rlgate report prints: the report written, or
@@ -117,6 +118,23 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 			err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", differences(len(res.Differences)), o.Check)}
 		}
 		return s, err
+	}
+	// Runs named by their stages are taken to be the stages' latest runs
+	// that ended ok, recorded as such in the report's request.
+	notes := o.Notes
+	if notes == nil {
+		notes = io.Discard
+	}
+	if o.Report.Subjects, err = resolveStages(ctx, l, o.Report.Subjects, notes); err != nil {
+		return nil, err
+	}
+	if p := o.Report.Policy; p != nil {
+		if len(o.Report.Subjects.Runs) > 0 {
+			notes = io.Discard // the report covers the runs the flags named
+		}
+		if p.Subjects, err = resolveStages(ctx, l, p.Subjects, notes); err != nil {
+			return nil, err
+		}
 	}
 	r, err := reports.Write(ctx, l, o.Report, o.Out)
 	if err != nil {

@@ -2,8 +2,12 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
@@ -22,7 +26,17 @@ func newReproCommand() *cli.Command {
 			"upstream of them (all stages if none are named), runs each stage whose\n" +
 			"command, params, configs or input digests differ from its last successful\n" +
 			"run, or whose outputs no longer have the digests that run recorded. Says\n" +
-			"why each stage runs or is skipped. --dry-run only says.\n\n" +
+			"why each stage runs or is skipped. Each stage's outputs' directories are made\n" +
+			"before it runs. The stages get this command's ledger and blob store as\n" +
+			"RLGATE_LEDGER and RLGATE_BLOBS (a password in the URL is masked where the\n" +
+			"run records its environment).\n\n" +
+			"--dry-run says, runs nothing and writes nothing: the ledger is opened\n" +
+			"read-only, gates decide without recording (as gate --dry-run). It also names,\n" +
+			"stage by stage, what would fail once the stage runs, and then exits 1: a\n" +
+			"command not found on PATH (the first word of the command), an output\n" +
+			"directory that cannot be made, a gate policy that is missing or names a\n" +
+			"training stage that is neither in the pipeline nor in the ledger, an input\n" +
+			"that is missing and that no stage writes.\n\n" +
 			"A stage has cmd (a string run by sh -c, or an argv list), deps and outs (a\n" +
 			"mapping NAME: PATH, or a list of paths as in dvc.yaml, each named by its\n" +
 			"path), params, configs, metrics, timeout, gpu and gate. A stage with\n" +
@@ -31,15 +45,21 @@ func newReproCommand() *cli.Command {
 			"Like rlgate gate, a gate that passes publishes the requests (rlgate run\n" +
 			"--publish-to) waiting for its model.\n" +
 			"The policy's train: may name a training run by its stage (rl: rl2): repro\n" +
-			"takes the run that stage ran, or was up to date with.\n\n" + exitCodesHelp,
+			"takes the run that stage ran, or was up to date with; any other stage name\n" +
+			"is that stage's latest run that ended ok (as for rlgate gate). Every gate\n" +
+			"policy is loaded and checked before any stage runs.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
-			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run nothing"},
+			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run and record nothing, name what would fail"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
+			env, err := stageEnviron(cmd)
+			if err != nil {
+				return err
+			}
 			opts := reproOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), File: cmd.String("file"), DryRun: cmd.Bool("dry-run"),
-				Stages: cmd.Args().Slice(), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
-			_, err := runRepro(ctx, opts, cmd.Root().Writer)
+				Stages: cmd.Args().Slice(), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter, Environ: env}
+			_, err = runRepro(ctx, opts, cmd.Root().Writer)
 			return err
 		},
 	}
@@ -50,6 +70,56 @@ type reproOptions struct {
 	JSON, DryRun   bool
 	Stages         []string
 	Stdout, Stderr io.Writer
+	// Environ is the stages' environment (stageEnviron); nil: rlgate's own.
+	Environ []string
+}
+
+// stageEnviron is rlgate's environment with the ledger and blob store this
+// command was given (--ledger, --blobs and the S3 flags, or their
+// variables), as RLGATE_LEDGER and RLGATE_BLOBS with local paths made
+// absolute, so the rlgate commands a stage runs record into the same
+// ledger from the stage's directory. A password in a PostgreSQL URL
+// reaches the stage, which must connect, but not the ledger: run.start
+// records RLGATE_* variables through the redaction rule, which masks it.
+func stageEnviron(cmd *cli.Command) ([]string, error) {
+	abs := func(flag, p string) (string, error) {
+		if p == "" {
+			return "", nil
+		}
+		a, err := filepath.Abs(p)
+		if err != nil {
+			return "", fmt.Errorf("--%s %s: %w", flag, p, err)
+		}
+		return a, nil
+	}
+	loc := cmd.String("ledger")
+	if !ledger.IsPostgres(loc) {
+		var err error
+		if loc, err = abs("ledger", loc); err != nil {
+			return nil, err
+		}
+	}
+	blobs := cmd.String("blobs")
+	if !ledger.IsS3(blobs) {
+		var err error
+		if blobs, err = abs("blobs", blobs); err != nil {
+			return nil, err
+		}
+	} else {
+		cache, err := abs("cache", cmd.String("cache"))
+		if err != nil {
+			return nil, err
+		}
+		blobs = ledger.WithS3(blobs, ledger.S3Options{Endpoint: cmd.String("s3-endpoint"), Region: cmd.String("s3-region"), PathStyle: cmd.Bool("s3-path-style"), Cache: cache})
+	}
+	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
+		return strings.HasPrefix(kv, ledger.EnvLedger+"=") || strings.HasPrefix(kv, ledger.EnvBlobs+"=")
+	})
+	env = append(env, ledger.EnvLedger+"="+loc)
+	if blobs != "" {
+		env = append(env, ledger.EnvBlobs+"="+blobs)
+	}
+	return env, nil
 }
 
 func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.Decision, error) {
@@ -57,16 +127,25 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 	if err != nil {
 		return nil, err
 	}
-	l, err := ledger.Open(ctx, opts.Dir)
+	// A dry run writes nothing: the ledger is opened read-only and its
+	// gates are dry runs (audit.GateOptions.DryRun).
+	open := ledger.Open
+	if opts.DryRun {
+		open = ledger.OpenReadOnly
+	}
+	l, err := open(ctx, opts.Dir)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun, Gate: reproGate(l, nil)}
+	po := pipeline.Options{DryRun: opts.DryRun, Gate: reproGate(l, opts.DryRun, nil), CheckGate: reproCheckGate(l, f), Environ: opts.Environ}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
 		po.Progress = func(d pipeline.Decision) {
 			fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
+			for _, p := range d.Problems {
+				fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, "problem", p)
+			}
 		}
 	}
 	ds, err := pipeline.Repro(ctx, l, f, opts.Stages, po)
@@ -83,19 +162,54 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 			return ds, fmt.Errorf("repro: stage %s %s: %s", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
 		}
 	}
+	var problems []string
+	for _, d := range ds {
+		for _, p := range d.Problems {
+			problems = append(problems, "stage "+d.Stage+": "+p)
+		}
+	}
+	if len(problems) > 0 {
+		return ds, fmt.Errorf("repro --dry-run: %d %s would stop the pipeline once it runs: %s. Nothing was run or recorded",
+			len(problems), map[bool]string{true: "problem", false: "problems"}[len(problems) == 1], strings.Join(problems, "; "))
+	}
 	return ds, nil
 }
 
+// reproCheckGate checks a stage's gate policy before anything runs: it
+// loads, and each training run it names under train: is a stage of the
+// pipeline f, or a run or a stage of the ledger (audit.StageRun). Its
+// evaluations (runs:) are not checked: the stages' own commands name
+// them (rlgate eval --run), so they need not exist yet.
+func reproCheckGate(l *ledger.Ledger, f *pipeline.File) func(ctx context.Context, policy, dir string) error {
+	return func(ctx context.Context, policy, dir string) error {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return err
+		}
+		for _, lr := range p.Subjects.Train {
+			if slices.ContainsFunc(f.Stages, func(s *pipeline.Stage) bool { return s.Name == lr.Run }) {
+				continue
+			}
+			if _, err := audit.StageRun(ctx, l, lr.Run); errors.Is(err, ledger.ErrNotFound) {
+				return fmt.Errorf("train %s: %q is neither a stage of %s nor a run of the ledger. Try: name a stage of the pipeline", lr.Label, ledger.Printable(lr.Run), f.Path)
+			} else if err != nil {
+				return fmt.Errorf("train %s: %w", lr.Label, err)
+			}
+		}
+		return nil
+	}
+}
+
 // reproGate checks a stage's gate policy for pipeline.Repro, with training
-// runs named by their stages resolved to the stages' runs; the verdict is
-// also kept in *last when last is not nil.
-func reproGate(l *ledger.Ledger, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+// runs named by their stages resolved to the stages' runs; a dry run's gate
+// records nothing. The verdict is also kept in *last when last is not nil.
+func reproGate(l *ledger.Ledger, dryRun bool, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
 	return func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
 		p, err := audit.PolicyRef(policy, dir)
 		if err != nil {
 			return false, "", err
 		}
-		v, err := audit.Gate(ctx, l, p.InPipeline(runs), audit.GateOptions{})
+		v, err := audit.Gate(ctx, l, p.InPipeline(runs), audit.GateOptions{DryRun: dryRun})
 		if err != nil {
 			return false, "", err
 		}

@@ -118,6 +118,7 @@ func TestDemo(t *testing.T) {
 	}
 
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
+	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dirs[0], exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dirs[0], s.Verdict) })
 
 	for _, in := range demo.Injects {

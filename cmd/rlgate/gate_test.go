@@ -322,6 +322,8 @@ func TestGate(t *testing.T) {
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
 	t.Run("policy and --runs as handed in", func(t *testing.T) { gatePolicyFlags(t, x.fork(t)) })
 	t.Run("claims on a difficulty group", func(t *testing.T) { gateGroupClaims(t, x.fork(t)) })
+	t.Run("a policy names training runs by their stages", func(t *testing.T) { gateStageNames(t, x.fork(t)) })
+	t.Run("repro --dry-run writes nothing", func(t *testing.T) { gateReproDryRun(t, x.fork(t)) })
 }
 
 func gateCleanPasses(t *testing.T, x *gateExperiment) {

@@ -32,6 +32,11 @@ type Decision struct {
 	Action  string   `json:"action"`
 	Reasons []string `json:"reasons"`
 	Run     string   `json:"run,omitempty"` // the run executed, or the up-to-date one
+	// Problems (a dry run's) are what would fail once the stage runs:
+	// its command not found, an output's directory that cannot be made,
+	// a gate policy that does not load or names what does not exist, an
+	// input that is missing and that no stage writes.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Options adjusts Repro.
@@ -49,6 +54,11 @@ type Options struct {
 	// training run by its stage. The gate lives above this package, so the
 	// caller supplies it; a stage with a gate and no Gate here is refused.
 	Gate func(ctx context.Context, policy, dir string, runs map[string]string) (ok bool, why string, err error)
+	// CheckGate, if set, checks a stage's gate policy (as the stage names
+	// it, with the pipeline file's directory) before any stage runs: that
+	// it loads and names only what exists. Its error stops a repro before
+	// anything runs, and is a problem of the stage in a dry run.
+	CheckGate func(ctx context.Context, policy, dir string) error
 	// Environ is the stages' environment; nil: rlgate's own. When it sets
 	// PATH, a command named without a slash is looked up there.
 	Environ []string
@@ -66,6 +76,18 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 	if err != nil {
 		return nil, err
 	}
+	gateProblems := map[string][]string{}
+	for _, s := range stages {
+		if s.Gate == "" || opts.CheckGate == nil {
+			continue
+		}
+		if err := opts.CheckGate(ctx, s.Gate, filepath.Dir(f.Path)); err != nil {
+			if !opts.DryRun {
+				return nil, fmt.Errorf("pipeline %s: stage %s: gate %s: %w (nothing was run)", f.Path, s.Name, s.Gate, err)
+			}
+			gateProblems[s.Name] = append(gateProblems[s.Name], "gate "+s.Gate+": "+err.Error())
+		}
+	}
 	decided := map[string]string{}
 	runs := map[string]string{} // stage -> its run, for the ones that ran or were up to date
 	var out []Decision
@@ -75,6 +97,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 			return out, err
 		}
 		d := Decision{Stage: s.Name, Reasons: []string{}}
+		if opts.DryRun {
+			d.Problems = append(f.problems(s, spec, opts.Environ), gateProblems[s.Name]...)
+		}
 		for _, u := range s.Upstream {
 			switch decided[u] {
 			case ActionFailed, ActionBlocked:
@@ -94,6 +119,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 			case missingInput(spec) != "":
 				d.Action = ActionBlocked
 				d.Reasons = append(d.Reasons, missingInput(spec))
+				if opts.DryRun {
+					d.Problems = append(d.Problems, missingInput(spec))
+				}
 			case len(d.Reasons) == 0:
 				d.Action, d.Run = ActionSkip, last[s.Name].Run
 				d.Reasons = append(d.Reasons, "up to date with run "+last[s.Name].Run)
@@ -101,6 +129,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 				d.Action = ActionWouldRun
 			default:
 				spec.Stdout, spec.Stderr, spec.Environ = opts.Stdout, opts.Stderr, opts.Environ
+				if err := makeOutputDirs(spec); err != nil {
+					return out, err
+				}
 				if opts.Starting != nil {
 					opts.Starting(s.Name)
 				}
@@ -118,7 +149,7 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 		if d.Action == ActionRan || d.Action == ActionSkip {
 			runs[s.Name] = d.Run
 		}
-		if s.Gate != "" && (d.Action == ActionRan || d.Action == ActionSkip) {
+		if s.Gate != "" && len(gateProblems[s.Name]) == 0 && (d.Action == ActionRan || d.Action == ActionSkip) {
 			if opts.Gate == nil {
 				return out, fmt.Errorf("pipeline %s: stage %s declares gate %s, which this caller cannot check", f.Path, s.Name, s.Gate)
 			}

@@ -59,11 +59,11 @@ func allowed(name string) bool {
 	return false
 }
 
-// lookPathIn finds a command named without a slash in the PATH of env, as
+// LookPathIn finds a command named without a slash in the PATH of env, as
 // a shell started with env would, so a stage's environment decides which
 // binary runs; ok is false when env sets no PATH or none holds it (then
 // rlgate's own PATH applies).
-func lookPathIn(env []string, name string) (string, bool) {
+func LookPathIn(env []string, name string) (string, bool) {
 	if strings.ContainsRune(name, filepath.Separator) {
 		return "", false
 	}

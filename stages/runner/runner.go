@@ -307,7 +307,7 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 		defer cancel()
 	}
 	cmd := exec.CommandContext(runCtx, spec.Argv[0], spec.Argv[1:]...)
-	if p, ok := lookPathIn(spec.Environ, spec.Argv[0]); ok {
+	if p, ok := LookPathIn(spec.Environ, spec.Argv[0]); ok {
 		cmd.Path, cmd.Err = p, nil
 	}
 	cmd.Dir = spec.Dir
