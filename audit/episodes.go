@@ -73,49 +73,8 @@ type episodeView struct {
 // list of recorded episodes, and its scan), so audits that read the same
 // rollout read it once. Different rollouts are read at the same time.
 type scanCache struct {
-	records memo[[]rollout.Recorded]
-	scans   memo[*rolloutScan]
-}
-
-// memo computes a value once per key for every caller that asks; a caller
-// that asks while another computes it waits. A failed value is not kept.
-type memo[V any] struct {
-	mu sync.Mutex
-	m  map[string]*memoEntry[V]
-}
-
-type memoEntry[V any] struct {
-	done chan struct{}
-	v    V
-	err  error
-}
-
-func (m *memo[V]) get(ctx context.Context, key string, compute func() (V, error)) (V, error) {
-	m.mu.Lock()
-	if e := m.m[key]; e != nil {
-		m.mu.Unlock()
-		select {
-		case <-e.done:
-			return e.v, e.err
-		case <-ctx.Done():
-			var zero V
-			return zero, ctx.Err()
-		}
-	}
-	e := &memoEntry[V]{done: make(chan struct{})}
-	if m.m == nil {
-		m.m = map[string]*memoEntry[V]{}
-	}
-	m.m[key] = e
-	m.mu.Unlock()
-	e.v, e.err = compute()
-	if e.err != nil {
-		m.mu.Lock()
-		delete(m.m, key)
-		m.mu.Unlock()
-	}
-	close(e.done)
-	return e.v, e.err
+	records ledger.Memo[[]rollout.Recorded]
+	scans   ledger.Memo[*rolloutScan]
 }
 
 // recorded returns the recorded episodes of rollout run, listed once for
@@ -125,7 +84,7 @@ func (c *scanCache) recorded(ctx context.Context, l *ledger.Ledger, run string) 
 	if c == nil {
 		return rollout.ReadRecorded(ctx, l, run)
 	}
-	return c.records.get(ctx, run, func() ([]rollout.Recorded, error) { return rollout.ReadRecorded(ctx, l, run) })
+	return c.records.Get(ctx, run, func() ([]rollout.Recorded, error) { return rollout.ReadRecorded(ctx, l, run) })
 }
 
 // scan returns the scan of rollout run, decoding its blobs on every core
@@ -134,7 +93,7 @@ func (c *scanCache) scan(ctx context.Context, l *ledger.Ledger, run string) (*ro
 	if c == nil {
 		return scanRollout(ctx, l, run, nil)
 	}
-	return c.scans.get(ctx, run, func() (*rolloutScan, error) { return scanRollout(ctx, l, run, c) })
+	return c.scans.Get(ctx, run, func() (*rolloutScan, error) { return scanRollout(ctx, l, run, c) })
 }
 
 // scanAll scans the rollouts of evals at the same time, so one's serial

@@ -60,7 +60,7 @@ func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 	}
 	db, err := sql.Open("sqlite", dsn(filepath.Join(scratch, dbName), "scratch"))
 	v := &Ledger{dir: l.dir, db: db, id: l.id, scratch: scratch, shown: l.location(), blobs: l.blobs,
-		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, series: map[string]map[string]*seriesPoints{}, lazy: map[string][]Entry{}}}
+		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, lazy: map[string][]Entry{}}}
 	if err == nil {
 		err = v.walk(ctx)
 	}
@@ -83,10 +83,13 @@ type checkedIndex struct {
 	kinds  []string
 	runs   []string
 	// derived names the (kind, run) pairs whose rows are in the view's
-	// database: outcomes and metrics are derived when first read.
+	// database: a run's outcomes are derived when first read, one run at
+	// a time (mu), as the database takes one writer.
 	mu      sync.Mutex
 	derived map[string]bool
-	series  map[string]map[string]*seriesPoints // by run, then key
+	// series are each run's metric series by key, decoded when first
+	// read: a run's decoding waits for no other run's, nor for outcomes.
+	series Memo[map[string]*seriesPoints]
 	// lazy holds the entries of the lazy kinds as the walk read and
 	// checked them, by lazyKey: derived from these bytes when asked for,
 	// they are neither read nor hashed a second time.
@@ -378,10 +381,7 @@ func (l *Ledger) derive(ctx context.Context, kind, run string) error {
 // asks for several keys of one run, often several names for one quantity.
 func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
 	c := l.chk
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	byKey, ok := c.series[run]
-	if !ok {
+	byKey, err := c.series.Get(ctx, run, func() (map[string]*seriesPoints, error) {
 		// The entries decode on every core, and are gathered in ledger
 		// order.
 		es := c.lazy[lazyKey(KindMetrics, run)]
@@ -394,7 +394,7 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 			return nil
 		})
 		if err != nil {
-			return nil, nil, err
+			return nil, err
 		}
 		// Each point's key is numbered first, so that every series is
 		// allocated once, at its size.
@@ -416,7 +416,7 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 			}
 		}
 		series := make([]*seriesPoints, len(order.keys))
-		byKey = make(map[string]*seriesPoints, len(order.keys))
+		byKey := make(map[string]*seriesPoints, len(order.keys))
 		for i, k := range order.keys {
 			series[i] = &seriesPoints{pts: make([]MetricPoint, 0, counts[i]), seqs: make([]int64, 0, counts[i])}
 			byKey[k] = series[i]
@@ -430,7 +430,10 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 				s.pts, s.seqs = append(s.pts, p), append(s.seqs, es[i].Seq)
 			}
 		}
-		c.series[run] = byKey
+		return byKey, nil
+	})
+	if err != nil {
+		return nil, nil, err
 	}
 	s := byKey[key]
 	if s == nil {

@@ -3,6 +3,7 @@ package ledger
 import (
 	"context"
 	"runtime"
+	"sync"
 
 	"golang.org/x/sync/errgroup"
 )
@@ -32,4 +33,48 @@ func ForEach(ctx context.Context, n int, fn func(ctx context.Context, i int) err
 		return err
 	}
 	return ctx.Err()
+}
+
+// Memo computes a value once per key for every caller that asks; a caller
+// that asks while another computes it waits (or gives up when its context
+// ends), and callers asking for other keys go on meanwhile. A failed value
+// is not kept: the next caller computes it again. The zero Memo is empty.
+type Memo[V any] struct {
+	mu sync.Mutex
+	m  map[string]*memoEntry[V]
+}
+
+type memoEntry[V any] struct {
+	done chan struct{}
+	v    V
+	err  error
+}
+
+// Get returns key's value, computing it with compute if no caller has.
+func (m *Memo[V]) Get(ctx context.Context, key string, compute func() (V, error)) (V, error) {
+	m.mu.Lock()
+	if e := m.m[key]; e != nil {
+		m.mu.Unlock()
+		select {
+		case <-e.done:
+			return e.v, e.err
+		case <-ctx.Done():
+			var zero V
+			return zero, ctx.Err()
+		}
+	}
+	e := &memoEntry[V]{done: make(chan struct{})}
+	if m.m == nil {
+		m.m = map[string]*memoEntry[V]{}
+	}
+	m.m[key] = e
+	m.mu.Unlock()
+	e.v, e.err = compute()
+	if e.err != nil {
+		m.mu.Lock()
+		delete(m.m, key)
+		m.mu.Unlock()
+	}
+	close(e.done)
+	return e.v, e.err
 }
