@@ -84,18 +84,35 @@ func ExactMatch(schema Schema, kmap KeyMap, pred, gold string) (match bool, pars
 	return exact(pe, ge), parseErr, nil
 }
 
-// validColumns is build_valid_col_units: the ids of every column of the
-// tables q's outermost FROM names.
-func validColumns(s Schema, q *Query) map[string]bool {
-	v := map[string]bool{}
+// validCols is build_valid_col_units: the ids of every column of the
+// tables q's outermost FROM names, tested in place (has) rather than
+// built as a set, which cost a string per column of every such table.
+type validCols struct {
+	schema Schema
+	from   []string // the FROM tables that are tables, not subqueries
+}
+
+func validColumns(s Schema, q *Query) validCols {
+	v := validCols{schema: s}
 	for _, t := range q.From {
 		if t.Query == nil {
-			for _, c := range s[t.Table] {
-				v["__"+t.Table+"."+c+"__"] = true
-			}
+			v.from = append(v.from, t.Table)
 		}
 	}
 	return v
+}
+
+// has reports whether id is "__" + t + "." + c + "__" for a FROM table t
+// and a column c of t.
+func (v validCols) has(id string) bool {
+	for _, t := range v.from {
+		n := len(t)
+		if len(id) >= n+5 && id[:2] == "__" && id[2:2+n] == t && id[2+n] == '.' && id[len(id)-2:] == "__" &&
+			slices.Contains(v.schema[t], id[3+n:len(id)-2]) {
+			return true
+		}
+	}
+	return false
 }
 
 // The rebuilt query, every part as the string key Python's == would tell
@@ -122,7 +139,7 @@ type em struct {
 
 // rebuild turns q into its rebuilt keys; top says whether columns are
 // rebuilt (rebuild_sql_col reaches the outer query and its set operands).
-func rebuild(q *Query, valid map[string]bool, kmap KeyMap, top bool) *em {
+func rebuild(q *Query, valid validCols, kmap KeyMap, top bool) *em {
 	if q == nil {
 		return nil
 	}
@@ -166,14 +183,14 @@ func rebuild(q *Query, valid map[string]bool, kmap KeyMap, top bool) *em {
 // DISTINCT (a rebuilt level); values: keep condition values (a FROM
 // subquery, which no rebuild reaches).
 type keyer struct {
-	valid  map[string]bool
+	valid  validCols
 	kmap   KeyMap
 	cols   bool
 	values bool
 }
 
 func (k keyer) col(id string) string {
-	if k.cols && k.valid[id] {
+	if k.cols && k.valid.has(id) {
 		if m, ok := k.kmap[id]; ok {
 			return m
 		}

@@ -2,8 +2,8 @@ package spidersql
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -44,7 +44,7 @@ func Tokenize(q string) ([]string, error) {
 	vals := map[string]string{}
 	for i := len(quotes) - 1; i > 0; i -= 2 {
 		a, b := quotes[i-1], quotes[i]
-		key := fmt.Sprintf("__val_%d_%d__", a, b)
+		key := "__val_" + strconv.Itoa(a) + "_" + strconv.Itoa(b) + "__"
 		vals[key] = s[a : b+1]
 		s = s[:a] + key + s[b+1:]
 	}
@@ -215,8 +215,18 @@ func dotRuns(s string) string {
 
 // hasContraction reports whether s holds, in any case, a word nltk's
 // contraction rules split (cannot, gimme, gonna, gotta, lemme, wanna):
-// only then can they change anything.
+// only then can they change anything. Each has a doubled letter (nn, mm
+// or tt), which few queries have, so the lower-cased copy is made only
+// for those.
 func hasContraction(s string) bool {
+	doubled := false
+	for i := 1; i < len(s) && !doubled; i++ {
+		c := s[i] | 0x20
+		doubled = (c == 'n' || c == 'm' || c == 't') && s[i-1]|0x20 == c
+	}
+	if !doubled {
+		return false
+	}
 	lower := strings.ToLower(s)
 	for _, w := range []string{"cannot", "gimme", "gonna", "gotta", "lemme", "wanna"} {
 		if strings.Contains(lower, w) {
