@@ -96,13 +96,31 @@ func finalPeriod(s string) string {
 	return tail[:n-1] + " . " + s[n:end] + " "
 }
 
-// spaceApart puts spaces around every character nltk's character-class
-// rules set apart: ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+// apart marks the characters nltk's character-class rules set apart:
+// ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+var apart = func() (t [256]bool) {
+	for _, c := range []byte(";@#$%&?!*()[]{}<>") {
+		t[c] = true
+	}
+	return t
+}()
+
+// spaceApart puts spaces around every character apart marks, in one
+// copy of s sized up front (none when there is none).
 func spaceApart(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 16)
+	n := 0
 	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(";@#$%&?!*()[]{}<>", s[i]) >= 0 {
+		if apart[s[i]] {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		if apart[s[i]] {
 			b.WriteByte(' ')
 			b.WriteByte(s[i])
 			b.WriteByte(' ')
