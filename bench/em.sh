@@ -17,7 +17,8 @@
 # nltk.tokenize.punkt.PunktSentenceTokenizer(), the substitution that
 # testdata/REFERENCE-VERDICTS.md shows changes no token. Uses hyperfine
 # when installed (apt-get install hyperfine); it runs each command's ten
-# runs in turn, so on a shared machine read the ratio with the load.
+# runs in turn, so on a shared machine read the ratio with the load. With
+# jq as well, it ends with the two ratios, by wall and by CPU time.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 work=$(mktemp -d)
@@ -38,7 +39,12 @@ if [ -n "${OFFICIAL:-}" ]; then
   official=("${PYTHON:-/usr/bin/python3} $OFFICIAL/evaluation.py --gold $work/gold.sql --pred $work/pred.txt --db $sp/database --table $sp/tables.json --etype match")
 fi
 if command -v hyperfine >/dev/null; then
-  hyperfine --warmup 1 --runs 10 -N --output=null "${official[@]}" "$ours"
+  hyperfine --warmup 1 --runs 10 -N --output=null --export-json "$work/times.json" "${official[@]}" "$ours"
+  # The ratios the target is about, by wall time and by CPU time (user +
+  # sys, steadier on a shared machine), from the means of this run.
+  if [ ${#official[@]} -gt 0 ] && command -v jq >/dev/null; then
+    jq -r '.results as $r | "rlgate / official, same run: wall \($r[1].mean / $r[0].mean * 1000 | round / 1000)x, CPU (user + sys) \(($r[1].user + $r[1].system) / ($r[0].user + $r[0].system) * 1000 | round / 1000)x (target: at most 0.1x)"' "$work/times.json"
+  fi
 else
   for c in "${official[@]}" "$ours"; do
     s=$(date +%s.%N); for _ in 1 2 3 4 5; do $c >/dev/null; done; e=$(date +%s.%N)

@@ -13,16 +13,44 @@ import (
 // evaluator's process_sql.get_schema does: every table in sqlite_master,
 // its columns in table_info order, names lower-cased.
 func ParseSchema(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.Schema, error) {
-	res, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
+	cols, err := readColumns(ctx, ex, dbPath)
+	if err != nil {
+		return nil, err
+	}
+	return cols.schema(), nil
+}
+
+// columnList is a database's columns as get_schema lists them, each with
+// whether it is part of its table's primary key: one query serves both
+// the schema and the foreign-key map (exact match needs both of every
+// database it grades on).
+type columnList []struct {
+	table, name string
+	pk          bool
+}
+
+// readColumns reads every column of every table in sqlite_master, names
+// lower-cased, in table_info order.
+func readColumns(ctx context.Context, ex *sqlenv.Executor, dbPath string) (columnList, error) {
+	res, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name, p.pk FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
 	if err != nil {
 		return nil, fmt.Errorf("read schema of %s: %w", dbPath, err)
 	}
-	s := spidersql.Schema{}
-	for _, row := range res.Rows {
-		t := strings.ToLower(row[0].String())
-		s[t] = append(s[t], strings.ToLower(row[1].String()))
+	cols := make(columnList, len(res.Rows))
+	for i, row := range res.Rows {
+		cols[i].table, cols[i].name = strings.ToLower(row[0].String()), strings.ToLower(row[1].String())
+		cols[i].pk = row[2].Int > 0
 	}
-	return s, nil
+	return cols, nil
+}
+
+// schema is the get_schema map of cols.
+func (cols columnList) schema() spidersql.Schema {
+	s := spidersql.Schema{}
+	for _, c := range cols {
+		s[c.table] = append(s[c.table], c.name)
+	}
+	return s
 }
 
 // UnparsedHardness is the hardness recorded for a gold query the official
@@ -102,35 +130,35 @@ func exampleValue(c sqlenv.Cell) string {
 func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
-// ParseKeyMap reads a database's foreign keys as a spidersql.KeyMap: the
-// columns in get_schema order (as tables.json lists them), each foreign
-// key (to its referenced column, or the referenced table's first primary
-// key column) a pair. For the 19 Spider dev databases it equals the map
-// tables.json's foreign_keys give.
-func ParseKeyMap(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.KeyMap, error) {
-	cols, err := ex.Execute(ctx, dbPath, "SELECT m.name, p.name, p.pk FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'")
+// ParseSchemaKeys reads a database's schema (as ParseSchema) and its
+// foreign keys as a spidersql.KeyMap: the columns in get_schema order (as
+// tables.json lists them), each foreign key (to its referenced column, or
+// the referenced table's first primary key column) a pair. For the 19
+// Spider dev databases the map equals the one tables.json's foreign_keys
+// give.
+func ParseSchemaKeys(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.Schema, spidersql.KeyMap, error) {
+	cols, err := readColumns(ctx, ex, dbPath)
 	if err != nil {
-		return nil, fmt.Errorf("read columns of %s: %w", dbPath, err)
+		return nil, nil, err
 	}
 	var tables []string
-	var columns []spidersql.Column
+	columns := make([]spidersql.Column, 1, len(cols)+1)
+	columns[0] = spidersql.Column{Table: -1, Name: "*"}
 	index := map[[2]string]int{{"", "*"}: 0}
 	firstPK := map[string]string{}
-	columns = append(columns, spidersql.Column{Table: -1, Name: "*"})
-	for _, row := range cols.Rows {
-		t, c := strings.ToLower(row[0].String()), strings.ToLower(row[1].String())
-		if len(tables) == 0 || tables[len(tables)-1] != t {
-			tables = append(tables, t)
+	for _, c := range cols {
+		if len(tables) == 0 || tables[len(tables)-1] != c.table {
+			tables = append(tables, c.table)
 		}
-		index[[2]string{t, c}] = len(columns)
-		columns = append(columns, spidersql.Column{Table: len(tables) - 1, Name: c})
-		if _, ok := firstPK[t]; !ok && row[2].Int > 0 {
-			firstPK[t] = c
+		index[[2]string{c.table, c.name}] = len(columns)
+		columns = append(columns, spidersql.Column{Table: len(tables) - 1, Name: c.name})
+		if _, ok := firstPK[c.table]; !ok && c.pk {
+			firstPK[c.table] = c.name
 		}
 	}
 	fks, err := ex.Execute(ctx, dbPath, "SELECT m.name, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'")
 	if err != nil {
-		return nil, fmt.Errorf("read foreign keys of %s: %w", dbPath, err)
+		return nil, nil, fmt.Errorf("read foreign keys of %s: %w", dbPath, err)
 	}
 	var pairs [][2]int
 	for _, row := range fks.Rows {
@@ -145,5 +173,5 @@ func ParseKeyMap(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spide
 			pairs = append(pairs, [2]int{a, b})
 		}
 	}
-	return spidersql.ForeignKeyMap(tables, columns, pairs), nil
+	return cols.schema(), spidersql.ForeignKeyMap(tables, columns, pairs), nil
 }

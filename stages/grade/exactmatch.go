@@ -57,10 +57,7 @@ func (g *Grader) emSchema(ctx context.Context, dbPath string) (*emSchema, error)
 	}
 	g.mu.Unlock()
 	s.once.Do(func() {
-		if s.schema, s.err = dataset.ParseSchema(ctx, g.exec, dbPath); s.err != nil {
-			return
-		}
-		if s.kmap, s.err = dataset.ParseKeyMap(ctx, g.exec, dbPath); s.err == nil && len(s.schema) == 0 {
+		if s.schema, s.kmap, s.err = dataset.ParseSchemaKeys(ctx, g.exec, dbPath); s.err == nil && len(s.schema) == 0 {
 			s.err = errors.New("exact match: " + dbPath + " has no tables")
 		}
 	})

@@ -84,18 +84,35 @@ func ExactMatch(schema Schema, kmap KeyMap, pred, gold string) (match bool, pars
 	return exact(pe, ge), parseErr, nil
 }
 
-// validColumns is build_valid_col_units: the ids of every column of the
-// tables q's outermost FROM names.
-func validColumns(s Schema, q *Query) map[string]bool {
-	v := map[string]bool{}
+// validCols is build_valid_col_units: the ids of every column of the
+// tables q's outermost FROM names, tested in place (has) rather than
+// built as a set, which cost a string per column of every such table.
+type validCols struct {
+	schema Schema
+	from   []string // the FROM tables that are tables, not subqueries
+}
+
+func validColumns(s Schema, q *Query) validCols {
+	v := validCols{schema: s}
 	for _, t := range q.From {
 		if t.Query == nil {
-			for _, c := range s[t.Table] {
-				v["__"+t.Table+"."+c+"__"] = true
-			}
+			v.from = append(v.from, t.Table)
 		}
 	}
 	return v
+}
+
+// has reports whether id is "__" + t + "." + c + "__" for a FROM table t
+// and a column c of t.
+func (v validCols) has(id string) bool {
+	for _, t := range v.from {
+		n := len(t)
+		if len(id) >= n+5 && id[:2] == "__" && id[2:2+n] == t && id[2+n] == '.' && id[len(id)-2:] == "__" &&
+			slices.Contains(v.schema[t], id[3+n:len(id)-2]) {
+			return true
+		}
+	}
+	return false
 }
 
 // The rebuilt query, every part as the string key Python's == would tell
@@ -116,24 +133,28 @@ type em struct {
 	hasOrder  bool
 	hasLimit  bool
 	tables    []string
-	keywords  map[string]bool
+	keywords  keywordSet
 	iue       [3]*em // intersect, except, union
 }
 
 // rebuild turns q into its rebuilt keys; top says whether columns are
 // rebuilt (rebuild_sql_col reaches the outer query and its set operands).
-func rebuild(q *Query, valid map[string]bool, kmap KeyMap, top bool) *em {
+func rebuild(q *Query, valid validCols, kmap KeyMap, top bool) *em {
 	if q == nil {
 		return nil
 	}
 	k := keyer{valid: valid, kmap: kmap, cols: top, values: false}
-	e := &em{keywords: keywords(q), hasOrder: q.OrderBy != nil, hasLimit: q.Limit != nil}
+	evens, odds := q.Where.evens(), q.Where.odds()
+	e := &em{keywords: keywords(q), hasOrder: q.OrderBy != nil, hasLimit: q.Limit != nil,
+		sel: make([]string, 0, len(q.Select)), selVals: make([]string, 0, len(q.Select)),
+		where: make([]string, 0, len(evens)), whereVals: make([]string, 0, len(evens)), whereOps: make([]string, 0, len(odds)),
+		groupCols: make([]string, 0, len(q.GroupBy)), tables: make([]string, 0, len(q.From))}
 	for _, s := range q.Select {
 		v := k.valUnit(s.Val)
 		e.sel = append(e.sel, strconv.Itoa(s.Agg)+v)
 		e.selVals = append(e.selVals, v)
 	}
-	for _, it := range q.Where.evens() {
+	for _, it := range evens {
 		e.where = append(e.where, k.condItem(it))
 		if it.Unit != nil {
 			e.whereVals = append(e.whereVals, k.valUnit(it.Unit.Val))
@@ -141,7 +162,7 @@ func rebuild(q *Query, valid map[string]bool, kmap KeyMap, top bool) *em {
 			e.whereVals = append(e.whereVals, "conj"+it.Conj)
 		}
 	}
-	for _, it := range q.Where.odds() {
+	for _, it := range odds {
 		e.whereOps = append(e.whereOps, k.condItem(it))
 	}
 	for _, c := range q.GroupBy {
@@ -166,14 +187,14 @@ func rebuild(q *Query, valid map[string]bool, kmap KeyMap, top bool) *em {
 // DISTINCT (a rebuilt level); values: keep condition values (a FROM
 // subquery, which no rebuild reaches).
 type keyer struct {
-	valid  map[string]bool
+	valid  validCols
 	kmap   KeyMap
 	cols   bool
 	values bool
 }
 
 func (k keyer) col(id string) string {
-	if k.cols && k.valid[id] {
+	if k.cols && k.valid.has(id) {
 		if m, ok := k.kmap[id]; ok {
 			return m
 		}
@@ -277,36 +298,60 @@ func (k keyer) query(q *Query, values bool) string {
 	return b.String()
 }
 
-// keywords is get_keywords: the clauses and operators q uses.
-func keywords(q *Query) map[string]bool {
-	res := map[string]bool{}
-	add := func(ok bool, k string) {
+// keywordSet is a set of get_keywords' keywords, one bit each: a set
+// per rebuilt query, compared with ==, without a map to allocate.
+type keywordSet uint16
+
+const (
+	kwWhere keywordSet = 1 << iota
+	kwGroup
+	kwHaving
+	kwAsc
+	kwDesc
+	kwOrder
+	kwLimit
+	kwExcept
+	kwUnion
+	kwIntersect
+	kwOr
+	kwNot
+	kwIn
+	kwLike
+)
+
+// keywords is get_keywords: the clauses and operators q uses (an ORDER
+// BY adds its direction, asc or desc, beside order).
+func keywords(q *Query) keywordSet {
+	var res keywordSet
+	add := func(ok bool, k keywordSet) {
 		if ok {
-			res[k] = true
+			res |= k
 		}
 	}
-	add(len(q.Where) > 0, "where")
-	add(len(q.GroupBy) > 0, "group")
-	add(len(q.Having) > 0, "having")
+	add(len(q.Where) > 0, kwWhere)
+	add(len(q.GroupBy) > 0, kwGroup)
+	add(len(q.Having) > 0, kwHaving)
 	if q.OrderBy != nil {
-		add(true, q.OrderBy.Dir)
-		add(true, "order")
+		add(q.OrderBy.Dir == "desc", kwDesc)
+		add(q.OrderBy.Dir != "desc", kwAsc)
+		add(true, kwOrder)
 	}
-	add(q.Limit != nil, "limit")
-	add(q.Except != nil, "except")
-	add(q.Union != nil, "union")
-	add(q.Intersect != nil, "intersect")
+	add(q.Limit != nil, kwLimit)
+	add(q.Except != nil, kwExcept)
+	add(q.Union != nil, kwUnion)
+	add(q.Intersect != nil, kwIntersect)
+	in := slices.Index(whereOps, "in")
 	for _, c := range q.allConds() {
 		for _, it := range c.odds() {
-			add(it.Unit == nil && it.Conj == "or", "or")
+			add(it.Unit == nil && it.Conj == "or", kwOr)
 		}
 		for _, it := range c.evens() {
 			// A conjunction read as a condition has a truthy first field.
-			add(it.Unit == nil, "not")
+			add(it.Unit == nil, kwNot)
 			if it.Unit != nil {
-				add(it.Unit.Not, "not")
-				add(it.Unit.Op == slices.Index(whereOps, "in"), "in")
-				add(it.Unit.Op == opLike, "like")
+				add(it.Unit.Not, kwNot)
+				add(it.Unit.Op == in, kwIn)
+				add(it.Unit.Op == opLike, kwLike)
 			}
 		}
 	}
@@ -379,13 +424,8 @@ func exact(p, l *em) bool {
 		}
 	}
 	// keywords: the same set.
-	if len(p.keywords) != len(l.keywords) {
+	if p.keywords != l.keywords {
 		return false
-	}
-	for k := range p.keywords {
-		if !l.keywords[k] {
-			return false
-		}
 	}
 	if len(l.tables) == 0 {
 		return true

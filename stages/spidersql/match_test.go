@@ -35,3 +35,28 @@ func TestExactMatchMatchesOfficial(t *testing.T) {
 	}
 	t.Logf("EM %d/1034, %d predictions unparsed, %d disagreements", matches, unparsed, diffs)
 }
+
+// TestExactMatchAllocations bounds the allocations of grading the 1034
+// DAIL-SQL predictions (prediction and gold parsed, both rebuilt and
+// compared): garbage collection was a tenth of `rlgate grade --metric
+// spider-em`'s CPU time (docs/BENCHMARKS.md), and this count went from
+// ~147,000 to ~95,000 when the column-id sets, the keyword maps and the
+// per-token lower-casing went. A change that brings them back fails here.
+func TestExactMatchAllocations(t *testing.T) {
+	schemas, kmaps := tablesJSON(t, spider+"/tables.json")
+	gold := lines(t, spider+"/dev_gold.sql")
+	preds := lines(t, spider+"/predictions/dail-sql-gpt4.txt")
+	joined := make([]string, len(preds))
+	for i, p := range preds {
+		joined[i] = strings.Join(p, "\t")
+	}
+	const limit = 105_000
+	n := testing.AllocsPerRun(1, func() {
+		for i, g := range gold {
+			ExactMatch(schemas[g[1]], kmaps[g[1]], joined[i], g[0])
+		}
+	})
+	if n > limit {
+		t.Errorf("%.0f allocations for the 1034 items, want at most %d", n, limit)
+	}
+}

@@ -84,7 +84,7 @@ func (c Condition) evens() []CondItem { return c.step(0) }
 func (c Condition) odds() []CondItem  { return c.step(1) }
 
 func (c Condition) step(from int) []CondItem {
-	var out []CondItem
+	out := make([]CondItem, 0, (len(c)-from+1)/2)
 	for i := from; i < len(c); i += 2 {
 		out = append(out, c[i])
 	}

@@ -2,8 +2,8 @@ package spidersql
 
 import (
 	"errors"
-	"fmt"
 	"regexp"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -44,17 +44,15 @@ func Tokenize(q string) ([]string, error) {
 	vals := map[string]string{}
 	for i := len(quotes) - 1; i > 0; i -= 2 {
 		a, b := quotes[i-1], quotes[i]
-		key := fmt.Sprintf("__val_%d_%d__", a, b)
+		key := "__val_" + strconv.Itoa(a) + "_" + strconv.Itoa(b) + "__"
 		vals[key] = s[a : b+1]
 		s = s[:a] + key + s[b+1:]
 	}
 	toks := wordTokenize(s)
 	for i, t := range toks {
-		t = strings.ToLower(t)
 		if v, ok := vals[t]; ok {
-			t = v
+			toks[i] = v
 		}
-		toks[i] = t
 	}
 	// "!", ">" or "<" before "=" joins it, from the last "=" back; the
 	// token before the first is the last one (Python's toks[-1]).
@@ -98,13 +96,31 @@ func finalPeriod(s string) string {
 	return tail[:n-1] + " . " + s[n:end] + " "
 }
 
-// spaceApart puts spaces around every character nltk's character-class
-// rules set apart: ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+// apart marks the characters nltk's character-class rules set apart:
+// ; @ # $ % & ? ! * and the brackets ()[]{}<>.
+var apart = func() (t [256]bool) {
+	for _, c := range []byte(";@#$%&?!*()[]{}<>") {
+		t[c] = true
+	}
+	return t
+}()
+
+// spaceApart puts spaces around every character apart marks, in one
+// copy of s sized up front (none when there is none).
 func spaceApart(s string) string {
-	var b strings.Builder
-	b.Grow(len(s) + 16)
+	n := 0
 	for i := 0; i < len(s); i++ {
-		if strings.IndexByte(";@#$%&?!*()[]{}<>", s[i]) >= 0 {
+		if apart[s[i]] {
+			n++
+		}
+	}
+	if n == 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) + 2*n)
+	for i := 0; i < len(s); i++ {
+		if apart[s[i]] {
 			b.WriteByte(' ')
 			b.WriteByte(s[i])
 			b.WriteByte(' ')
@@ -116,7 +132,10 @@ func spaceApart(s string) string {
 }
 
 // wordTokenize is nltk's word_tokenize on text without quotes, taken as
-// one sentence. Its regular expressions run only where their trigger
+// one sentence, its tokens lower-cased (the text once, after the rules:
+// lower-casing maps rune by rune and never makes or removes white space,
+// so this equals lower-casing each token, with one copy per query instead
+// of one per token). Its regular expressions run only where their trigger
 // characters occur, and the rules every query meets (commas, periods) are
 // written out by hand: through regexp they were most of the grading time.
 func wordTokenize(s string) []string {
@@ -139,7 +158,7 @@ func wordTokenize(s string) []string {
 		}
 		s = wanna.ReplaceAllString(s, " $1 $2 $3")
 	}
-	return strings.Fields(s)
+	return strings.Fields(strings.ToLower(s))
 }
 
 func isASCII(s string) bool {
@@ -215,8 +234,18 @@ func dotRuns(s string) string {
 
 // hasContraction reports whether s holds, in any case, a word nltk's
 // contraction rules split (cannot, gimme, gonna, gotta, lemme, wanna):
-// only then can they change anything.
+// only then can they change anything. Each has a doubled letter (nn, mm
+// or tt), which few queries have, so the lower-cased copy is made only
+// for those.
 func hasContraction(s string) bool {
+	doubled := false
+	for i := 1; i < len(s) && !doubled; i++ {
+		c := s[i] | 0x20
+		doubled = (c == 'n' || c == 'm' || c == 't') && s[i-1]|0x20 == c
+	}
+	if !doubled {
+		return false
+	}
 	lower := strings.ToLower(s)
 	for _, w := range []string{"cannot", "gimme", "gonna", "gotta", "lemme", "wanna"} {
 		if strings.Contains(lower, w) {
