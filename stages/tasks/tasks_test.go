@@ -2,6 +2,7 @@ package tasks
 
 import (
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,6 +51,26 @@ func TestReadRefusesIDWithNewlineOrNUL(t *testing.T) {
 		_, err := Read(path)
 		if err == nil || !strings.Contains(err.Error(), path) || !strings.Contains(err.Error(), "task 0") || !strings.Contains(err.Error(), "newline or NUL") {
 			t.Errorf("Read with id %s: %v, want an error naming %s, task 0 and the newline or NUL", id, err, path)
+		}
+	}
+}
+
+// TestParseRefusesGoldFields: a gold field is refused as a key however it
+// is spelt (escapes included), and a task that only mentions one in its
+// text is read.
+func TestParseRefusesGoldFields(t *testing.T) {
+	line := func(extra string) []byte {
+		return []byte(`{"id":"t1","index":0,"dataset":"spider","db_id":"db","question":"How many?","schema":"CREATE TABLE t (a int)"` + extra + "}\n")
+	}
+	for _, extra := range []string{`,"sql":"SELECT 1"`, `,"\u0073ql":"SELECT 1"`, `,"gold_\u0073ql":"x"`, `,"ground_truth":1`, `,"difficulty":"hard"`} {
+		if _, err := Parse("tasks.jsonl", line(extra)); !errors.Is(err, ErrGoldField) {
+			t.Errorf("a task with %s: %v, want ErrGoldField", extra, err)
+		}
+	}
+	for _, q := range []string{`,"evidence":"the \"sql\" column"`, `,"evidence":"query, gold, answer"`, `,"evidence":"\u003e 3"`} {
+		ts, err := Parse("tasks.jsonl", line(q))
+		if err != nil || len(ts) != 1 {
+			t.Errorf("a task whose text names a gold field (%s): %v", q, err)
 		}
 	}
 }
