@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 
@@ -70,11 +71,24 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	if err := cache.scanAll(ctx, l, scanned); err != nil {
 		return nil, err
 	}
+	// Each evaluation's messages are normalised and matched against its
+	// gold at the same time, into a report of its own, and its findings
+	// are then added in the evaluations' order. They share most messages
+	// (the system prompt, each database's schema): each distinct one is
+	// normalised once for all of them.
+	norm := &normalized{m: map[string]string{}}
+	found := make([]*Report, len(evals))
+	err = ledger.ForEach(ctx, len(evals), func(ctx context.Context, i int) error {
+		if goldErrs[i] != nil {
+			return nil
+		}
+		found[i] = newReport(AuditGold, s)
+		return scanGold(ctx, l, found[i], evals[i], golds[i], o, cache, norm)
+	})
+	if err != nil {
+		return nil, err
+	}
 	checkedTasks := map[string]bool{}
-	// The evaluations of one benchmark share most messages (the system
-	// prompt, each database's schema): each distinct one is normalised
-	// once for all of them.
-	normalized := map[string]string{}
 	for i, e := range evals {
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
@@ -85,8 +99,8 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
 			continue
 		}
-		if err := scanGold(ctx, l, r, e, golds[i], o, cache, normalized); err != nil {
-			return nil, err
+		for _, f := range found[i].Findings {
+			r.add(f)
 		}
 		if o.Mutate > 0 {
 			if err := goldMutation(ctx, l, r, e, golds[i], o); err != nil {
@@ -128,25 +142,17 @@ func verifiedGold(ctx context.Context, l *ledger.Ledger, e *evalRun) (map[string
 
 // scanGold looks for each task's gold in the distinct policy-visible
 // messages of its episodes.
-func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache, normalized map[string]string) error {
+func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache, norm *normalized) error {
 	sc, err := cache.scan(ctx, l, e.grade.Rollout)
 	if err != nil {
 		return err
 	}
 	leaks, messages := 0, 0
-	// Many tasks share a message (the system prompt, a database's
-	// schema, an observation): each distinct one is normalised once, in
-	// normalized.
 	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
 		m := newGoldMatcher(golds[id], o.GoldSubstring)
 		for _, msg := range sc.Tasks[id].Messages {
 			messages++
-			t, ok := normalized[msg.Content]
-			if !ok {
-				t = normalizeSQL(msg.Content)
-				normalized[msg.Content] = t
-			}
-			match, frag := m.findNormalized(t)
+			match, frag := m.findNormalized(norm.of(msg.Content))
 			if match == "" {
 				continue
 			}
@@ -165,6 +171,28 @@ func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, gold
 			e.Label, messages, sc.Episodes, e.grade.Rollout)
 	}
 	return nil
+}
+
+// normalized holds messages normalised (normalizeSQL), for the scans of
+// several evaluations at once: many tasks and evaluations share a message
+// (the system prompt, a database's schema, an observation).
+type normalized struct {
+	mu sync.Mutex
+	m  map[string]string
+}
+
+// of returns text normalised, normalising it only if no scan has.
+func (n *normalized) of(text string) string {
+	n.mu.Lock()
+	t, ok := n.m[text]
+	n.mu.Unlock()
+	if !ok {
+		t = normalizeSQL(text)
+		n.mu.Lock()
+		n.m[text] = t
+		n.mu.Unlock()
+	}
+	return t
 }
 
 // compact sorts xs and drops repeats.
