@@ -38,6 +38,12 @@ type ClaimResult struct {
 	MDE      stats.Value    `json:"mde,omitzero"`
 	Seq      int64          `json:"comparison_seq,omitempty"`
 	Problems []string       `json:"problems,omitempty"`
+	// Repeats names the earlier claim this one is the same test as: its
+	// two evaluations are of the same two models (as the No-update
+	// control, trained with lr = 0, is the model it started from). It
+	// takes that claim's figures and result and is not counted again in
+	// the Holm adjustment.
+	Repeats string `json:"repeats,omitempty"`
 }
 
 // AuditRef names an audit the gate ran and the entry it was recorded as.
@@ -274,19 +280,30 @@ func (v *Verdict) add(c GateCheck) {
 }
 
 // claimTest is one claim's comparison (on its group's tasks for a claim
-// on a group), or why there is none.
+// on a group), or the earlier claim it repeats, or why there is neither.
 type claimTest struct {
 	cmp     *Comparison
+	repeats int // index of the claim it repeats; -1: none
+	why     string
 	problem string
 }
 
-// testClaims compares each claim's evaluations, reading only r.
+// testClaims compares each claim's evaluations, reading only r. A claim
+// whose two evaluations are of the same two models as an earlier tested
+// claim's, on the same tasks, is that claim's test again: it is not
+// compared a second time.
 func testClaims(ctx context.Context, r *ledger.Ledger, p Policy) ([]claimTest, error) {
 	out := make([]claimTest, len(p.Claims))
+	models := evaluatedModels(ctx, r, p.Subjects.Runs)
 	for i, c := range p.Claims {
+		out[i].repeats = -1
 		better, than := labeled(p.Subjects.Runs, c.Better), labeled(p.Subjects.Runs, c.Than)
 		if better == "" || than == "" {
 			out[i].problem = fmt.Sprintf("no evaluation is labelled %s", map[bool]string{true: c.Better, false: c.Than}[better == ""])
+			continue
+		}
+		if j, why := repeated(p.Claims[:i], out[:i], c, models); j >= 0 {
+			out[i].repeats, out[i].why = j, why
 			continue
 		}
 		opts := CompareOptions{Runs: []LabeledRun{{c.Than, than}, {c.Better, better}}, Alpha: p.Alpha, Seed: p.Seed, B: p.Resamples, Power: p.Power}
@@ -306,6 +323,44 @@ func testClaims(ctx context.Context, r *ledger.Ledger, p Policy) ([]claimTest, e
 	return out, nil
 }
 
+// evaluatedModels returns the model identity each labelled evaluation
+// recorded; an evaluation that cannot be read, or recorded none, is left
+// out (its claims then fail or are compared as usual).
+func evaluatedModels(ctx context.Context, r *ledger.Ledger, runs []LabeledRun) map[string]ledger.Digest {
+	out := map[string]ledger.Digest{}
+	for _, lr := range runs {
+		evals, err := loadEvals(ctx, r, []LabeledRun{lr})
+		if err == nil && evals[0].rollout.ModelIdentity != nil {
+			out[lr.Label] = *evals[0].rollout.ModelIdentity
+		}
+	}
+	return out
+}
+
+// repeated returns the index of the earlier tested claim that c repeats
+// (the same models on both sides, the same group), and why; -1 if none.
+func repeated(earlier []Claim, tests []claimTest, c Claim, models map[string]ledger.Digest) (int, string) {
+	mb, okb := models[c.Better]
+	mt, okt := models[c.Than]
+	if !okb || !okt {
+		return -1, ""
+	}
+	for i, e := range earlier {
+		if tests[i].cmp == nil || e.On != c.On || models[e.Better] != mb || models[e.Than] != mt {
+			continue
+		}
+		var same []string
+		if e.Better != c.Better {
+			same = append(same, fmt.Sprintf("%s and %s", c.Better, e.Better))
+		}
+		if e.Than != c.Than {
+			same = append(same, fmt.Sprintf("%s and %s", c.Than, e.Than))
+		}
+		return i, fmt.Sprintf("%s evaluated the same model", strings.Join(same, ", and "))
+	}
+	return -1, ""
+}
+
 // claims judges each claim by its test (tests, in the claims' order),
 // Holm-adjusts the exact McNemar p across the claims, and adds a check per
 // claim.
@@ -314,7 +369,11 @@ func (v *Verdict) claims(p Policy, tests []claimTest) error {
 	var tested []int
 	for i, c := range p.Claims {
 		cr := ClaimResult{Claim: c.String(), Group: c.On}
-		if t := tests[i]; t.cmp == nil {
+		if t := tests[i]; t.repeats >= 0 {
+			o := v.Claims[t.repeats]
+			cr.Repeats = o.Claim
+			cr.Tasks, cr.Delta, cr.CI, cr.B, cr.C, cr.ExactP, cr.MDE, cr.Seq = o.Tasks, o.Delta, o.CI, o.B, o.C, o.ExactP, o.MDE, o.Seq
+		} else if t.cmp == nil {
 			cr.Problems = append(cr.Problems, t.problem)
 		} else {
 			pr := t.cmp.Pairs[0]
@@ -335,6 +394,12 @@ func (v *Verdict) claims(p Policy, tests []claimTest) error {
 	}
 	for i := range v.Claims {
 		cr := &v.Claims[i]
+		t := tests[i]
+		if t.repeats >= 0 {
+			// The claim it repeats came first, so it is judged already.
+			o := v.Claims[t.repeats]
+			cr.HolmP, cr.Problems = o.HolmP, slices.Clone(o.Problems)
+		}
 		if slices.Contains(tested, i) {
 			if cr.Delta <= 0 {
 				cr.Problems = append(cr.Problems, fmt.Sprintf("Δ %+.4f is not a gain", cr.Delta))
@@ -349,7 +414,10 @@ func (v *Verdict) claims(p Policy, tests []claimTest) error {
 		cr.OK = len(cr.Problems) == 0
 		msg := fmt.Sprintf("Δ %+.4f over %d tasks, %g%% CI [%+.4f, %+.4f], b=%d c=%d, exact p %.4g, Holm p %.4g, MDE %.4f",
 			cr.Delta, cr.Tasks, 100*(1-p.Alpha), cr.CI.Lo, cr.CI.Hi, cr.B, cr.C, cr.ExactP, cr.HolmP, cr.MDE)
-		if !slices.Contains(tested, i) {
+		switch {
+		case t.repeats >= 0:
+			msg = fmt.Sprintf("the same test as claim %s (%s), not counted again in the Holm adjustment: %s", cr.Repeats, t.why, msg)
+		case !slices.Contains(tested, i):
 			msg = "not tested"
 		}
 		for _, pr := range cr.Problems {

@@ -122,7 +122,7 @@ func (r *Report) sections(esc func(string) string) []section {
 
 	claims := section{ID: "claims", Title: "Claims",
 		Intro: "Each claim A > B pairs the two evaluations' greedy outcomes by task, as the gate decided it (its Holm p is adjusted across the claims); " +
-			"it holds only when the whole gate passed: under a failed gate, a claim whose test passed would pass, the others are not supported." + groupNote(r.Claims, esc),
+			"it holds only when the whole gate passed: under a failed gate, a claim whose test passed would pass, the others are not supported." + groupNote(r.Claims, esc) + repeatNote(r.Claims, esc),
 		Header: []string{"claim", "status", r.diffHeader("A − B"), level + " bootstrap CI", "b", "c", "exact p", "Holm p", "MDE", "entries"}}
 	for _, c := range r.Claims {
 		status := "supported"
@@ -247,6 +247,21 @@ func short(d string) string {
 
 // groupNote says, when a claim names a group of difficulty levels, which
 // tasks it paired: a reader must not take its Δ for one over every task.
+// repeatNote names the claims that are another claim's test again (the
+// verdict's Repeats), which carry its figures and result.
+func repeatNote(claims []Claim, esc func(string) string) string {
+	var same []string
+	for _, c := range claims {
+		if c.Repeats != "" {
+			same = append(same, fmt.Sprintf("%s is the same test as %s", esc(c.Claim), esc(c.Repeats)))
+		}
+	}
+	if len(same) == 0 {
+		return ""
+	}
+	return " " + strings.Join(same, "; ") + ": its two evaluations are of the same two models (the model identities they recorded), so it carries that claim's figures and result and is not counted again in the Holm adjustment."
+}
+
 func groupNote(claims []Claim, esc func(string) string) string {
 	var on []string
 	for _, c := range claims {

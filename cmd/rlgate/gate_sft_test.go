@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/stats"
 )
 
 // TestGateRLAfterSFT: with RL from the SFT model, the No-update control
@@ -34,6 +35,25 @@ func TestGateRLAfterSFT(t *testing.T) {
 		}
 		if d := cmp.Diff([]string{"rl > sft", "rl > noupdate", "sft > base"}, claims); d != "" || v.Policy.Name != audit.PaperGradeSFTName {
 			t.Errorf("policy %s, claims (-want +got):\n%s", v.Policy.Name, d)
+		}
+		// lr = 0 left the SFT model as it was, so rl > noupdate is
+		// rl > sft's test again: stated as such, with its figures, and
+		// not a third member of the Holm family.
+		sft, noupdate, base := v.Claims[0], v.Claims[1], v.Claims[2]
+		if noupdate.Repeats != "rl > sft" || noupdate.Seq != sft.Seq || noupdate.HolmP != sft.HolmP || !noupdate.OK {
+			t.Errorf("rl > noupdate: repeats %q, comparison %d (rl > sft's %d), Holm p %g (rl > sft's %g), ok %v",
+				noupdate.Repeats, noupdate.Seq, sft.Seq, noupdate.HolmP, sft.HolmP, noupdate.OK)
+		}
+		holm, err := stats.Holm([]float64{sft.ExactP, base.ExactP}, 0.05)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := cmp.Diff(holm.Adjusted, []float64{sft.HolmP, base.HolmP}); d != "" {
+			t.Errorf("Holm p over rl > sft and sft > base (-want +got):\n%s", d)
+		}
+		i := slices.IndexFunc(v.Checks, func(c audit.GateCheck) bool { return c.Name == "claim rl > noupdate" })
+		if msg := v.Checks[i].Message; !strings.Contains(msg, "the same test as claim rl > sft (noupdate and sft evaluated the same model)") {
+			t.Errorf("the check does not say whose test it repeats: %s", msg)
 		}
 	})
 	t.Run("No-update from Base fails naming it", func(t *testing.T) {
