@@ -139,36 +139,25 @@ func (m Metrics) canonical() ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// deriveMetrics packs each key's points of one entry into one row. A
-// batch holds steps of the same keys in the same order, so each point's key
-// is first looked for just after the previous point's: a comparison of
-// strings (interned by the parsers, so usually one pointer) instead of a
-// map lookup per point.
+// deriveMetrics packs each key's points of one entry into one row. Keys
+// are numbered by keyOrder, which tries the key after the previous point's
+// before the map: a batch holds steps of the same keys in the same order.
 func (d *deriver) deriveMetrics(e *Entry, m Metrics) (err error) {
 	if e.Run == "" {
 		return fmt.Errorf("%w: metrics need a run id", ErrBadRecord)
 	}
-	var keys []string
+	var order keyOrder
 	var count []int
-	index := map[string]int{}
 	of := make([]int32, len(m.Points))
-	next := 0
 	for i, p := range m.Points {
-		k := next
-		if k >= len(keys) || keys[k] != p.Key {
-			var ok bool
-			if k, ok = index[p.Key]; !ok {
-				k = len(keys)
-				index[p.Key] = k
-				keys, count = append(keys, p.Key), append(count, 0)
-			}
+		k := order.of(p.Key)
+		if int(k) == len(count) {
+			count = append(count, 0)
 		}
-		of[i] = int32(k)
+		of[i] = k
 		count[k]++
-		if next = k + 1; next == len(keys) {
-			next = 0
-		}
 	}
+	keys := order.keys
 	// One buffer for all steps and values, cut into a row per key. A large
 	// batch packs into the deriver's buffer, reused from batch to batch,
 	// and its rows are written at once, before the next batch overwrites
