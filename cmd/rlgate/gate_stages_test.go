@@ -8,7 +8,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 
@@ -135,28 +134,14 @@ func gateStageNames(t *testing.T, x *gateExperiment) {
 // at its head the stage's latest ok run is another.
 func gateForgedResolution(t *testing.T, dir string, seq int64) {
 	t.Helper()
+	v := appendForgedVerdict(t, dir, seq, func(*audit.Verdict) {})
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var v audit.Verdict
-	if err := l.DecodeBody(ctx, seq, &v); err != nil {
-		t.Fatal(err)
-	}
-	for i := range v.Checks {
-		v.Checks[i].Seqs = slices.DeleteFunc(v.Checks[i].Seqs, func(s int64) bool { return s > v.Basis.Seq && s < seq })
-	}
-	if v.Head, err = l.Head(ctx); err != nil {
-		t.Fatal(err)
-	}
-	v.Basis = v.Head
-	es, err := l.Append(ctx, ledger.Record{Kind: audit.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := audit.Rederive(ctx, l, es[0].Seq); err == nil || !strings.Contains(err.Error(), "the stages it names resolve to other runs") {
+	if _, err := audit.Rederive(ctx, l, v.Seq); err == nil || !strings.Contains(err.Error(), "the stages it names resolve to other runs") {
 		t.Errorf("a verdict saying stage rl is train-rl after a later run of rl: %v; want it refused", err)
 	}
 }

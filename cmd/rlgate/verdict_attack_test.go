@@ -180,10 +180,32 @@ func TestVerdictAttacks(t *testing.T) {
 	})
 }
 
-// forgeVerdict appends, through the ledger's own API and so with correct
-// hashes, a copy of the failed verdict at seq made to pass and to agree
-// with itself and with the entries around it.
+// forgeVerdict appends a copy of the failed verdict at seq made to pass
+// and to agree with itself and with the entries around it.
 func forgeVerdict(t *testing.T, dir string, seq int64) {
+	t.Helper()
+	v := appendForgedVerdict(t, dir, seq, func(v *audit.Verdict) {
+		v.OK, v.Failed = true, 0
+		for i := range v.Checks {
+			v.Checks[i].OK = true
+		}
+		for i := range v.Claims {
+			v.Claims[i].OK, v.Claims[i].Problems = true, nil
+		}
+		for i := range v.Audits {
+			v.Audits[i].OK, v.Audits[i].Failed = true, 0
+		}
+	})
+	raw, _ := json.Marshal(v.Claims)
+	t.Logf("forged verdict after entry %d with claims %s", seq, raw)
+}
+
+// appendForgedVerdict appends to the ledger in dir, through its own API
+// and so with correct hashes, a copy of the verdict at seq changed by edit
+// as a careful forger would make it: without the seqs of the gate's own
+// audit records (a re-run records nothing), decided on the head it is
+// appended after. It returns the copy, with its Seq.
+func appendForgedVerdict(t *testing.T, dir string, seq int64, edit func(*audit.Verdict)) audit.Verdict {
 	t.Helper()
 	ctx := context.Background()
 	l, err := ledger.Open(ctx, dir)
@@ -195,27 +217,19 @@ func forgeVerdict(t *testing.T, dir string, seq int64) {
 	if err := l.DecodeBody(ctx, seq, &v); err != nil {
 		t.Fatal(err)
 	}
-	// The seqs the gate's own audit records added: a re-run records
-	// nothing, and a careful forger leaves them out.
 	own := func(s int64) bool { return s > v.Basis.Seq && s < seq }
-	v.OK, v.Failed = true, 0
 	for i := range v.Checks {
-		v.Checks[i].OK = true
 		v.Checks[i].Seqs = slices.DeleteFunc(v.Checks[i].Seqs, own)
 	}
-	for i := range v.Claims {
-		v.Claims[i].OK, v.Claims[i].Problems = true, nil
-	}
-	for i := range v.Audits {
-		v.Audits[i].OK, v.Audits[i].Failed = true, 0
-	}
+	edit(&v)
 	if v.Head, err = l.Head(ctx); err != nil {
 		t.Fatal(err)
 	}
 	v.Basis = v.Head
-	if _, err := l.Append(ctx, ledger.Record{Kind: audit.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}}); err != nil {
+	es, err := l.Append(ctx, ledger.Record{Kind: audit.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
+	if err != nil {
 		t.Fatal(err)
 	}
-	raw, _ := json.Marshal(v.Claims)
-	t.Logf("forged verdict after entry %d with claims %s", seq, raw)
+	v.Seq = es[0].Seq
+	return v
 }
