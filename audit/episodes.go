@@ -12,7 +12,9 @@ import (
 	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/tasks"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -23,11 +25,14 @@ import (
 // messages are kept once, so the prompt that every sample of a task shares
 // is held and searched once.
 type rolloutScan struct {
-	Tasks    map[string]*taskMessages
-	buf      []byte // scratch for decoding strings
-	Episodes int
-	SQLRuns  int // executed <sql> turns
-	Timeouts int
+	Tasks map[string]*taskMessages
+	// buf, content and msgs are scratch for decoding messages: an
+	// unescaped array, its contents, and its messages as spans of content.
+	buf, content []byte
+	msgs         []rawMessage
+	Episodes     int
+	SQLRuns      int // executed <sql> turns
+	Timeouts     int
 	// TimeoutSeqs are the trajectories entries holding a timed-out
 	// execution.
 	TimeoutSeqs []int64
@@ -36,7 +41,7 @@ type rolloutScan struct {
 // taskMessages are the distinct policy-visible messages of one task.
 type taskMessages struct {
 	Messages []*seenMessage
-	index    map[messageKey]*seenMessage
+	index    map[string]map[string]*seenMessage // by role, then content
 	// opening is the quoted messages of the task's first request as an
 	// episode line holds them, and openingMsgs their policy messages:
 	// every sample of a task opens with them, so a later request that
@@ -47,9 +52,6 @@ type taskMessages struct {
 	openingMsgs []rollout.Message
 	openingSeen []*seenMessage
 }
-
-// messageKey names a distinct message.
-type messageKey struct{ role, content string }
 
 // seenMessage is one distinct message and the episodes that were sent it.
 type seenMessage struct {
@@ -70,11 +72,30 @@ type episodeView struct {
 }
 
 // scanCache holds what one audit or gate run reads of each rollout (its
-// list of recorded episodes, and its scan), so audits that read the same
-// rollout read it once. Different rollouts are read at the same time.
+// list of recorded episodes, and its scan) and of each tasks file, so
+// audits that read the same rollout or file read it once. Different
+// rollouts are read at the same time.
 type scanCache struct {
 	records ledger.Memo[[]rollout.Recorded]
 	scans   ledger.Memo[*rolloutScan]
+	tasks   ledger.Memo[[]tasks.Task]
+}
+
+// readTasks reads the tasks file the ledger recorded at path with digest
+// want, wherever it lies now (dataset.ReadRecorded), once for every audit
+// of the run that asks; readers must not change what it returns.
+func (c *scanCache) readTasks(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]tasks.Task, error) {
+	read := func() ([]tasks.Task, error) {
+		raw, err := dataset.ReadRecorded(ctx, l, path, want)
+		if err != nil {
+			return nil, err
+		}
+		return tasks.Parse(path, raw)
+	}
+	if c == nil {
+		return read()
+	}
+	return c.tasks.Get(ctx, path+"\x00"+want.String(), read)
 }
 
 // recorded returns the recorded episodes of rollout run, listed once for
@@ -228,8 +249,14 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	}
 	if quoted && tm.opening == nil && len(requests) > 0 {
 		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
-			msgs, ok := s.quotedMessages(requests[0][:k])
-			if !ok {
+			var msgs []rollout.Message
+			if s.quotedMessages(requests[0][:k]) {
+				for _, m := range s.msgs {
+					if m.role != "assistant" {
+						msgs = append(msgs, rollout.Message{Role: m.role, Content: string(s.content[m.start:m.end])})
+					}
+				}
+			} else {
 				body, err := s.unquote(requests[0])
 				if err != nil {
 					return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
@@ -251,7 +278,7 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 			see(policyMessages(req))
 			continue
 		}
-		if msgs, ok := s.afterOpening(req, tm); ok {
+		if s.afterOpening(req, tm) {
 			if tm.openingSeen == nil {
 				for _, m := range tm.openingMsgs {
 					tm.openingSeen = append(tm.openingSeen, tm.see(m.Role, m.Content))
@@ -260,7 +287,11 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 			for _, m := range tm.openingSeen {
 				m.add(r.Sample, r.Seq)
 			}
-			see(msgs)
+			for _, m := range s.msgs {
+				if m.role != "assistant" {
+					tm.seeBytes(m.role, s.content[m.start:m.end]).add(r.Sample, r.Seq)
+				}
+			}
 			continue
 		}
 		body, err := s.unquote(req)
@@ -272,50 +303,52 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	return nil
 }
 
-// afterOpening decodes the policy messages of a quoted request that
-// follow the task's opening messages; ok is false when the request does
+// afterOpening decodes into s.msgs the messages of a quoted request that
+// follow the task's opening messages; it is false when the request does
 // not start with them.
-func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) ([]rollout.Message, bool) {
+func (s *rolloutScan) afterOpening(req []byte, tm *taskMessages) bool {
 	if tm.opening == nil || !bytes.HasPrefix(req, tm.opening) {
-		return nil, false
+		return false
 	}
 	rest := req[len(tm.opening):]
 	j := bytes.Index(rest, quotedMessagesEnd)
 	switch {
 	case j == 0:
-		return nil, true
+		s.msgs = s.msgs[:0]
+		return true
 	case j < 0 || rest[0] != ',':
-		return nil, false
+		return false
 	}
 	// ",{...},{...}" quoted: decode it as the array [{...},{...}].
-	return s.policyMessages(appendUnescaped(append(s.buf[:0], '['), rest[1:j]))
+	return s.decodeMessages(appendUnescaped(append(s.buf[:0], '['), rest[1:j]))
 }
 
-// quotedMessages decodes the policy messages of a quoted request cut
-// where its messages end; ok is false when it does not hold a messages
-// array as rollout writes it. Inside the quoted request an inner string's
-// quotes are written \\\", so `\"messages\":[` is the key itself.
-func (s *rolloutScan) quotedMessages(req []byte) ([]rollout.Message, bool) {
+// quotedMessages decodes into s.msgs the messages of a quoted request
+// cut where its messages end; it is false when the request does not hold
+// a messages array as rollout writes it. Inside the quoted request an
+// inner string's quotes are written \\\", so `\"messages\":[` is the key
+// itself.
+func (s *rolloutScan) quotedMessages(req []byte) bool {
 	i := bytes.Index(req, quotedMessagesKey)
 	if i < 0 {
-		return nil, false
+		return false
 	}
-	return s.policyMessages(appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:]))
+	return s.decodeMessages(appendUnescaped(s.buf[:0], req[i+len(quotedMessagesKey)-1:]))
 }
 
-// policyMessages parses arr, an unescaped messages array that lacks its
-// closing bracket, into its policy messages, keeping arr as the scan's
-// scratch buffer; ok is false when unescaping failed or arr is no array.
-func (s *rolloutScan) policyMessages(arr []byte, ok bool) ([]rollout.Message, bool) {
+// decodeMessages decodes arr, an unescaped messages array that lacks its
+// closing bracket, into s.msgs and s.content, keeping arr as the scan's
+// scratch buffer; it is false when unescaping failed (ok is false) or arr
+// is no array.
+func (s *rolloutScan) decodeMessages(arr []byte, ok bool) bool {
 	s.buf = arr
 	if !ok {
-		return nil, false
+		return false
 	}
-	msgs, err := parseMessages(append(arr, ']'))
-	if err != nil {
-		return nil, false
-	}
-	return policyOnly(msgs), true
+	s.buf = append(arr, ']')
+	var err error
+	s.content, s.msgs, err = parseMessages(s.buf, s.content[:0], s.msgs[:0])
+	return err == nil
 }
 
 // errBadString is unquote's error for a token that is not a JSON string.
@@ -423,7 +456,7 @@ func messagesPrefix(a, b, end []byte) bool {
 func (s *rolloutScan) task(id string) *taskMessages {
 	tm := s.Tasks[id]
 	if tm == nil {
-		tm = &taskMessages{index: map[messageKey]*seenMessage{}}
+		tm = &taskMessages{index: map[string]map[string]*seenMessage{}}
 		s.Tasks[id] = tm
 	}
 	return tm
@@ -431,13 +464,31 @@ func (s *rolloutScan) task(id string) *taskMessages {
 
 // see returns the entry of a message, added when it is new.
 func (tm *taskMessages) see(role, content string) *seenMessage {
-	key := messageKey{role, content}
-	m := tm.index[key]
-	if m == nil {
-		m = &seenMessage{Role: role, Content: content}
-		tm.index[key] = m
-		tm.Messages = append(tm.Messages, m)
+	if m := tm.index[role][content]; m != nil {
+		return m
 	}
+	return tm.added(role, content)
+}
+
+// seeBytes is see for content held in a scratch buffer: looking it up
+// copies nothing, so a message seen before costs no allocation.
+func (tm *taskMessages) seeBytes(role string, content []byte) *seenMessage {
+	if m := tm.index[role][string(content)]; m != nil {
+		return m
+	}
+	return tm.added(role, string(content))
+}
+
+// added adds a message not seen before.
+func (tm *taskMessages) added(role, content string) *seenMessage {
+	m := &seenMessage{Role: role, Content: content}
+	byContent := tm.index[role]
+	if byContent == nil {
+		byContent = map[string]*seenMessage{}
+		tm.index[role] = byContent
+	}
+	byContent[content] = m
+	tm.Messages = append(tm.Messages, m)
 	return m
 }
 

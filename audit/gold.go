@@ -14,7 +14,6 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
-	"github.com/rlgate/rlgate/stages/tasks"
 )
 
 // The checks of the gold audit.
@@ -93,7 +92,7 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 		seqs := []int64{e.rolloutRun.StartedSeq, e.gradeRun.StartedSeq}
 		if !checkedTasks[e.rollout.Tasks] {
 			checkedTasks[e.rollout.Tasks] = true
-			goldFields(ctx, l, r, e, seqs)
+			goldFields(ctx, l, r, e, seqs, cache)
 		}
 		if goldErrs[i] != nil {
 			r.fail(CheckNoGoldInPrompts, nil, seqs, "%s: %v", e.Label, goldErrs[i])
@@ -113,13 +112,8 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 
 // goldFields checks the tasks file a rollout read, by the digest it
 // recorded, wherever the file lies now.
-func goldFields(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, seqs []int64) {
-	raw, err := dataset.ReadRecorded(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
-	if err != nil {
-		r.fail(CheckNoGoldFields, nil, seqs, "%s: cannot read the tasks file %s the rollout read: %v", e.Label, e.rollout.Tasks, err)
-		return
-	}
-	if _, err := tasks.Parse(e.rollout.Tasks, raw); err != nil {
+func goldFields(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, seqs []int64, cache *scanCache) {
+	if _, err := cache.readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest); err != nil {
 		r.fail(CheckNoGoldFields, nil, seqs, "%s: %v", e.Label, err)
 		return
 	}

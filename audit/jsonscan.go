@@ -31,62 +31,95 @@ func appendUnescaped(dst, s []byte) (_ []byte, ok bool) {
 	return dst, n == len(s)
 }
 
-// parseMessages decodes a JSON array of chat messages as
-// json.Unmarshal into []rollout.Message does. Arrays laid out as
-// encoding/json writes []rollout.Message ({"role":…,"content":…} objects,
-// no space) are decoded by hand; any other layout by encoding/json.
-func parseMessages(b []byte) ([]rollout.Message, error) {
-	if msgs, ok := scanMessages(b); ok {
-		return msgs, nil
+// parseMessages decodes a JSON array of chat messages as json.Unmarshal
+// into []rollout.Message does, appending the contents to content and the
+// messages, as spans of content, to msgs. Arrays laid out as encoding/json
+// writes []rollout.Message ({"role":…,"content":…} objects, no space) are
+// decoded by hand; any other layout by encoding/json.
+func parseMessages(b, content []byte, msgs []rawMessage) ([]byte, []rawMessage, error) {
+	if c, m, ok := scanMessages(b, content, msgs); ok {
+		return c, m, nil
 	}
-	var msgs []rollout.Message
-	if err := json.Unmarshal(b, &msgs); err != nil {
-		return nil, err
+	var decoded []rollout.Message
+	if err := json.Unmarshal(b, &decoded); err != nil {
+		return content, msgs, err
 	}
-	return msgs, nil
+	for _, m := range decoded {
+		start := len(content)
+		content = append(content, m.Content...)
+		msgs = append(msgs, rawMessage{m.Role, start, len(content)})
+	}
+	return content, msgs, nil
 }
 
-// scanMessages is parseMessages' hand-written path; ok is false when b is
-// not laid out as encoding/json writes []rollout.Message.
-func scanMessages(b []byte) (msgs []rollout.Message, ok bool) {
+// rawMessage is a message scanMessages decoded: its role, and where its
+// content lies in the buffer the contents were decoded into.
+type rawMessage struct {
+	role       string
+	start, end int
+}
+
+// scanMessages is parseMessages' hand-written path: a caller reusing
+// content and msgs allocates nothing for a message it has seen before,
+// and the gold audit decodes every message of every request. ok is false
+// when b is not laid out as encoding/json writes []rollout.Message.
+func scanMessages(b, content []byte, msgs []rawMessage) (_ []byte, _ []rawMessage, ok bool) {
 	const roleKey, contentKey = `{"role":`, `,"content":`
 	if len(b) < 2 || b[0] != '[' || b[len(b)-1] != ']' {
-		return nil, false
+		return content, msgs, false
 	}
 	s := b[1 : len(b)-1]
-	var buf []byte
-	field := func(key string) (string, bool) {
+	// field appends the value of the string member key that s starts
+	// with to content, and moves s past it.
+	field := func(key string) bool {
 		if len(s) < len(key) || string(s[:len(key)]) != key {
-			return "", false
+			return false
 		}
 		s = s[len(key):]
 		tok, n := jsonStringToken(s)
 		if n == 0 {
-			return "", false
+			return false
 		}
 		s = s[n:]
-		var ok bool
-		buf, ok = appendUnquoted(buf[:0], tok)
-		return string(buf), ok
+		content, ok = appendUnquoted(content, tok)
+		return ok
 	}
-	msgs = []rollout.Message{}
+	first := true
 	for len(s) > 0 {
-		if len(msgs) > 0 {
+		if !first {
 			if s[0] != ',' {
-				return nil, false
+				return content, msgs, false
 			}
 			s = s[1:]
 		}
-		role, ok := field(roleKey)
-		if !ok {
-			return nil, false
+		first = false
+		start := len(content)
+		if !field(roleKey) {
+			return content, msgs, false
 		}
-		content, ok := field(contentKey)
-		if !ok || len(s) == 0 || s[0] != '}' {
-			return nil, false
+		role := internRole(content[start:])
+		content = content[:start]
+		if !field(contentKey) || len(s) == 0 || s[0] != '}' {
+			return content, msgs, false
 		}
 		s = s[1:]
-		msgs = append(msgs, rollout.Message{Role: role, Content: content})
+		msgs = append(msgs, rawMessage{role, start, len(content)})
 	}
-	return msgs, true
+	return content, msgs, true
+}
+
+// internRole returns role as a string, without allocating for the roles
+// chat requests use.
+func internRole(role []byte) string {
+	switch string(role) {
+	case "system":
+		return "system"
+	case "user":
+		return "user"
+	case "assistant":
+		return "assistant"
+	case "tool":
+		return "tool"
+	}
+	return string(role)
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 
@@ -14,7 +15,7 @@ func TestParseMessagesMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, ok := scanMessages(b); !ok {
+		if _, _, ok := scanMessages(b, nil, nil); !ok {
 			t.Fatalf("scanMessages did not take %s", b)
 		}
 		return b
@@ -57,11 +58,16 @@ func checkMessages(t *testing.T, b []byte) {
 	t.Helper()
 	var want []rollout.Message
 	wantErr := json.Unmarshal(b, &want)
-	got, err := parseMessages(b)
+	content, raw, err := parseMessages(b, nil, nil)
+	var got []rollout.Message
+	for _, m := range raw {
+		got = append(got, rollout.Message{Role: m.role, Content: string(content[m.start:m.end])})
+	}
 	if (err == nil) != (wantErr == nil) {
 		t.Fatalf("parseMessages(%q): error %v, encoding/json: %v", b, err, wantErr)
 	}
-	if diff := cmp.Diff(want, got); err == nil && diff != "" {
+	// A null array and an empty one both hold no message.
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); err == nil && diff != "" {
 		t.Fatalf("parseMessages(%q) (-encoding/json +got):\n%s", b, diff)
 	}
 }

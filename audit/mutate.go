@@ -77,7 +77,7 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 	if err != nil {
 		return err
 	}
-	all, err := readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
+	all, err := (*scanCache)(nil).readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
 	if err != nil {
 		r.fail(CheckGoldMutation, nil, []int64{e.rolloutRun.StartedSeq}, "%s: %v", e.Label, err)
 		return nil

@@ -206,7 +206,7 @@ func run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Optio
 	case AuditGold:
 		return runGold(ctx, l, s, o, cache)
 	case AuditSplit:
-		return Split(ctx, l, s, o)
+		return split(ctx, l, s, o, cache)
 	}
 	return nil, fmt.Errorf("audit %q: want one of %s", name, strings.Join(Audits, ", "))
 }

@@ -15,7 +15,6 @@ import (
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
-	"github.com/rlgate/rlgate/stages/tasks"
 )
 
 // evalRun is a labelled grading run with the rollout it graded.
@@ -152,16 +151,6 @@ func (t *trainRun) datasetInput(ctx context.Context, l *ledger.Ledger) (*trainAr
 		}
 	}
 	return nil, nil, nil
-}
-
-// readTasks reads the tasks file the ledger recorded at path with digest
-// want, wherever it lies now (dataset.ReadRecorded).
-func readTasks(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]tasks.Task, error) {
-	raw, err := dataset.ReadRecorded(ctx, l, path, want)
-	if err != nil {
-		return nil, err
-	}
-	return tasks.Parse(path, raw)
 }
 
 // readGold reads the gold file the ledger recorded at path with digest

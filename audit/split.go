@@ -48,6 +48,11 @@ type taskFile struct {
 // RL runs' data share no task id. Every file is verified against the
 // digest the ledger recorded before it is read.
 func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Report, error) {
+	return split(ctx, l, s, o, nil)
+}
+
+// split is Split reading tasks files through cache.
+func split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache *scanCache) (*Report, error) {
 	o = o.withDefaults()
 	r := newReport(AuditSplit, s)
 	evals, trains, err := loadSubjects(ctx, l, s)
@@ -58,7 +63,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 	byTrain := map[string]int{}         // label -> index in train
 	byProduced := map[string]taskFile{} // label -> the tasks of the data a synthesis or export wrote for it
 	for _, t := range trains {
-		p, whole, err := producedTasks(ctx, l, t)
+		p, whole, err := producedTasks(ctx, l, t, cache)
 		if err != nil {
 			r.fail(CheckSplitData, nil, []int64{t.run.StartedSeq}, "%s: %v", t.Label, err)
 			continue
@@ -73,7 +78,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			continue
 		case man != nil:
 			path := filepath.Join(a.Path, dataset.TasksFile)
-			ts, err := readTasks(ctx, l, path, man.Tasks.Digest)
+			ts, err := cache.readTasks(ctx, l, path, man.Tasks.Digest)
 			if err != nil {
 				r.fail(CheckSplitData, nil, []int64{a.Seq}, "%s: %v", t.Label, err)
 				continue
@@ -97,7 +102,7 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 			continue
 		}
 		seenEval[e.rollout.Tasks+"\x00"+e.rollout.TaskSet.String()] = true
-		ts, err := readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
+		all, err := cache.readTasks(ctx, l, e.rollout.Tasks, e.rollout.TasksDigest)
 		if err != nil {
 			r.fail(CheckSplitData, nil, []int64{e.rolloutRun.StartedSeq}, "%s: %v", e.Label, err)
 			continue
@@ -111,7 +116,12 @@ func Split(ctx context.Context, l *ledger.Ledger, s Subjects, o Options) (*Repor
 		for _, o := range rows {
 			graded[o.TaskID] = true
 		}
-		ts = slices.DeleteFunc(ts, func(t tasks.Task) bool { return !graded[t.ID] })
+		var ts []tasks.Task
+		for _, t := range all {
+			if graded[t.ID] {
+				ts = append(ts, t)
+			}
+		}
 		eval = append(eval, taskFile{fmt.Sprintf("%s (rollout %s)", e.Label, e.grade.Rollout), ts, e.rolloutRun.StartedSeq})
 	}
 
@@ -165,7 +175,7 @@ type producer struct {
 // each with its task from the recorded tasks file (verified) when there is
 // one, else the id alone; whole reports that every id had its task. Nil
 // when no input has such a producer.
-func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFile, bool, error) {
+func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun, cache *scanCache) (*taskFile, bool, error) {
 	var out *taskFile
 	whole := true
 	seen := map[string]bool{}
@@ -198,7 +208,7 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun) (*taskFil
 		}
 		byID := map[string]tasks.Task{}
 		if p.Tasks != "" {
-			ts, err := readTasks(ctx, l, p.Tasks, p.TasksDigest)
+			ts, err := cache.readTasks(ctx, l, p.Tasks, p.TasksDigest)
 			if err != nil {
 				return nil, false, fmt.Errorf("input %s: tasks of %s: %w", a.Name, a.ProducedBy.Run, err)
 			}
