@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rlgate/rlgate/stages/demo"
+	"github.com/rlgate/rlgate/lab/demo"
 )
 
 // subjects is a policy file's runs: and train: for the tests below.

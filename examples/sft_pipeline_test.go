@@ -9,8 +9,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
-	"github.com/rlgate/rlgate/stages/demo"
 	"github.com/rlgate/rlgate/stages/pipeline"
 )
 

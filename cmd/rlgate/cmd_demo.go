@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
-	"github.com/rlgate/rlgate/stages/demo"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"

@@ -13,7 +13,6 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
-	"github.com/rlgate/rlgate/stats"
 	"github.com/urfave/cli/v3"
 )
 
@@ -126,7 +125,7 @@ func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, err
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.Dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: o.K, PassAtK: stats.PassAtK, Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
+		Metric: o.Metric, Mode: o.Mode, K: o.K, Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
 		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
 	if err != nil {
 		return nil, err

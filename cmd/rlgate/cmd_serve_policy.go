@@ -12,15 +12,15 @@ import (
 	"strings"
 	"time"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/manifests"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/urfave/cli/v3"
 )
 
 func newServePolicyCommand() *cli.Command {
 	return &cli.Command{
 		Name:      "serve-policy",
-		Usage:     "serve the reference policy (stages/refpolicy) as an OpenAI-compatible endpoint",
+		Usage:     "serve the reference policy (lab/refpolicy) as an OpenAI-compatible endpoint",
 		ArgsUsage: "[-- CMD ARGS...]",
 		Description: "Loads the checkpoint --ckpt (rlgate train init|sft|grpo writes one) and answers\n" +
 			"GET /v1/models and POST /v1/chat/completions (with usage) in the rollout\n" +

@@ -9,7 +9,6 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/synth"
-	"github.com/rlgate/rlgate/stats"
 	"github.com/urfave/cli/v3"
 )
 
@@ -123,7 +122,7 @@ func runSynth(ctx context.Context, o synthOptions, w io.Writer) (*synth.Summary,
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
 	s, err := synth.Run(ctx, l, g, synth.Options{Rollout: ro, Dataset: src.Dir, DBRoot: o.DBRoot, Metric: o.Metric, NumExamples: o.NumExamples,
-		Seed: ro.Protocol.Sampling.Seed, Out: o.Out, Databases: dbs, Progress: o.Progress, PassAtK: stats.PassAtK})
+		Seed: ro.Protocol.Sampling.Seed, Out: o.Out, Databases: dbs, Progress: o.Progress})
 	if err != nil {
 		if s != nil && s.Rollout != nil && !o.JSON {
 			printRolloutSummary(w, s.Rollout)

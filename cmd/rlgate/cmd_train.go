@@ -7,10 +7,10 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
+	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/refpolicy"
-	"github.com/rlgate/rlgate/stages/refpolicy/train"
 	"github.com/urfave/cli/v3"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/rlgate/rlgate/stages/demo"
+	"github.com/rlgate/rlgate/lab/demo"
 )
 
 // demoTree lists the files under dir with their contents.

@@ -13,8 +13,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/demo"
 )
 
 // gateStagePolicy writes a policy naming the experiment's evaluations by

@@ -10,9 +10,9 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/lab/refpolicy"
+	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/refpolicy"
-	"github.com/rlgate/rlgate/stages/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 

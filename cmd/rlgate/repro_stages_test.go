@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/demo"
 	"github.com/rlgate/rlgate/stages/pipeline"
 )
 

@@ -12,9 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/lab/demo"
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/demo"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )

@@ -17,8 +17,8 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/runner"

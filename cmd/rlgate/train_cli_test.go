@@ -11,10 +11,10 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
+	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/jsonl"
-	"github.com/rlgate/rlgate/stages/refpolicy"
-	"github.com/rlgate/rlgate/stages/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/synth"
 )
 

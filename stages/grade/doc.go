@@ -103,8 +103,6 @@
 // under Python equality) and keeps the largest group, a tie going to the
 // group whose first member came earliest; a failed query does not vote.
 // ModePassK counts a task correct when any sample is and records the
-// unbiased pass@k, 1 - C(n-c,k)/C(n,k), from the estimator the caller
-// passes (stats.PassAtK: stages may not import package stats, and the
-// estimator has one implementation). CheckMode refuses a mode that cannot
+// unbiased pass@k, 1 - C(n-c,k)/C(n,k) (stats.PassAtK). CheckMode refuses a mode that cannot
 // reduce the rollout's n samples, before anything is played.
 package grade

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stats"
 )
 
 // The evaluation modes: how a task's samples come to one outcome.
@@ -12,11 +13,6 @@ const (
 	ModeMajority = "majority" // the largest group of equal result sets
 	ModePassK    = "passk"    // correct when any sample is; unbiased pass@k
 )
-
-// PassAtK estimates pass@k from n samples of which c are correct. The
-// estimator is stats.PassAtK, which stages may not import (docs/ARCHITECTURE.md), so
-// the caller passes it in; grading only decides which counts it sees.
-type PassAtK func(n, c, k int) (float64, error)
 
 // CheckMode refuses a mode that cannot reduce n samples per task: an
 // unknown name, majority over fewer than 2 samples, pass@k with k outside
@@ -42,8 +38,8 @@ func CheckMode(mode string, n, k int) error {
 // by CheckMode): greedy stands on sample 0; majority on the largest group
 // of samples whose final SQL ran to equal result sets (majorityVote);
 // passk counts the task correct when any sample is, with the unbiased
-// estimate from passAtK.
-func modeDecide(mode string, k int, passAtK PassAtK) Decide {
+// estimate stats.PassAtK.
+func modeDecide(mode string, k int) Decide {
 	switch mode {
 	case ModeMajority:
 		return majorityVote
@@ -55,7 +51,7 @@ func modeDecide(mode string, k int, passAtK PassAtK) Decide {
 					c++
 				}
 			}
-			p, err := passAtK(len(s), c, k)
+			p, err := stats.PassAtK(len(s), c, k)
 			return Decision{Correct: c > 0, PassAtK: &p}, err
 		}
 	}

@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stats"
 )
 
 // TestMajorityVote: the largest group of equal result sets wins; a tie
@@ -77,7 +76,7 @@ func TestCheckMode(t *testing.T) {
 // gives 1 - C(2,2)/C(4,2) = 1 - 1/6 (by hand).
 func TestPassKDecision(t *testing.T) {
 	s := []SampleGrade{{}, {Outcome: Outcome{Correct: true}}, {}, {Outcome: Outcome{Correct: true}}}
-	d, err := modeDecide(ModePassK, 2, stats.PassAtK)(s)
+	d, err := modeDecide(ModePassK, 2)(s)
 	if err != nil {
 		t.Fatal(err)
 	}

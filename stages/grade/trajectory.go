@@ -47,8 +47,6 @@ type TrajectoryOptions struct {
 	Metric  Metric
 	Mode    string // recorded, with K: ModeGreedy, ModeMajority or ModePassK
 	K       int    // pass@k's k; ignored in the other modes
-	// PassAtK is the estimator of mode passk: stats.PassAtK.
-	PassAtK PassAtK
 	Run     string // the grading run; empty: <rollout>.<metric>-<mode>
 	// Weights combine each sample's reward components into its total;
 	// zero means DefaultWeights. They are recorded with the grading.
@@ -150,9 +148,6 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err := CheckMode(o.Mode, start.Protocol.Sampling.N, o.K); err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
-	if o.Mode == ModePassK && o.PassAtK == nil {
-		return nil, fmt.Errorf("grade rollout %s: mode %s needs its estimator, stats.PassAtK", o.Rollout, ModePassK)
-	}
 	man, err := dataset.ReadManifest(o.Dataset)
 	if err != nil {
 		return nil, err
@@ -214,7 +209,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 		}
 	}
 	unfinished := Outcome{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
-	if s.Items, err = decideTasks(golds, grades, n, modeDecide(o.Mode, o.K, o.PassAtK), ran, unfinished); err != nil {
+	if s.Items, err = decideTasks(golds, grades, n, modeDecide(o.Mode, o.K), ran, unfinished); err != nil {
 		return nil, err
 	}
 	s.tally()

@@ -45,10 +45,6 @@ type Options struct {
 	// grading does not hash them again; Progress as in grading.
 	Databases *grade.DatabaseCheck
 	Progress  io.Writer
-	// PassAtK is stats.PassAtK, which a stage may not import (docs/ARCHITECTURE.md):
-	// the grading run records pass@1 beside the per-sample verdicts
-	// synthesis reads.
-	PassAtK grade.PassAtK
 }
 
 // Start is the body of a synthesis run's run.start entry: the rollout and
@@ -218,7 +214,7 @@ func graded(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options, r
 	switch {
 	case errors.Is(err, ledger.ErrNotFound):
 		ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Rollout.Run, Dataset: o.Dataset, DBRoot: o.DBRoot,
-			Metric: o.Metric, Mode: grade.ModePassK, K: 1, PassAtK: o.PassAtK, Run: run, Progress: o.Progress, Databases: o.Databases})
+			Metric: o.Metric, Mode: grade.ModePassK, K: 1, Run: run, Progress: o.Progress, Databases: o.Databases})
 		if err != nil {
 			return "", 0, err
 		}

@@ -6,7 +6,7 @@ import (
 	"io"
 	"math"
 
-	"github.com/rlgate/rlgate/stages/refpolicy"
+	"github.com/rlgate/rlgate/lab/refpolicy"
 )
 
 // adamW is AdamW (decoupled weight decay) over every weight tensor.

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/synth"
 )
 

@@ -6,8 +6,8 @@ import (
 	"io"
 	"math/rand/v2"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/stages/jsonl"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/synth"
 )
 

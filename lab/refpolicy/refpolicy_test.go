@@ -206,9 +206,9 @@ func TestReplyUsesObservations(t *testing.T) {
 // TestPolicyCannotReachGold: the served policy is the policy side; its
 // package never links gold or the grader (the trainer, train, does).
 func TestPolicyCannotReachGold(t *testing.T) {
-	out, err := exec.Command("go", "list", "-deps", "github.com/rlgate/rlgate/stages/refpolicy").Output()
+	out, err := exec.Command("go", "list", "-deps", "github.com/rlgate/rlgate/lab/refpolicy").Output()
 	if err != nil {
-		t.Fatalf("go list -deps stages/refpolicy: %v", err)
+		t.Fatalf("go list -deps lab/refpolicy: %v", err)
 	}
 	deps := strings.Fields(string(out))
 	if !slices.Contains(deps, "github.com/rlgate/rlgate/stages/rollout") {
@@ -216,7 +216,7 @@ func TestPolicyCannotReachGold(t *testing.T) {
 	}
 	for _, dep := range deps {
 		if strings.HasSuffix(dep, "/stages/gold") || strings.HasSuffix(dep, "/stages/grade") || strings.HasSuffix(dep, "/stages/dataset") {
-			t.Errorf("stages/refpolicy depends on %s", dep)
+			t.Errorf("lab/refpolicy depends on %s", dep)
 		}
 	}
 }

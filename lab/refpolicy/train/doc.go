@@ -1,4 +1,4 @@
-// Package train trains the reference policy (stages/refpolicy) on the CPU:
+// Package train trains the reference policy (lab/refpolicy) on the CPU:
 // SFT on rejection-sampled trajectories and GRPO with DAPO's dynamic
 // sampling and asymmetric clipping, rewarded by execution match from the
 // project's grader (stages/grade). Episodes are played in process by the

@@ -10,7 +10,7 @@ import (
 	"runtime"
 	"strconv"
 
-	"github.com/rlgate/rlgate/stages/refpolicy"
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"golang.org/x/sync/errgroup"
 )
 

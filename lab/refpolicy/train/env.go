@@ -8,10 +8,10 @@ import (
 	"sync"
 	"time"
 
+	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/refpolicy"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
