@@ -19,6 +19,7 @@ import (
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -173,7 +174,7 @@ func demoExecute(ctx context.Context, dir string, parts []demo.Part, o demoOptio
 	// One line per stage: its name when it starts (the line is finished
 	// when it is decided), what was decided, how long it took and why.
 	done, last, open := 0, time.Now(), false
-	po := pipeline.Options{Gate: reproGate(l, false, &verdict), Environ: demoEnviron(filepath.Join(dir, ".bin"), ldir),
+	po := pipeline.Options{Gate: gate.ForPipeline(l, false, &verdict), Environ: demoEnviron(filepath.Join(dir, ".bin"), ldir),
 		Starting: func(stage string) {
 			fmt.Fprintf(progress, "rlgate demo: [%2d/%d] %-13s ", done+1, len(f.Stages), stage)
 			open = true

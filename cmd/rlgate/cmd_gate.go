@@ -11,8 +11,8 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -99,22 +99,22 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 		return nil, err
 	}
 	defer l.Close()
-	v, err := audit.Gate(ctx, l, o.Policy, audit.GateOptions{DryRun: o.DryRun})
-	if err != nil {
-		return nil, err
+	r, perr := gate.Run(ctx, l, o.Policy, audit.GateOptions{DryRun: o.DryRun})
+	if r == nil {
+		return nil, perr
 	}
+	v := r.Verdict
 	if o.JUnit != "" {
 		if err := writeJUnit(o.JUnit, v); err != nil {
 			return nil, err
 		}
 	}
-	outcomes, perr := publish.AfterGate(ctx, l, v)
-	err = emit(w, o.JSON, gateSummary{Verdict: v, Publishes: outcomes}, func(w io.Writer) error {
+	err = emit(w, o.JSON, r, func(w io.Writer) error {
 		if err := printVerdict(w, v, false); err != nil {
 			return err
 		}
-		for _, oc := range outcomes {
-			fmt.Fprintln(w, "rlgate:", publishOutcome(oc))
+		for _, oc := range r.Publishes {
+			fmt.Fprintln(w, "rlgate:", gate.Describe(oc))
 		}
 		return nil
 	})
@@ -130,13 +130,6 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 	return v, err
 }
 
-// gateSummary is what rlgate gate --json prints: the verdict, and what
-// became of the publish requests waiting for it.
-type gateSummary struct {
-	*audit.Verdict
-	Publishes []publish.Outcome `json:"publishes,omitempty"`
-}
-
 // resolveStages is audit.ResolveStages for the commands that name runs
 // (audit, report), saying on notes which run each stage name was taken to
 // be, a line apiece.
@@ -149,17 +142,6 @@ func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, note
 		fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String()))
 	}
 	return out, nil
-}
-
-// publishOutcome says in a line what a gate did to a publish request.
-func publishOutcome(o publish.Outcome) string {
-	switch {
-	case o.Result != nil:
-		return fmt.Sprintf("published run %s to %s (publish entry %d, request entry %d)", o.Run, o.To, o.Result.Seq, o.Request)
-	case o.Withheld != "":
-		return fmt.Sprintf("publish of run %s to %s withheld: %s; the request (entry %d) waits for a passing gate", o.Run, o.To, o.Withheld, o.Request)
-	}
-	return fmt.Sprintf("publish of run %s to %s (request entry %d) failed: %s", o.Run, o.To, o.Request, o.Error)
 }
 
 func writeJUnit(path string, v *audit.Verdict) error {

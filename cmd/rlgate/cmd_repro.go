@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -10,10 +9,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/pipeline"
+	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -138,7 +136,7 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		return nil, err
 	}
 	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun, Gate: reproGate(l, opts.DryRun, nil), CheckGate: reproCheckGate(l, f), Environ: opts.Environ}
+	po := pipeline.Options{DryRun: opts.DryRun, Gate: gate.ForPipeline(l, opts.DryRun, nil), CheckGate: gate.CheckForPipeline(l, f), Environ: opts.Environ}
 	if !opts.JSON {
 		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
 		po.Progress = func(d pipeline.Decision) {
@@ -173,56 +171,4 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 			len(problems), map[bool]string{true: "problem", false: "problems"}[len(problems) == 1], strings.Join(problems, "; "))
 	}
 	return ds, nil
-}
-
-// reproCheckGate checks a stage's gate policy before anything runs: it
-// loads, and each training run it names under train: is a stage of the
-// pipeline f, or a run or a stage of the ledger (audit.StageRun). Its
-// evaluations (runs:) are not checked: the stages' own commands name
-// them (rlgate eval --run), so they need not exist yet.
-func reproCheckGate(l *ledger.Ledger, f *pipeline.File) func(ctx context.Context, policy, dir string) error {
-	return func(ctx context.Context, policy, dir string) error {
-		p, err := audit.PolicyRef(policy, dir)
-		if err != nil {
-			return err
-		}
-		for _, lr := range p.Subjects.Train {
-			if slices.ContainsFunc(f.Stages, func(s *pipeline.Stage) bool { return s.Name == lr.Run }) {
-				continue
-			}
-			if _, err := audit.StageRun(ctx, l, lr.Run); errors.Is(err, ledger.ErrNotFound) {
-				return fmt.Errorf("train %s: %q is neither a stage of %s nor a run of the ledger. Try: name a stage of the pipeline", lr.Label, ledger.Printable(lr.Run), f.Path)
-			} else if err != nil {
-				return fmt.Errorf("train %s: %w", lr.Label, err)
-			}
-		}
-		return nil
-	}
-}
-
-// reproGate checks a stage's gate policy for pipeline.Repro, with training
-// runs named by their stages resolved to the stages' runs; a dry run's gate
-// records nothing. The verdict is also kept in *last when last is not nil.
-func reproGate(l *ledger.Ledger, dryRun bool, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
-	return func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
-		p, err := audit.PolicyRef(policy, dir)
-		if err != nil {
-			return false, "", err
-		}
-		v, err := audit.Gate(ctx, l, p.InPipeline(runs), audit.GateOptions{DryRun: dryRun})
-		if err != nil {
-			return false, "", err
-		}
-		if last != nil {
-			*last = v
-		}
-		// Like rlgate gate, a verdict publishes the requests waiting for
-		// its model (rlgate run --publish-to) when it passed.
-		outcomes, err := publish.AfterGate(ctx, l, v)
-		summary := v.Summary()
-		for _, o := range outcomes {
-			summary += "; " + publishOutcome(o)
-		}
-		return v.OK, summary, err
-	}
 }

@@ -1,0 +1,100 @@
+// Package gate runs the gate and acts on its verdict: a recorded verdict
+// bound to a model publishes the requests waiting for that model when it
+// passed, and withholds them when it failed (docs/PUBLISH.md). rlgate gate,
+// rlgate repro and the demo all gate through it, so a verdict is acted on
+// the same way whichever command decided it.
+package gate
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/publish"
+	"github.com/rlgate/rlgate/stages/pipeline"
+)
+
+// Result is a gate's verdict and what became of the publish requests
+// waiting for it; rlgate gate --json prints it.
+type Result struct {
+	*audit.Verdict
+	Publishes []publish.Outcome `json:"publishes,omitempty"`
+}
+
+// Run decides the experiment of l under p (audit.Gate), then acts on the
+// publish requests waiting for the verdict's model (publish.AfterGate). A
+// failed publish is returned as the error beside the result, which holds
+// the verdict and every outcome.
+func Run(ctx context.Context, l *ledger.Ledger, p audit.Policy, o audit.GateOptions) (*Result, error) {
+	v, err := audit.Gate(ctx, l, p, o)
+	if err != nil {
+		return nil, err
+	}
+	outcomes, err := publish.AfterGate(ctx, l, v)
+	return &Result{Verdict: v, Publishes: outcomes}, err
+}
+
+// Describe says in a line what a gate did to a publish request.
+func Describe(o publish.Outcome) string {
+	switch {
+	case o.Result != nil:
+		return fmt.Sprintf("published run %s to %s (publish entry %d, request entry %d)", o.Run, o.To, o.Result.Seq, o.Request)
+	case o.Withheld != "":
+		return fmt.Sprintf("publish of run %s to %s withheld: %s; the request (entry %d) waits for a passing gate", o.Run, o.To, o.Withheld, o.Request)
+	}
+	return fmt.Sprintf("publish of run %s to %s (request entry %d) failed: %s", o.Run, o.To, o.Request, o.Error)
+}
+
+// ForPipeline is pipeline.Options.Gate: it gates a stage's policy with the
+// training runs named by their stages resolved to the stages' runs; a dry
+// run's gate records nothing. The verdict is also kept in *last when last
+// is not nil.
+func ForPipeline(l *ledger.Ledger, dryRun bool, last **audit.Verdict) func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+	return func(ctx context.Context, policy, dir string, runs map[string]string) (bool, string, error) {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return false, "", err
+		}
+		r, err := Run(ctx, l, p.InPipeline(runs), audit.GateOptions{DryRun: dryRun})
+		if r == nil {
+			return false, "", err
+		}
+		if last != nil {
+			*last = r.Verdict
+		}
+		summary := r.Summary()
+		for _, o := range r.Publishes {
+			summary += "; " + Describe(o)
+		}
+		return r.OK, summary, err
+	}
+}
+
+// CheckForPipeline is pipeline.Options.CheckGate: it checks a stage's gate
+// policy before anything runs: it loads, and each training run it names
+// under train: is a stage of the pipeline f, or a run or a stage of the
+// ledger (audit.StageRun). Its evaluations (runs:) are not checked: the
+// stages' own commands name them (rlgate eval --run), so they need not
+// exist yet.
+func CheckForPipeline(l *ledger.Ledger, f *pipeline.File) func(ctx context.Context, policy, dir string) error {
+	return func(ctx context.Context, policy, dir string) error {
+		p, err := audit.PolicyRef(policy, dir)
+		if err != nil {
+			return err
+		}
+		for _, lr := range p.Subjects.Train {
+			if slices.ContainsFunc(f.Stages, func(s *pipeline.Stage) bool { return s.Name == lr.Run }) {
+				continue
+			}
+			if _, err := audit.StageRun(ctx, l, lr.Run); errors.Is(err, ledger.ErrNotFound) {
+				return fmt.Errorf("train %s: %q is neither a stage of %s nor a run of the ledger. Try: name a stage of the pipeline", lr.Label, ledger.Printable(lr.Run), f.Path)
+			} else if err != nil {
+				return fmt.Errorf("train %s: %w", lr.Label, err)
+			}
+		}
+		return nil
+	}
+}
