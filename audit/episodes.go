@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"golang.org/x/sync/errgroup"
@@ -79,23 +80,45 @@ type scanCache struct {
 	records ledger.Memo[[]rollout.Recorded]
 	scans   ledger.Memo[*rolloutScan]
 	tasks   ledger.Memo[[]tasks.Task]
+	golds   ledger.Memo[[]gold.Gold]
 }
 
 // readTasks reads the tasks file the ledger recorded at path with digest
-// want, wherever it lies now (dataset.ReadRecorded), once for every audit
-// of the run that asks; readers must not change what it returns.
+// want, wherever it lies now, once for every audit of the run that asks;
+// readers must not change what it returns.
 func (c *scanCache) readTasks(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]tasks.Task, error) {
-	read := func() ([]tasks.Task, error) {
+	var m *ledger.Memo[[]tasks.Task]
+	if c != nil {
+		m = &c.tasks
+	}
+	return readRecorded(ctx, l, m, path, want, tasks.Parse)
+}
+
+// readGold is readTasks for a gold file.
+func (c *scanCache) readGold(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]gold.Gold, error) {
+	var m *ledger.Memo[[]gold.Gold]
+	if c != nil {
+		m = &c.golds
+	}
+	return readRecorded(ctx, l, m, path, want, gold.Parse)
+}
+
+// readRecorded parses the file the ledger recorded at path with digest
+// want, wherever it lies now (dataset.ReadRecorded), through memo when it
+// is not nil.
+func readRecorded[T any](ctx context.Context, l *ledger.Ledger, memo *ledger.Memo[T], path string, want ledger.Digest, parse func(string, []byte) (T, error)) (T, error) {
+	read := func() (T, error) {
 		raw, err := dataset.ReadRecorded(ctx, l, path, want)
 		if err != nil {
-			return nil, err
+			var zero T
+			return zero, err
 		}
-		return tasks.Parse(path, raw)
+		return parse(path, raw)
 	}
-	if c == nil {
+	if memo == nil {
 		return read()
 	}
-	return c.tasks.Get(ctx, path+"\x00"+want.String(), read)
+	return memo.Get(ctx, path+"\x00"+want.String(), read)
 }
 
 // recorded returns the recorded episodes of rollout run, listed once for
@@ -398,8 +421,18 @@ func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, status
 	}
 	next := bytes.Index(rest, requestKey)
 	for next >= 0 {
-		// A request that is not a string is a base64 body.
-		tok, n := jsonStringToken(rest[next+len(requestKey):])
+		// A request that is not a string is a base64 body. A request
+		// resends the conversation so far: where it opens with the
+		// previous request's messages, its end is looked for after them,
+		// so an episode's requests are scanned in linear time.
+		body, from := rest[next+len(requestKey):], 0
+		if len(requests) > 0 {
+			prev := requests[len(requests)-1]
+			if k := bytes.Index(prev, quotedMessagesEnd); k > 0 && bytes.HasPrefix(body, prev[:k]) {
+				from = k
+			}
+		}
+		tok, n := jsonStringTokenFrom(body, from)
 		if n == 0 {
 			return nil, nil, false
 		}
@@ -407,7 +440,13 @@ func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, status
 		rest = rest[next+len(requestKey)+n:]
 		status := ""
 		next = bytes.Index(rest, requestKey)
-		if j := bytes.Index(rest, sqlStatusKey); j >= 0 && (next < 0 || j < next) {
+		// The status is the turn's: one whose key starts before the next
+		// request's key.
+		turn := rest
+		if next >= 0 {
+			turn = rest[:min(len(rest), next+len(sqlStatusKey)-1)]
+		}
+		if j := bytes.Index(turn, sqlStatusKey); j >= 0 {
 			tok, n := jsonStringToken(rest[j+len(sqlStatusKey)-1:])
 			st, ok := appendUnquoted(nil, tok)
 			if n == 0 || !ok {
@@ -422,11 +461,15 @@ func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, status
 
 // jsonStringToken returns the JSON string token that b starts with,
 // quotes included, and its length; 0 when b does not start with one.
-func jsonStringToken(b []byte) ([]byte, int) {
+func jsonStringToken(b []byte) ([]byte, int) { return jsonStringTokenFrom(b, 0) }
+
+// jsonStringTokenFrom is jsonStringToken for a b whose token is known not
+// to end before b[from].
+func jsonStringTokenFrom(b []byte, from int) ([]byte, int) {
 	if len(b) == 0 || b[0] != '"' {
 		return nil, 0
 	}
-	for i := 1; i < len(b); {
+	for i := max(from, 1); i < len(b); {
 		q := bytes.IndexByte(b[i:], '"')
 		if q < 0 {
 			return nil, 0

@@ -57,15 +57,15 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	}
 	// The rollouts of the evaluations whose gold verifies are scanned at
 	// the same time, before their findings are written in order.
+	if cache == nil {
+		cache = &scanCache{}
+	}
 	golds, goldErrs := make([]map[string]string, len(evals)), make([]error, len(evals))
 	var scanned []*evalRun
 	for i, e := range evals {
-		if golds[i], goldErrs[i] = verifiedGold(ctx, l, e); goldErrs[i] == nil {
+		if golds[i], goldErrs[i] = verifiedGold(ctx, l, e, cache); goldErrs[i] == nil {
 			scanned = append(scanned, e)
 		}
-	}
-	if cache == nil {
-		cache = &scanCache{}
 	}
 	if err := cache.scanAll(ctx, l, scanned); err != nil {
 		return nil, err
@@ -122,8 +122,8 @@ func goldFields(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, se
 
 // verifiedGold reads the gold beside the rollout's tasks, by the digest
 // the grading recorded, wherever it lies now.
-func verifiedGold(ctx context.Context, l *ledger.Ledger, e *evalRun) (map[string]string, error) {
-	gs, err := readGold(ctx, l, filepath.Join(e.datasetDir(), dataset.GoldFile), e.grade.GoldDigest)
+func verifiedGold(ctx context.Context, l *ledger.Ledger, e *evalRun, cache *scanCache) (map[string]string, error) {
+	gs, err := cache.readGold(ctx, l, filepath.Join(e.datasetDir(), dataset.GoldFile), e.grade.GoldDigest)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read the gold: %w", err)
 	}

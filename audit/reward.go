@@ -112,7 +112,7 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 			continue
 		}
 		seen[key] = true
-		if err := selfGrade(ctx, l, r, g, src, o); err != nil {
+		if err := selfGrade(ctx, l, r, g, src, o, cache); err != nil {
 			return nil, err
 		}
 	}
@@ -134,8 +134,8 @@ func runReward(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cac
 // gold source. A training run's passed or failed pre-flight that checked
 // the same gold on databases with the digests hashed now stands for the
 // self-grade, cited, and the queries are not run again.
-func selfGrade(ctx context.Context, l *ledger.Ledger, r *Report, g *grading.Grader, src goldSource, o Options) error {
-	golds, err := readGold(ctx, l, filepath.Join(src.dir, dataset.GoldFile), src.goldDigest)
+func selfGrade(ctx context.Context, l *ledger.Ledger, r *Report, g *grading.Grader, src goldSource, o Options, cache *scanCache) error {
+	golds, err := cache.readGold(ctx, l, filepath.Join(src.dir, dataset.GoldFile), src.goldDigest)
 	if err != nil {
 		r.fail(CheckGoldSelfGrade, nil, src.seqs, "%s: cannot read the gold: %v", src.what, err)
 		return nil

@@ -11,7 +11,6 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
-	"github.com/rlgate/rlgate/stages/gold"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -151,16 +150,6 @@ func (t *trainRun) datasetInput(ctx context.Context, l *ledger.Ledger) (*trainAr
 		}
 	}
 	return nil, nil, nil
-}
-
-// readGold reads the gold file the ledger recorded at path with digest
-// want, wherever it lies now (dataset.ReadRecorded).
-func readGold(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]gold.Gold, error) {
-	raw, err := dataset.ReadRecorded(ctx, l, path, want)
-	if err != nil {
-		return nil, err
-	}
-	return gold.Parse(path, raw)
 }
 
 // trainByLabel returns the training run labelled label, or nil.
