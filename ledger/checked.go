@@ -1,6 +1,7 @@
 package ledger
 
 import (
+	"bytes"
 	"context"
 	"database/sql"
 	"fmt"
@@ -99,10 +100,25 @@ type checkedIndex struct {
 func lazyKey(kind, run string) string { return kind + "\x00" + run }
 
 // seriesPoints are one key's points of a run in ledger order, with the
-// seq of the entry behind each.
+// seq of the entry behind each: raw as the run's decoding left them, pts
+// and seqs once the key is first asked for.
 type seriesPoints struct {
+	raw  []lazyPoint
+	once sync.Once
 	pts  []MetricPoint
 	seqs []int64
+	err  error
+}
+
+// lazyPoint is a metric point whose value is parsed when its key is first
+// asked for: a run logs dozens of keys and the audits read a few, so most
+// values of an 800,000-point run are never parsed.
+type lazyPoint struct {
+	step, seq int64
+	// num is the value as the body writes it, or nil when val holds it
+	// (null, or a number parsed at once because it might overflow).
+	num []byte
+	val float64
 }
 
 // lazyKinds are derived only when a run's rows are first asked for: a
@@ -385,10 +401,10 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 		// The entries decode on every core, and are gathered in ledger
 		// order.
 		es := c.lazy[lazyKey(KindMetrics, run)]
-		decoded := make([]Metrics, len(es))
+		decoded := make([]entryPoints, len(es))
 		err := ForEach(ctx, len(es), func(_ context.Context, i int) error {
 			var err error
-			if decoded[i], err = decodeMetrics(es[i].Body); err != nil {
+			if decoded[i], err = decodeLazy(es[i]); err != nil {
 				return l.tampered(es[i].Seq, "cannot be read (%s): %v", es[i].Kind, err)
 			}
 			return nil
@@ -400,34 +416,29 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 		// allocated once, at its size.
 		var order keyOrder
 		var counts []int
-		total := 0
-		for _, m := range decoded {
-			total += len(m.Points)
-		}
-		ids := make([]int32, 0, total)
-		for _, m := range decoded {
-			for _, p := range m.Points {
-				i := order.of(p.Key)
-				if int(i) == len(counts) {
+		ids := make([][]int32, len(decoded))
+		for i, d := range decoded {
+			ids[i] = make([]int32, len(d.keys))
+			for j, k := range d.keys {
+				ids[i][j] = order.of(k)
+				if int(ids[i][j]) == len(counts) {
 					counts = append(counts, 0)
 				}
-				counts[i]++
-				ids = append(ids, i)
+			}
+			for _, k := range d.ids {
+				counts[ids[i][k]]++
 			}
 		}
 		series := make([]*seriesPoints, len(order.keys))
 		byKey := make(map[string]*seriesPoints, len(order.keys))
 		for i, k := range order.keys {
-			series[i] = &seriesPoints{pts: make([]MetricPoint, 0, counts[i]), seqs: make([]int64, 0, counts[i])}
+			series[i] = &seriesPoints{raw: make([]lazyPoint, 0, counts[i])}
 			byKey[k] = series[i]
 		}
-		j := 0
-		for i, m := range decoded {
-			for _, p := range m.Points {
-				s := series[ids[j]]
-				j++
-				p.Value = asRecorded(p.Value)
-				s.pts, s.seqs = append(s.pts, p), append(s.seqs, es[i].Seq)
+		for i, d := range decoded {
+			for j, p := range d.pts {
+				s := series[ids[i][d.ids[j]]]
+				s.raw = append(s.raw, p)
 			}
 		}
 		return byKey, nil
@@ -439,7 +450,70 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 	if s == nil {
 		return nil, nil, nil
 	}
-	return s.pts, s.seqs, nil
+	s.once.Do(func() {
+		s.pts, s.seqs = make([]MetricPoint, len(s.raw)), make([]int64, len(s.raw))
+		for i, p := range s.raw {
+			v := p.val
+			if p.num != nil {
+				var ok bool
+				if v, ok = parseValue(p.num); !ok {
+					s.err = l.tampered(p.seq, "cannot be read (%s): value %q of %s", KindMetrics, p.num, key)
+					return
+				}
+			}
+			s.pts[i], s.seqs[i] = MetricPoint{Step: p.step, Key: key, Value: asRecorded(v)}, p.seq
+		}
+		s.raw = nil
+	})
+	return s.pts, s.seqs, s.err
+}
+
+// entryPoints are the points of one metrics entry: keys in the order they
+// first appear, and per point its key's index in keys.
+type entryPoints struct {
+	keys []string
+	ids  []int32
+	pts  []lazyPoint
+}
+
+// decodeLazy reads the points of metrics entry e without parsing values
+// that cannot fail to parse (see lazyPoint); a body that is not in
+// canonical() layout is read by decodeMetrics, as everywhere else.
+func decodeLazy(e Entry) (entryPoints, error) {
+	var d entryPoints
+	var ms metricsScan
+	ok := ms.scan(e.Body, func(n int) {
+		d.ids, d.pts = make([]int32, 0, n), make([]lazyPoint, 0, n)
+	}, func(step int64, key int32, num []byte) bool {
+		p := lazyPoint{step: step, seq: e.Seq, num: num}
+		// Only a number with an exponent or hundreds of digits can lie
+		// outside float64, which decodeMetrics refuses: such a value is
+		// parsed now, so that the entry is refused whichever key is read.
+		if num == nil || len(num) > 300 || bytes.ContainsAny(num, "eE") {
+			var ok bool
+			if p.val, ok = parseValue(num); !ok {
+				return false
+			}
+			p.num = nil
+		}
+		d.ids, d.pts = append(d.ids, key), append(d.pts, p)
+		return true
+	})
+	if ok {
+		d.keys = ms.keys.keys
+		return d, nil
+	}
+	m, err := decodeMetrics(e.Body)
+	if err != nil {
+		return entryPoints{}, err
+	}
+	var keys keyOrder
+	d = entryPoints{ids: make([]int32, len(m.Points)), pts: make([]lazyPoint, len(m.Points))}
+	for i, p := range m.Points {
+		d.ids[i], d.pts[i] = keys.of(p.Key), lazyPoint{step: p.Step, seq: e.Seq, val: p.Value}
+	}
+	d.keys = keys.keys
+	return d, nil
 }
 
 // checkedByHash finds the entry of the view whose hash starts with the

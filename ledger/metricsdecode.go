@@ -30,94 +30,116 @@ func decodeMetrics(body []byte) (Metrics, error) {
 // scanMetrics reads body in canonical() layout, and reports false for any
 // other layout.
 func scanMetrics(body []byte) (Metrics, bool) {
+	var ms metricsScan
+	ok := ms.scan(body, func(n int) { ms.Points = make([]MetricPoint, 0, n) }, func(step int64, key int32, num []byte) bool {
+		v, ok := parseValue(num)
+		ms.Points = append(ms.Points, MetricPoint{Step: step, Key: ms.keys.keys[key], Value: v})
+		return ok
+	})
+	return ms.Metrics, ok
+}
+
+// parseValue is a point's value from its number as the body writes it,
+// or NaN for null (num is nil).
+func parseValue(num []byte) (float64, bool) {
+	if num == nil {
+		return math.NaN(), true
+	}
+	// The string only lives for the call: ParseFloat keeps it only in an
+	// error, and an error sends the body to encoding/json.
+	v, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(num), len(num)), 64)
+	return v, err == nil
+}
+
+// metricsScan reads a canonical metrics body point by point, so that
+// scanMetrics can parse every value and a checked view only the values of
+// the keys asked for (checkedSeries).
+type metricsScan struct {
+	Metrics // all but the points, which are the caller's
+	keys    keyOrder
+}
+
+// scan reads body in canonical() layout: it calls start with how many
+// points there are (not at all for "points":null), then point for each
+// with its step, its key's number in m.keys and its value as the body
+// writes it (nil for null; a valid JSON number otherwise). It is false for
+// any other layout, or as soon as point is.
+func (m *metricsScan) scan(body []byte, start func(n int), point func(step int64, key int32, num []byte) bool) bool {
 	s := CanonicalScanner{B: body}
-	var m Metrics
 	if !s.Lit(`{`) {
-		return m, false
+		return false
 	}
 	if s.Lit(`"cursor":`) {
 		end := s.ObjectEnd()
 		if end < 0 || json.Unmarshal(s.B[s.I:end], &m.Cursor) != nil || m.Cursor == nil {
-			return m, false
+			return false
 		}
 		s.I = end
 		if !s.Lit(`,`) {
-			return m, false
+			return false
 		}
 	}
 	if s.Lit(`"format":`) {
 		f, ok := s.Str()
 		if !ok || !s.Lit(`,`) {
-			return m, false
+			return false
 		}
 		m.Format = string(f)
 	}
 	if !s.Lit(`"points":`) {
-		return m, false
+		return false
 	}
 	switch {
 	case s.Lit(`null`):
 	case s.Lit(`[]`):
-		m.Points = []MetricPoint{}
+		start(0)
 	case s.Lit(`[`):
-		var keys keyOrder
-		m.Points = make([]MetricPoint, 0, bytes.Count(body[s.I:], []byte("],["))+1)
+		start(bytes.Count(body[s.I:], []byte("],[")) + 1)
 		for {
-			p, ok := point(&s, &keys)
-			if !ok {
-				return m, false
+			if !m.point(&s, point) {
+				return false
 			}
-			m.Points = append(m.Points, p)
 			if s.Lit(`]`) {
 				break
 			}
 			if !s.Lit(`,`) {
-				return m, false
+				return false
 			}
 		}
 	default:
-		return m, false
+		return false
 	}
 	if s.Lit(`,"source":`) {
 		src, ok := s.Str()
 		if !ok {
-			return m, false
+			return false
 		}
 		m.Source = string(src)
 	}
-	return m, s.Lit(`}`) && s.Done()
+	return s.Lit(`}`) && s.Done()
 }
 
-// point reads [step,"key",value|null].
-func point(s *CanonicalScanner, keys *keyOrder) (MetricPoint, bool) {
-	var p MetricPoint
+// point reads [step,"key",value|null] and hands it to fn.
+func (m *metricsScan) point(s *CanonicalScanner, fn func(step int64, key int32, num []byte) bool) bool {
 	if !s.Lit(`[`) {
-		return p, false
+		return false
 	}
 	step, ok := s.Int()
 	if !ok || !s.Lit(`,`) {
-		return p, false
+		return false
 	}
 	k, ok := s.Str()
 	if !ok || !s.Lit(`,`) {
-		return p, false
+		return false
 	}
-	p.Step, p.Key = step, keys.keys[keys.ofBytes(k)]
-	if s.Lit(`null`) {
-		p.Value = math.NaN()
-	} else {
-		n := s.Number()
-		if n == nil {
-			return p, false
-		}
-		// The string only lives for the call: ParseFloat keeps it only in
-		// an error, and an error sends the body to encoding/json.
-		var err error
-		if p.Value, err = strconv.ParseFloat(unsafe.String(unsafe.SliceData(n), len(n)), 64); err != nil {
-			return p, false
+	key := m.keys.ofBytes(k)
+	var num []byte
+	if !s.Lit(`null`) {
+		if num = s.Number(); num == nil {
+			return false
 		}
 	}
-	return p, s.Lit(`]`)
+	return fn(step, key, num) && s.Lit(`]`)
 }
 
 // keyOrder numbers the keys of metric points in the order they first

@@ -47,8 +47,9 @@ func TestScanMetricsAgreesWithJSON(t *testing.T) {
 	checkScanMetrics(t, b)
 }
 
-// checkScanMetrics checks that decodeMetrics reads body as encoding/json
-// does: the same points, or an error from both.
+// checkScanMetrics checks that decodeMetrics, and the checked view's
+// decodeLazy, read body as encoding/json does: the same points, or an
+// error from each.
 func checkScanMetrics(t *testing.T, body []byte) {
 	t.Helper()
 	var want Metrics
@@ -59,6 +60,27 @@ func checkScanMetrics(t *testing.T, body []byte) {
 	}
 	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); werr == nil && diff != "" {
 		t.Errorf("%.80s (-encoding/json +decodeMetrics):\n%s", body, diff)
+	}
+	d, lerr := decodeLazy(Entry{Seq: 1, Body: body})
+	if (werr == nil) != (lerr == nil) {
+		t.Fatalf("%s: encoding/json: %v; decodeLazy: %v", body, werr, lerr)
+	}
+	if werr != nil {
+		return
+	}
+	var lazy []MetricPoint
+	for i, p := range d.pts {
+		v, ok := p.val, true
+		if p.num != nil {
+			v, ok = parseValue(p.num)
+		}
+		if !ok || p.seq != 1 {
+			t.Fatalf("%s: point %d: value %q does not parse, or seq %d", body, i, p.num, p.seq)
+		}
+		lazy = append(lazy, MetricPoint{Step: p.step, Key: d.keys[d.ids[i]], Value: v})
+	}
+	if diff := cmp.Diff(want.Points, lazy, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%.80s (-encoding/json +decodeLazy):\n%s", body, diff)
 	}
 }
 

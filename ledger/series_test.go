@@ -21,9 +21,12 @@ import (
 // back as the batches hold it: the derived rows group a batch's points by
 // key guessing that each step repeats the previous one's order, and a wrong
 // guess must cost time only; the two last batches, appended together, are
-// large enough to be packed in a buffer the deriver reuses.
+// large enough to be packed in a buffer the deriver reuses. A checked
+// view, which decodes the entries and parses a key's values only when the
+// key is asked for, reads the same series.
 func TestSeriesOfIrregularBatches(t *testing.T) {
-	l, err := ledger.Init(ctx, t.TempDir())
+	dir := t.TempDir()
+	l, err := ledger.Init(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,22 +90,28 @@ func TestSeriesOfIrregularBatches(t *testing.T) {
 			want[p.Key] = append(want[p.Key], point{p.Step, p.Value, es[i].Seq})
 		}
 	}
+	c, err := openChecked(t, dir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, k := range keys {
 		// Series orders by step, keeping ledger order within a step.
 		slices.SortStableFunc(want[k], func(a, b point) int { return int(a.Step - b.Step) })
-		pts, seqs, err := l.Series(ctx, "rl", k)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var got []point
-		for i, p := range pts {
-			if p.Key != k {
-				t.Fatalf("series %s holds a point of key %s", k, p.Key)
+		for name, l := range map[string]*ledger.Ledger{"the derived rows": l, "a checked view": c} {
+			pts, seqs, err := l.Series(ctx, "rl", k)
+			if err != nil {
+				t.Fatal(err)
 			}
-			got = append(got, point{p.Step, p.Value, seqs[i]})
-		}
-		if diff := cmp.Diff(want[k], got, cmpopts.EquateNaNs()); diff != "" {
-			t.Errorf("series %s (-appended +read):\n%s", k, diff)
+			var got []point
+			for i, p := range pts {
+				if p.Key != k {
+					t.Fatalf("%s: series %s holds a point of key %s", name, k, p.Key)
+				}
+				got = append(got, point{p.Step, p.Value, seqs[i]})
+			}
+			if diff := cmp.Diff(want[k], got, cmpopts.EquateNaNs()); diff != "" {
+				t.Errorf("%s: series %s (-appended +read):\n%s", name, k, diff)
+			}
 		}
 	}
 }
