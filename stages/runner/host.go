@@ -2,11 +2,13 @@ package runner
 
 import (
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -36,7 +38,39 @@ var toolProbes = []struct {
 const probeTimeout = 5 * time.Second
 
 // DescribeHost reports the machine and the versions of the tools found.
+// The probes run once per process and PATH (the tools are looked up on
+// the process's PATH): a version command can be slow (a pyenv shim runs
+// several shells for python3 --version, over half a second of CPU), and a
+// process that records several stages (repro, the demo) would otherwise
+// pay it for each. A probe cut short by ctx is not kept.
 func DescribeHost(ctx context.Context) Host {
+	path := os.Getenv("PATH")
+	hosts.mu.Lock()
+	h, ok := hosts.byPath[path]
+	hosts.mu.Unlock()
+	if !ok {
+		h = describeHost(ctx)
+		if ctx.Err() == nil {
+			hosts.mu.Lock()
+			if hosts.byPath == nil {
+				hosts.byPath = map[string]Host{}
+			}
+			hosts.byPath[path] = h
+			hosts.mu.Unlock()
+		}
+	}
+	h.Tools = maps.Clone(h.Tools)
+	return h
+}
+
+// hosts are the hosts DescribeHost described, by PATH.
+var hosts struct {
+	mu     sync.Mutex
+	byPath map[string]Host
+}
+
+// describeHost runs the probes.
+func describeHost(ctx context.Context) Host {
 	h := Host{OS: runtime.GOOS, Arch: runtime.GOARCH, CPUs: runtime.NumCPU(), Tools: map[string]string{"go": runtime.Version()}}
 	h.Hostname, _ = os.Hostname()
 	for _, p := range toolProbes {
