@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/dataset"
 )
@@ -118,7 +119,9 @@ func TestSpiderAgreesWithOfficialVerdicts(t *testing.T) {
 // TestBirdMatchesOfficialVerdicts grades the BIRD mini-dev baselines on the
 // 140 items whose database is present with the bird metric; the official
 // evaluation_ex.py gives GPT-4 83 and Mixtral-8x7B 36 of them. One grader
-// serves both files, so each gold query runs once.
+// serves both files, so each gold query runs once. The two files grade at
+// the same time: one slow Mixtral prediction would otherwise leave a core
+// idle while it runs.
 func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("grades 280 BIRD items")
@@ -128,6 +131,14 @@ func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 	cache := NewGoldCache()
 	g := NewGrader(Options{}, cache)
 	defer g.Close()
+	t.Run("files", func(t *testing.T) { birdAgreement(t, l, g, dir) })
+	if cache.Len() != 140 {
+		t.Errorf("gold cache holds %d entries after two files, want 140 (each gold once)", cache.Len())
+	}
+}
+
+// birdAgreement grades each BIRD baseline in its own parallel subtest.
+func birdAgreement(t *testing.T, l *ledger.Ledger, g *Grader, dir string) {
 	for _, tt := range []struct {
 		file string
 		want int
@@ -136,6 +147,7 @@ func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 		{"mixtral-8x7b.json", 36},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
+			t.Parallel()
 			s, err := GradeFile(context.Background(), l, g, FileOptions{Predictions: filepath.Join(birdDir, "predictions", tt.file), Format: FormatBirdJSON, Dataset: dir, Metric: MetricBird})
 			if err != nil {
 				t.Fatal(err)
@@ -152,8 +164,5 @@ func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 				t.Errorf("%d items disagree with evaluation_ex.py:\n%s", len(diffs), strings.Join(diffs, "\n"))
 			}
 		})
-	}
-	if cache.Len() != 140 {
-		t.Errorf("gold cache holds %d entries after two files, want 140 (each gold once)", cache.Len())
 	}
 }
