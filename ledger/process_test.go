@@ -31,6 +31,13 @@ func TestChild(t *testing.T) {
 	}
 	dir, run := os.Getenv("RLGATE_TEST_DIR"), os.Getenv("RLGATE_TEST_RUN")
 	count, _ := strconv.Atoi(os.Getenv("RLGATE_TEST_COUNT"))
+	if mode == "crash" {
+		// Started ahead of its turn: open the ledger only when the parent
+		// says go, and leave it alone if the parent is gone.
+		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
+			os.Exit(0)
+		}
+	}
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -118,14 +125,33 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	var mu sync.Mutex
 	rng := rand.New(rand.NewPCG(7, 7))
 	const kills = 32
-	for k := range kills {
+	// Each child is started while its predecessor runs and is verified,
+	// and waits on stdin for its turn: starting a process is most of a
+	// kill's cost, and it touches no ledger until told to go.
+	start := func(k int) (*exec.Cmd, io.WriteCloser, io.Reader) {
 		cmd := childCmd(t, "crash", dir, fmt.Sprintf("crash-%d", k), 0)
+		stdin, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
 		stdout, err := cmd.StdoutPipe()
 		if err != nil {
 			t.Fatal(err)
 		}
 		if err := cmd.Start(); err != nil {
 			t.Fatal(err)
+		}
+		t.Cleanup(func() { stdin.Close(); cmd.Wait() })
+		return cmd, stdin, stdout
+	}
+	nextCmd, nextIn, nextOut := start(0)
+	for k := range kills {
+		cmd, stdin, stdout := nextCmd, nextIn, nextOut
+		if _, err := io.WriteString(stdin, "go\n"); err != nil {
+			t.Fatalf("kill %d: start the child: %v", k, err)
+		}
+		if k+1 < kills {
+			nextCmd, nextIn, nextOut = start(k + 1)
 		}
 		// The kill lands at a random point after the child's first
 		// commit: on a loaded machine a fixed delay from the start could
@@ -149,7 +175,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 		time.Sleep(time.Duration(rng.IntN(120)) * time.Millisecond)
 		cmd.Process.Signal(syscall.SIGKILL)
 		<-done
-		err = cmd.Wait()
+		err := cmd.Wait()
 		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
 			t.Fatalf("kill %d: child ended by itself (%v) instead of by SIGKILL", k, err)
 		}

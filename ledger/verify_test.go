@@ -3,31 +3,71 @@ package ledger_test
 import (
 	"database/sql"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
 )
 
-// tamperFixture builds a ledger of 10 entries, each naming its own blob,
-// plus a run with metrics, and returns it closed.
+// tamperFixture returns a copy of a ledger of 10 entries, each naming its
+// own blob, plus a run with metrics, closed. The ledger is built once per
+// test binary through the real code (buildTamperFixture) and copied, file
+// modes and all, for each test to tamper with: building it costs a dozen
+// synced commits, copying it a few file writes.
 func tamperFixture(t *testing.T) (dir string, blobs []ledger.Digest) {
-	dir = t.TempDir()
+	t.Helper()
+	tamperOnce.Do(func() {
+		tamperDir, tamperErr = os.MkdirTemp("", "rlgate-tamper-fixture-")
+		if tamperErr == nil {
+			tamperBlobs, tamperErr = buildTamperFixture(filepath.Join(tamperDir, "ledger"))
+		}
+	})
+	if tamperErr != nil {
+		t.Fatalf("build the tamper fixture: %v", tamperErr)
+	}
+	dir = filepath.Join(t.TempDir(), "ledger")
+	if err := copyTree(filepath.Join(tamperDir, "ledger"), dir); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tamperBlobs
+}
+
+// The tamper fixture, built by the first tamperFixture call; TestMain
+// removes tamperDir.
+var (
+	tamperOnce  sync.Once
+	tamperDir   string
+	tamperBlobs []ledger.Digest
+	tamperErr   error
+)
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if tamperDir != "" {
+		os.RemoveAll(tamperDir)
+	}
+	os.Exit(code)
+}
+
+// buildTamperFixture writes tamperFixture's ledger into dir.
+func buildTamperFixture(dir string) (blobs []ledger.Digest, err error) {
 	l, err := ledger.Init(ctx, dir)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	defer l.Close()
 	for i := range 10 {
 		d, err := l.PutBlobBytes([]byte(fmt.Sprintf("blob %d", i)))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		blobs = append(blobs, d)
 		if _, err := l.Append(ctx, ledger.Record{Kind: "log", Run: "r1", Body: map[string]int{"i": i}, Blobs: []ledger.Digest{d}}); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 	}
 	_, err = l.Append(ctx,
@@ -35,9 +75,39 @@ func tamperFixture(t *testing.T) (dir string, blobs []ledger.Digest) {
 		ledger.Record{Kind: ledger.KindMetrics, Run: "r1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}}}},
 	)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return dir, blobs
+	return blobs, l.Close()
+}
+
+// copyTree copies the directory tree at src to dst, keeping each file's
+// and directory's permission bits (blobs are read-only).
+func copyTree(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		info, err := d.Info()
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return os.MkdirAll(target, info.Mode().Perm()|0o700)
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, b, 0o600); err != nil {
+			return err
+		}
+		return os.Chmod(target, info.Mode().Perm())
+	})
 }
 
 func verifyDir(t *testing.T, dir string, opts ledger.VerifyOptions) *ledger.VerifyReport {

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -21,19 +22,61 @@ import (
 	"github.com/rlgate/rlgate/stages/tasks"
 )
 
-// exportSynthesised runs synth over 300 Spider questions against the
-// scripted teacher of the synth tests and returns the ledger, dataset and
-// synthesis directories.
+// exportSynthesised returns a ledger of its own, forked from one where synth
+// ran over 300 Spider questions against the scripted teacher of the synth
+// tests, and the dataset and synthesis directories that ledger names. The
+// synthesis runs once per test binary (exportFixture); each test appends to
+// its own copy of the ledger, and the two directories, which the tests only
+// read, stay shared, as gateExperiment.fork does.
 func exportSynthesised(t *testing.T) (ldir, data, out string) {
 	t.Helper()
-	ldir, data = spiderLedger(t)
-	srv := synthTeacher(t, data)
-	out = filepath.Join(t.TempDir(), "synth")
-	if code, _, errOut := rlgate(t, "--ledger", ldir, "synth", "--tasks", data, "--endpoint", srv.URL+"/v1", "--model", "teacher",
-		"--samples-per-question", "2", "--num-examples", "300", "--out", out); code != 0 {
-		t.Fatalf("synth: exit %d: %s", code, errOut)
+	exportFixture.once.Do(func() { exportFixture.built = buildExportFixture(t) })
+	if !exportFixture.built {
+		t.Fatal("the synthesis the export tests share failed to build (see the first test that asked for it)")
 	}
-	return ldir, data, out
+	ldir = filepath.Join(t.TempDir(), "ledger")
+	if err := os.CopyFS(ldir, os.DirFS(exportFixture.ledger)); err != nil {
+		t.Fatal(err)
+	}
+	return ldir, exportFixture.data, exportFixture.synth
+}
+
+// exportFixture is the synthesis exportSynthesised forks, built under
+// root, which TestMain removes.
+var exportFixture struct {
+	once                      sync.Once
+	built                     bool
+	root, ledger, data, synth string
+}
+
+// buildExportFixture initialises a ledger, imports Spider dev and runs
+// synth, all through the CLI, under a directory that outlives t.
+func buildExportFixture(t *testing.T) bool {
+	t.Helper()
+	root, err := os.MkdirTemp("", "rlgate-export-fixture-")
+	if err != nil {
+		t.Error(err)
+		return false
+	}
+	x := &exportFixture
+	x.root, x.ledger, x.data, x.synth = root, filepath.Join(root, "ledger"), filepath.Join(root, "spider"), filepath.Join(root, "synth")
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "init"); code != 0 {
+		t.Error(errOut)
+		return false
+	}
+	sp := "../../testdata/spider"
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "data", "import", "spider", "--dev", sp+"/dev.json", "--gold", sp+"/dev_gold.sql",
+		"--tables", sp+"/tables.json", "--db-root", sp+"/database", "--out", x.data); code != 0 {
+		t.Error(errOut)
+		return false
+	}
+	srv := synthTeacher(t, x.data)
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "synth", "--tasks", x.data, "--endpoint", srv.URL+"/v1", "--model", "teacher",
+		"--samples-per-question", "2", "--num-examples", "300", "--out", x.synth); code != 0 {
+		t.Errorf("synth: exit %d: %s", code, errOut)
+		return false
+	}
+	return true
 }
 
 // exportRun runs an export command with --json and decodes its summary.

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/dataset"
 )
@@ -116,9 +117,14 @@ func TestSpiderAgreesWithOfficialVerdicts(t *testing.T) {
 }
 
 // TestBirdMatchesOfficialVerdicts grades the BIRD mini-dev baselines on the
-// 140 items whose database is present with the bird metric; the official
-// evaluation_ex.py gives GPT-4 83 and Mixtral-8x7B 36 of them. One grader
-// serves both files, so each gold query runs once.
+// 140 items whose database is present with the bird-softf1 metric, whose
+// verdict is the bird rule's: the official evaluation_ex.py gives GPT-4 83
+// and Mixtral-8x7B 36 of them, and every item must have its verdict and
+// the Soft-F1 of evaluation_f1.py bit for bit (the TSV holds Python's repr,
+// which reads back exactly), and the summary the official mean. GPT-4's
+// grading also serves fragileRealBirdItems. One grader serves both files,
+// so each gold query runs once. The two files grade at the same time: one
+// slow Mixtral prediction would otherwise leave a core idle while it runs.
 func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 	if testing.Short() {
 		t.Skip("grades 280 BIRD items")
@@ -128,15 +134,25 @@ func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 	cache := NewGoldCache()
 	g := NewGrader(Options{}, cache)
 	defer g.Close()
+	t.Run("files", func(t *testing.T) { birdAgreement(t, l, g, dir) })
+	if cache.Len() != 140 {
+		t.Errorf("gold cache holds %d entries after two files, want 140 (each gold once)", cache.Len())
+	}
+}
+
+// birdAgreement grades each BIRD baseline in its own parallel subtest.
+func birdAgreement(t *testing.T, l *ledger.Ledger, g *Grader, dir string) {
 	for _, tt := range []struct {
 		file string
 		want int
+		mean float64 // evaluation_f1.py's mean Soft-F1
 	}{
-		{"gpt-4.json", 83},
-		{"mixtral-8x7b.json", 36},
+		{"gpt-4.json", 83, 0.6461905034324944},
+		{"mixtral-8x7b.json", 36, 0.28019056456092506},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
-			s, err := GradeFile(context.Background(), l, g, FileOptions{Predictions: filepath.Join(birdDir, "predictions", tt.file), Format: FormatBirdJSON, Dataset: dir, Metric: MetricBird})
+			t.Parallel()
+			s, err := GradeFile(context.Background(), l, g, FileOptions{Predictions: filepath.Join(birdDir, "predictions", tt.file), Format: FormatBirdJSON, Dataset: dir, Metric: MetricBirdSoftF1})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,9 +167,54 @@ func TestBirdMatchesOfficialVerdicts(t *testing.T) {
 			if diffs := disagreements(s.Items, official); len(diffs) > 0 {
 				t.Errorf("%d items disagree with evaluation_ex.py:\n%s", len(diffs), strings.Join(diffs, "\n"))
 			}
+			softF1(t, s, filepath.Join(birdDir, "predictions", strings.TrimSuffix(tt.file, ".json")+".official-softf1.tsv"), tt.mean)
+			if tt.file == "gpt-4.json" {
+				t.Run("fragile items 259 and 263", func(t *testing.T) { fragileRealBirdItems(t, s) })
+			}
 		})
 	}
-	if cache.Len() != 140 {
-		t.Errorf("gold cache holds %d entries after two files, want 140 (each gold once)", cache.Len())
+}
+
+// softF1 checks each item's Soft-F1 in s against evaluation_f1.py's, a TSV
+// of the columns j (the order the script summed in), index, question_id,
+// db_id and softf1, and the summary's score against the official mean,
+// which the TSV's values summed in its order must give exactly.
+func softF1(t *testing.T, s *FileSummary, path string, mean float64) {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	want := map[int]float64{}
+	sum := 0.0
+	sc := bufio.NewScanner(f)
+	sc.Scan() // header
+	for sc.Scan() {
+		cols := strings.Split(sc.Text(), "\t")
+		if len(cols) != 5 {
+			t.Fatalf("%s: line %q: want j, index, question_id, db_id and softf1", path, sc.Text())
+		}
+		i, err := strconv.Atoi(cols[1])
+		if err != nil {
+			t.Fatalf("%s: line %q: %v", path, sc.Text(), err)
+		}
+		v, err := strconv.ParseFloat(cols[4], 64)
+		if err != nil {
+			t.Fatalf("%s: line %q: %v", path, sc.Text(), err)
+		}
+		want[i] = v
+		sum += v
+	}
+	if len(want) != 140 || sum/140 != mean {
+		t.Fatalf("%s: %d official values with mean %v, want 140 with mean %v", path, len(want), sum/140, mean)
+	}
+	for _, it := range s.Items {
+		if it.Score == nil || *it.Score != want[it.Index] {
+			t.Errorf("item %d: Soft-F1 %v, evaluation_f1.py %v", it.Index, it.Score, want[it.Index])
+		}
+	}
+	if s.Score == nil || *s.Score != sum/140*100 {
+		t.Errorf("summary score %v, want the official mean %v in percent", s.Score, mean)
 	}
 }
