@@ -21,11 +21,19 @@ func TestPublishMovedCheckpoint(t *testing.T) {
 	if code, _, ok, _ := publishGate(t, x); code != exitOK || !ok {
 		t.Fatalf("gate: exit %d", code)
 	}
-	recorded := filepath.Join(x.dir, "train-rl-out")
+	recorded := filepath.Join(x.fixture, "train-rl-out")
 	data := t.TempDir()
-	if err := os.Rename(recorded, filepath.Join(data, "train-rl-out")); err != nil {
+	moved := filepath.Join(data, "train-rl-out")
+	if err := os.Rename(recorded, moved); err != nil {
 		t.Fatal(err)
 	}
+	// The checkpoint is the shared experiment's: put it back for the
+	// tests that follow.
+	t.Cleanup(func() {
+		if err := os.Rename(moved, recorded); err != nil {
+			t.Errorf("restore %s: %v", recorded, err)
+		}
+	})
 
 	bare := filepath.Join(t.TempDir(), "bare")
 	code, _, errOut := rlgate(t, "--ledger", x.ledger, "publish", "--run", "train-rl", "--to", bare, "--key", key)

@@ -23,7 +23,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv("RLGATE_TEST_MAIN") == "1" {
 		os.Exit(runMain(append([]string{"rlgate"}, os.Args[1:]...)))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	removeSharedFixtures()
+	os.Exit(code)
 }
 
 // rlgateProcess starts the CLI as a real child process.
