@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
@@ -51,31 +50,6 @@ func newCompareCommand() *cli.Command {
 			return err
 		},
 	}
-}
-
-func parseLabeledRuns(s string) ([]audit.LabeledRun, error) {
-	out, err := parseLabels("runs", s)
-	if err == nil && len(out) < 2 {
-		return nil, usagef("--runs: give at least two LABEL=RUN pairs")
-	}
-	return out, err
-}
-
-// parseLabels reads the LABEL=RUN,... value of flag --name, the spaces
-// around labels and run ids trimmed (audit.AddLabeledRun).
-func parseLabels(name, s string) ([]audit.LabeledRun, error) {
-	var out []audit.LabeledRun
-	for _, part := range strings.Split(s, ",") {
-		label, run, ok := strings.Cut(part, "=")
-		if !ok {
-			return nil, usagef("--%s: %q is not LABEL=RUN", name, strings.TrimSpace(part))
-		}
-		var err error
-		if out, err = audit.AddLabeledRun(out, label, run); err != nil {
-			return nil, usagef("--%s: %v", name, err)
-		}
-	}
-	return out, nil
 }
 
 func runCompare(ctx context.Context, dir string, opts audit.CompareOptions, asJSON bool, w io.Writer) (*audit.Comparison, error) {

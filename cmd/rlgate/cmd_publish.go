@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
+	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -65,15 +65,7 @@ func runPublish(ctx context.Context, o publishOptions, w io.Writer) (*publish.Re
 		return nil, err
 	}
 	defer l.Close()
-	// --run may name the stage: its latest run that ended ok. A name that
-	// is neither a run nor a stage is left to publish, which says so once
-	// it has checked the key.
-	if run, err := audit.StageRun(ctx, l, o.Run); err == nil {
-		o.Run = run
-	} else if !errors.Is(err, ledger.ErrNotFound) {
-		return nil, err
-	}
-	res, err := publish.Publish(ctx, l, o.Options)
+	res, err := gate.Publish(ctx, l, o.Options)
 	if err != nil {
 		return nil, publishError(err)
 	}

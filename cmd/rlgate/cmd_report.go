@@ -9,6 +9,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/workflow/report"
 	"github.com/urfave/cli/v3"
 )
 
@@ -119,24 +120,7 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 		}
 		return s, err
 	}
-	// Runs named by their stages are taken to be the stages' latest runs
-	// that ended ok, recorded as such in the report's request.
-	notes := o.Notes
-	if notes == nil {
-		notes = io.Discard
-	}
-	if o.Report.Subjects, err = resolveStages(ctx, l, o.Report.Subjects, notes); err != nil {
-		return nil, err
-	}
-	if p := o.Report.Policy; p != nil {
-		if len(o.Report.Subjects.Runs) > 0 {
-			notes = io.Discard // the report covers the runs the flags named
-		}
-		if p.Subjects, err = resolveStages(ctx, l, p.Subjects, notes); err != nil {
-			return nil, err
-		}
-	}
-	r, err := reports.Write(ctx, l, o.Report, o.Out)
+	r, err := report.Write(ctx, l, o.Report, o.Out, noteResolution(o.Notes))
 	if err != nil {
 		return nil, err
 	}

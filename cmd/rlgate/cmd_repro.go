@@ -11,7 +11,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/pipeline"
-	"github.com/rlgate/rlgate/workflow/gate"
+	"github.com/rlgate/rlgate/workflow/repro"
 	"github.com/urfave/cli/v3"
 )
 
@@ -121,32 +121,17 @@ func stageEnviron(cmd *cli.Command) ([]string, error) {
 }
 
 func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.Decision, error) {
-	f, err := pipeline.Load(opts.File)
-	if err != nil {
-		return nil, err
-	}
-	// A dry run writes nothing: the ledger is opened read-only and its
-	// gates are dry runs (audit.GateOptions.DryRun).
-	open := ledger.Open
-	if opts.DryRun {
-		open = ledger.OpenReadOnly
-	}
-	l, err := open(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	po := pipeline.Options{DryRun: opts.DryRun, Gate: gate.ForPipeline(l, opts.DryRun, nil), CheckGate: gate.CheckForPipeline(l, f), Environ: opts.Environ}
+	o := repro.Options{File: opts.File, Stages: opts.Stages, DryRun: opts.DryRun, Environ: opts.Environ}
 	if !opts.JSON {
-		po.Stdout, po.Stderr = opts.Stdout, opts.Stderr
-		po.Progress = func(d pipeline.Decision) {
+		o.Stdout, o.Stderr = opts.Stdout, opts.Stderr
+		o.Progress = func(d pipeline.Decision) {
 			fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
 			for _, p := range d.Problems {
 				fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, "problem", p)
 			}
 		}
 	}
-	ds, err := pipeline.Repro(ctx, l, f, opts.Stages, po)
+	ds, err := repro.Run(ctx, opts.Dir, o)
 	if err != nil {
 		return ds, err
 	}
@@ -155,20 +140,5 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 			return ds, err
 		}
 	}
-	for _, d := range ds {
-		if d.Action == pipeline.ActionFailed || (d.Action == pipeline.ActionBlocked && !opts.DryRun) {
-			return ds, fmt.Errorf("repro: stage %s %s: %s", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
-		}
-	}
-	var problems []string
-	for _, d := range ds {
-		for _, p := range d.Problems {
-			problems = append(problems, "stage "+d.Stage+": "+p)
-		}
-	}
-	if len(problems) > 0 {
-		return ds, fmt.Errorf("repro --dry-run: %d %s would stop the pipeline once it runs: %s. Nothing was run or recorded",
-			len(problems), map[bool]string{true: "problem", false: "problems"}[len(problems) == 1], strings.Join(problems, "; "))
-	}
-	return ds, nil
+	return ds, repro.Stopped(ds, opts.DryRun)
 }

@@ -20,7 +20,13 @@ import (
 // user would, and returns the ledger and dataset directories.
 func spiderLedger(t *testing.T) (string, string) {
 	t.Helper()
-	dir := t.TempDir()
+	return spiderLedgerIn(t, t.TempDir())
+}
+
+// spiderLedgerIn is spiderLedger under dir, for a fixture that outlives
+// the test that builds it.
+func spiderLedgerIn(t *testing.T, dir string) (string, string) {
+	t.Helper()
 	ldir, data := filepath.Join(dir, "ledger"), filepath.Join(dir, "spider")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
 		t.Fatal(errOut)

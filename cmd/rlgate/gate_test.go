@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -28,13 +29,15 @@ import (
 // metrics file, and four evaluations (base, sft, rl, noupdate) by rlgate
 // eval against a scripted endpoint that answers from the gold: base and
 // noupdate solve a quarter of the tasks, sft three quarters, rl all of
-// them. Built once per test; each case forks the ledger and adds the runs
-// of its fault with the same commands.
+// them. Built once per test binary; each test forks the ledger and adds
+// the runs of its fault with the same commands.
 type gateExperiment struct {
 	ledger    string
 	runs      string // --runs
 	train     string // --train
-	dir, data string
+	dir       string // where this fork writes the files of its new runs
+	fixture   string // where the built experiment's files lie, shared by every fork
+	data      string
 	base      string
 	trainData map[string]string // by label
 	written   map[string]string // the weights each training writes, by label
@@ -44,11 +47,57 @@ type gateExperiment struct {
 
 const gateTasks = 40
 
+// The experiment takes seconds of real commands to build and about ten
+// tests use it, so the test binary builds it once, in a directory of its
+// own that outlives the test that happened to build it, and hands each
+// caller a fork. sharedFixtures lists what the binary removes when its
+// tests are done (TestMain).
+var (
+	gateOnce       sync.Once
+	gateTemplate   *gateExperiment
+	sharedFixtures []func()
+)
+
+// removeSharedFixtures undoes what the binary's shared fixtures left: it
+// runs once, after every test.
+func removeSharedFixtures() {
+	for _, f := range slices.Backward(sharedFixtures) {
+		f()
+	}
+}
+
+// binaryLifetime is the test that builds a shared fixture, with the
+// cleanups of the fixture's parts (the scripted endpoint) put off until
+// the binary's tests are done.
+type binaryLifetime struct{ *testing.T }
+
+func (binaryLifetime) Cleanup(f func()) { sharedFixtures = append(sharedFixtures, f) }
+
+// buildGateExperiment returns a fork of the experiment, built on the first
+// call. The fork has a ledger and a directory for new files of its own;
+// the files the built experiment's ledger names (x.fixture) are shared,
+// so a test that changes one restores it (t.Cleanup).
 func buildGateExperiment(t *testing.T) *gateExperiment {
 	t.Helper()
-	ldir, data := spiderLedger(t)
-	dir := t.TempDir()
-	x := &gateExperiment{ledger: ldir, dir: dir, data: data}
+	gateOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlgate-gate-fixture-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		gateTemplate = gateBuild(t, dir)
+	})
+	if gateTemplate == nil {
+		t.Fatal("the gate experiment failed to build in an earlier test; see its failure")
+	}
+	return gateTemplate.fork(t)
+}
+
+// gateBuild builds the experiment under dir.
+func gateBuild(t *testing.T, dir string) *gateExperiment {
+	t.Helper()
+	ldir, data := spiderLedgerIn(t, dir)
+	x := &gateExperiment{ledger: ldir, dir: dir, fixture: dir, data: data}
 
 	// Training data: other dev questions, imported as their own datasets,
 	// one for SFT and one for RL (which the No-update control shares).
@@ -84,7 +133,7 @@ func buildGateExperiment(t *testing.T) *gateExperiment {
 		"sft":      func(i int) bool { return i%4 != 3 },
 		"rl":       func(i int) bool { return true },
 	}
-	x.endpoint = rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+	x.endpoint = rollouttest.New(binaryLifetime{t}, func(r *rollouttest.Request) rollouttest.Reply {
 		g := byID[r.TaskID]
 		sql := "SELECT 'wrong'"
 		if solves[r.Model](g.Index) {
@@ -99,10 +148,12 @@ func buildGateExperiment(t *testing.T) *gateExperiment {
 }
 
 // fork returns the experiment with a copy of its ledger, for a test to add
-// runs to; the files the ledger names stay shared.
+// runs to, and a directory of the test's own for the files they write; the
+// files the ledger already names stay shared.
 func (x *gateExperiment) fork(t *testing.T) *gateExperiment {
 	t.Helper()
 	y := *x
+	y.dir = t.TempDir()
 	y.ledger = filepath.Join(t.TempDir(), "ledger")
 	if err := os.CopyFS(y.ledger, os.DirFS(x.ledger)); err != nil {
 		t.Fatal(err)

@@ -137,7 +137,7 @@ func TestGateWire(t *testing.T) {
 				metrics := filepath.Join(t.TempDir(), "metrics.jsonl")
 				code, _, errOut := rlgate(t, "--ledger", x.ledger, "run", "--stage", "rl", "--run", "train-rl-exit7", "--gpu", "off",
 					"--in", "base="+x.base, "--in", "data="+x.trainData["rl"], "--out", "ckpt="+out, "--metrics", metrics+":verl", "--",
-					"sh", "-c", fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s %s && exit 7", out, x.written["rl"], out, filepath.Join(x.dir, "train-rl.jsonl"), metrics))
+					"sh", "-c", fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s %s && exit 7", out, x.written["rl"], out, filepath.Join(x.fixture, "train-rl.jsonl"), metrics))
 				if code == exitOK {
 					t.Fatalf("a stage that exited 7 passed: %s", errOut)
 				}

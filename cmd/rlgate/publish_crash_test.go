@@ -108,7 +108,7 @@ func TestPublishAfterSIGKILL(t *testing.T) {
 		finished(t, to, verdict)
 	})
 	t.Run("--to inside the checkpoint", func(t *testing.T) {
-		ckpt := filepath.Join(x.dir, "train-rl-out") // gateTrain's --out
+		ckpt := filepath.Join(x.fixture, "train-rl-out") // gateTrain's --out
 		before := demoTree(t, ckpt)
 		code, errOut := publishTo(filepath.Join(ckpt, "bundle"))
 		if code != exitError || !strings.Contains(errOut, "inside the checkpoint") {

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) {
 	if exportFixture.root != "" {
 		os.RemoveAll(exportFixture.root)
 	}
+	removeSharedFixtures()
 	os.Exit(code)
 }
 

@@ -122,7 +122,7 @@ func TestVerdictAttacks(t *testing.T) {
 		refused(t, y, "train-rl-again", "lets through run train-rl, not train-rl-again")
 		// The gated run's checkpoint changed on disk: refused in one line
 		// naming the file (no struct dump), then restored.
-		weights, err := filepath.Glob(filepath.Join(x.dir, "train-rl-out", "*.safetensors"))
+		weights, err := filepath.Glob(filepath.Join(x.fixture, "train-rl-out", "*.safetensors"))
 		if err != nil || len(weights) == 0 {
 			t.Fatalf("train-rl's weights: %v", err)
 		}
@@ -130,6 +130,9 @@ func TestVerdictAttacks(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// The weights are the shared experiment's: restored even if a
+		// check below stops the test.
+		t.Cleanup(func() { os.WriteFile(weights[0], orig, 0o644) })
 		flipped := []byte(string(orig))
 		flipped[len(flipped)-1] ^= 0x01 // a bit of the last tensor's data
 		gateWrite(t, weights[0], string(flipped))

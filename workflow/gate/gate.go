@@ -2,7 +2,8 @@
 // bound to a model publishes the requests waiting for that model when it
 // passed, and withholds them when it failed (docs/PUBLISH.md). rlgate gate,
 // rlgate repro and the demo all gate through it, so a verdict is acted on
-// the same way whichever command decided it.
+// the same way whichever command decided it; rlgate publish publishes a
+// gated run, named by its stage or its id, through it too.
 package gate
 
 import (
@@ -35,6 +36,19 @@ func Run(ctx context.Context, l *ledger.Ledger, p audit.Policy, o audit.GateOpti
 	}
 	outcomes, err := publish.AfterGate(ctx, l, v)
 	return &Result{Verdict: v, Publishes: outcomes}, err
+}
+
+// Publish publishes the checkpoint of the training run o names
+// (publish.Publish), where o.Run may name the run's stage: its latest run
+// that ended ok. A name that is neither a run nor a stage is left to
+// publish.Publish, which says so once it has checked the key.
+func Publish(ctx context.Context, l *ledger.Ledger, o publish.Options) (*publish.Result, error) {
+	if run, err := audit.StageRun(ctx, l, o.Run); err == nil {
+		o.Run = run
+	} else if !errors.Is(err, ledger.ErrNotFound) {
+		return nil, err
+	}
+	return publish.Publish(ctx, l, o)
 }
 
 // Describe says in a line what a gate did to a publish request.

@@ -1,0 +1,136 @@
+// The flags that name what the ledger audits, the gate and the report
+// look at, and tune the audits, shared by those commands.
+
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/urfave/cli/v3"
+)
+
+// resolveStages is audit.ResolveStages for the ledger audits, saying on
+// notes which run each stage name was taken to be (noteResolution).
+func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, notes io.Writer) (audit.Subjects, error) {
+	out, res, err := audit.ResolveStages(ctx, l, s)
+	if err != nil {
+		return s, err
+	}
+	note := noteResolution(notes)
+	for _, r := range res {
+		note(r)
+	}
+	return out, nil
+}
+
+// noteResolution says on notes, a line apiece, which run a stage name was
+// taken to be; nil notes hear nothing.
+func noteResolution(notes io.Writer) func(audit.Resolution) {
+	if notes == nil {
+		notes = io.Discard
+	}
+	return func(r audit.Resolution) { fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String())) }
+}
+
+// subjectsFlags name what a ledger audit or the gate looks at.
+func subjectsFlags(required bool) []cli.Flag {
+	return []cli.Flag{
+		&cli.StringFlag{Name: "runs", Required: required, Usage: "grading runs `LABEL=RUN,...` (base, sft, rl, noupdate), as rlgate eval recorded them"},
+		&cli.StringFlag{Name: "train", Usage: "training stage runs `LABEL=RUN,...` (sft, rl, noupdate), as rlgate run recorded them"},
+	}
+}
+
+// auditOptionFlags tune the ledger audits, each held to the range a policy
+// file's option of the same name has (docs/GATE.md).
+func auditOptionFlags() []cli.Flag {
+	return []cli.Flag{
+		&cli.FloatFlag{Name: "max-kl-growth", Value: audit.DefaultMaxKLGrowth, Usage: "reward: bound `RATIO` on KL growth", Validator: optionRange[float64]("max-kl-growth")},
+		&cli.IntFlag{Name: "self-grade-sample", Value: audit.DefaultSelfGradeSample, Usage: "reward: `N` gold queries graded against themselves", Validator: optionRange[int]("self-grade-sample")},
+		&cli.IntFlag{Name: "gold-substring", Value: audit.DefaultGoldSubstring, Usage: "gold: fragment length `L` in normalised characters", Validator: optionRange[int]("gold-substring")},
+		&cli.FloatFlag{Name: "near-duplicate", Value: audit.DefaultNearDuplicate, Usage: "split: bigram Jaccard `J` from which questions are the same", Validator: optionRange[float64]("near-duplicate")},
+		&cli.BoolFlag{Name: "split-by-database", Usage: "split: train and eval must share no database"},
+		&cli.IntFlag{Name: "mutate", Usage: "gold: re-play `K` sampled tasks of each evaluation beside a mutated gold", Validator: optionRange[int]("mutate")},
+		&cli.StringFlag{Name: "mutate-endpoint", Usage: "gold: re-play against this live endpoint `URL` at temperature 0 instead of the recorded replies", Validator: optionRange[string]("mutate-endpoint")},
+	}
+}
+
+// optionRange checks the flag --name against the range of the policy
+// option it sets (name with _ for -).
+func optionRange[T any](name string) func(T) error {
+	key := strings.ReplaceAll(name, "-", "_")
+	return func(v T) error { return audit.CheckOption(key, v) }
+}
+
+// subjectsFrom reads --runs and --train.
+func subjectsFrom(cmd *cli.Command) (audit.Subjects, error) {
+	var s audit.Subjects
+	var err error
+	if v := cmd.String("runs"); v != "" {
+		if s.Runs, err = parseLabels("runs", v); err != nil {
+			return s, err
+		}
+	}
+	if v := cmd.String("train"); v != "" {
+		if s.Train, err = parseLabels("train", v); err != nil {
+			return s, err
+		}
+	}
+	return s, nil
+}
+
+// auditOptionsFrom reads the flags of auditOptionFlags that were given
+// over base.
+func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
+	if cmd.IsSet("max-kl-growth") {
+		base.MaxKLGrowth = cmd.Float("max-kl-growth")
+	}
+	if cmd.IsSet("self-grade-sample") {
+		base.SelfGradeSample = cmd.Int("self-grade-sample")
+	}
+	if cmd.IsSet("gold-substring") {
+		base.GoldSubstring = cmd.Int("gold-substring")
+	}
+	if cmd.IsSet("near-duplicate") {
+		base.NearDuplicate = cmd.Float("near-duplicate")
+	}
+	if cmd.IsSet("split-by-database") {
+		base.SplitByDatabase = cmd.Bool("split-by-database")
+	}
+	if cmd.IsSet("mutate") {
+		base.Mutate = cmd.Int("mutate")
+	}
+	if cmd.IsSet("mutate-endpoint") {
+		base.MutateEndpoint = cmd.String("mutate-endpoint")
+	}
+	return base
+}
+
+func parseLabeledRuns(s string) ([]audit.LabeledRun, error) {
+	out, err := parseLabels("runs", s)
+	if err == nil && len(out) < 2 {
+		return nil, usagef("--runs: give at least two LABEL=RUN pairs")
+	}
+	return out, err
+}
+
+// parseLabels reads the LABEL=RUN,... value of flag --name, the spaces
+// around labels and run ids trimmed (audit.AddLabeledRun).
+func parseLabels(name, s string) ([]audit.LabeledRun, error) {
+	var out []audit.LabeledRun
+	for _, part := range strings.Split(s, ",") {
+		label, run, ok := strings.Cut(part, "=")
+		if !ok {
+			return nil, usagef("--%s: %q is not LABEL=RUN", name, strings.TrimSpace(part))
+		}
+		var err error
+		if out, err = audit.AddLabeledRun(out, label, run); err != nil {
+			return nil, usagef("--%s: %v", name, err)
+		}
+	}
+	return out, nil
+}
