@@ -11,6 +11,7 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
 // TestEvalModes runs eval as a user would, with an endpoint that answers
@@ -40,7 +41,7 @@ func TestEvalModes(t *testing.T) {
 		return rollouttest.Reply{Content: "<think>t</think><solution>" + sql + "</solution>"}
 	})
 	const tasks = 40
-	eval := func(extra ...string) evalSummary {
+	eval := func(extra ...string) evaluate.EvalSummary {
 		t.Helper()
 		args := append([]string{"--ledger", ldir, "eval", "--tasks", data, "--endpoint", srv.URL, "--model", "oracle", "--run", "ev",
 			"--limit", "40", "--n", "3", "--metric", "spider", "--json"}, extra...)
@@ -48,7 +49,7 @@ func TestEvalModes(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("eval %v: exit %d: %s", extra, code, errOut)
 		}
-		var s evalSummary
+		var s evaluate.EvalSummary
 		if err := json.Unmarshal([]byte(out), &s); err != nil {
 			t.Fatal(err)
 		}

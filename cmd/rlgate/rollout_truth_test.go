@@ -16,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
 // truthTaskIndex is the position of a Spider task in the import, from its
@@ -233,7 +234,7 @@ func TestEvalTruthIncomplete(t *testing.T) {
 	l.Close()
 
 	code, out, errOut := rlgate(t, append(args, "--allow-incomplete", "--json")...)
-	var s evalSummary
+	var s evaluate.EvalSummary
 	if err := json.Unmarshal([]byte(out), &s); err != nil || code != exitOK {
 		t.Fatalf("--allow-incomplete: exit %d: %v: %s", code, err, errOut)
 	}
