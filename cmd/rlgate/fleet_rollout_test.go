@@ -106,21 +106,3 @@ func TestFleetRolloutCommand(t *testing.T) {
 		t.Errorf("--json summary %+v", s)
 	}
 }
-
-// TestFleetRolloutProbeRefuses: one endpoint of the fleet that nothing
-// answers refuses the rollout, naming it, with nothing recorded.
-func TestFleetRolloutProbeRefuses(t *testing.T) {
-	ldir, data := spiderLedger(t)
-	good := rollouttest.New(t, rollouttest.ThreeTurns(nil))
-	refusing := rollouttest.Refusing(t)
-	code, _, errOut := rlgate(t, fleetArgs(ldir, data, "refused", []string{good.URL, refusing})...)
-	if code != exitError || !strings.Contains(errOut, "1 of 2 endpoints failed the probe") || !strings.Contains(errOut, refusing) {
-		t.Errorf("exit %d: %q", code, errOut)
-	}
-	if code, out, _ := rlgate(t, "--ledger", ldir, "runs"); code != exitOK || strings.Contains(out, "refused") {
-		t.Errorf("runs: exit %d: %q", code, out)
-	}
-	if good.Requests.Load() != 0 {
-		t.Errorf("%d requests played", good.Requests.Load())
-	}
-}
