@@ -2,6 +2,7 @@ package evaluate
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"os"
 	"path/filepath"
@@ -178,5 +179,66 @@ func TestRolloutFleetProbeRefuses(t *testing.T) {
 	noRunStarted(t, ldir, "a refused fleet")
 	if good.Requests.Load() != 0 {
 		t.Errorf("%d requests played", good.Requests.Load())
+	}
+}
+
+// TestRolloutFleetDrains: a rollout against three endpoints, the first
+// answering 500 to every request after its 15th, completes ok with every
+// episode recorded once; the drained endpoint is reported in the
+// progress when drained, in the summary and in run.end, which counts
+// three answered requests per episode.
+func TestRolloutFleetDrains(t *testing.T) {
+	ldir := newLedger(t)
+	var served atomic.Int64
+	normal := rollouttest.ThreeTurns(nil)
+	bad := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		if served.Add(1) > 15 {
+			return rollouttest.Reply{Status: 500}
+		}
+		return normal(r)
+	})
+	eps := []string{bad.URL, rollouttest.New(t, normal).URL + "/v1", rollouttest.New(t, normal).URL}
+	o := play(ldir, spiderData(t), "", "f1", 30)
+	o.Endpoints = eps
+	var progress lockedBuffer
+	o.Progress = &progress
+	s, err := Rollout(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Status != "ok" || s.Episodes != 30 || len(s.Endpoints) != 3 || !s.Endpoints[0].Drained || s.Endpoints[1].Drained || s.Endpoints[2].Drained {
+		t.Errorf("summary %+v", s)
+	}
+	if !strings.Contains(progress.String(), "rlgate: rollout f1: endpoint "+eps[0]+" drained after 5 transport failures in a row (last: status 500); its requests go to the 2 left") {
+		t.Errorf("no drain notice in the progress: %q", progress.String())
+	}
+
+	l := openLedger(t, ldir)
+	defer l.Close()
+	recorded, err := rollout.ReadEpisodes(context.Background(), l, "f1") // an episode recorded twice is an error
+	if err != nil || len(recorded) != 30 {
+		t.Fatalf("%d episodes recorded: %v", len(recorded), err)
+	}
+	r, err := l.RunStatus(context.Background(), "f1")
+	if err != nil || r.Status != "ok" {
+		t.Fatalf("run %+v: %v", r, err)
+	}
+	e, err := l.EntryBySeq(context.Background(), *r.EndedSeq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var end rollout.End
+	if err := json.Unmarshal(e.Body, &end); err != nil {
+		t.Fatal(err)
+	}
+	requests := 0
+	for i, st := range end.Endpoints {
+		requests += st.Requests - st.Failures
+		if st.Endpoint != eps[i] || st.Drained != (i == 0) {
+			t.Errorf("run.end endpoint %d: %+v", i, st)
+		}
+	}
+	if len(end.Endpoints) != 3 || requests != 90 {
+		t.Errorf("run.end endpoints %+v: %d answered requests, want 3 per episode", end.Endpoints, requests)
 	}
 }
