@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -12,7 +11,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -47,7 +46,7 @@ func newEvalCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "reward-weight", Usage: "reward component weight `NAME=W` (execution, soft_f1, format, parses, schema_jaccard, bigram; repeatable; default execution=1)"},
 		}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			ro, err := rolloutOptionsFrom(cmd)
+			po, err := playOptionsFrom(cmd)
 			if err != nil {
 				return err
 			}
@@ -62,91 +61,37 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := evalOptions{rolloutOptions: ro, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"), Weights: weights,
-				AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")}
-			_, err = runEval(ctx, o, cmd.Root().Writer)
-			return err
+			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
+				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
+			asJSON, w := cmd.Bool("json"), cmd.Root().Writer
+			if err != nil {
+				if s != nil && !asJSON {
+					printRolloutSummary(w, s.RolloutSummary)
+				}
+				return fromWorkflow(err)
+			}
+			return emit(w, asJSON, s, func(w io.Writer) error { printEvalSummary(w, s); return nil })
 		},
 	}
 }
 
-type evalOptions struct {
-	rolloutOptions
-	Metric   grade.Metric
-	Mode     string
-	K        int
-	GradeRun string
-	Weights  grade.Weights
-	// AllowIncomplete grades a rollout left with unfinished episodes.
-	AllowIncomplete bool
-	// AllowDBMismatch: see FileOptions in package grade.
-	AllowDBMismatch bool
-}
-
-// evalSummary is grade's summary of the trajectories, with the rollout's
-// beside it.
-type evalSummary struct {
-	*grade.TrajectorySummary
-	RolloutSummary *rollout.Summary `json:"rollout_summary"`
-}
-
-func runEval(ctx context.Context, o evalOptions, w io.Writer) (*evalSummary, error) {
-	ro, src, err := o.resolve()
-	if err != nil {
-		return nil, err
+// printEvalSummary prints the rollout's summary, then the grading's as
+// rlgate grade prints it, with pass@k when the mode computes it.
+func printEvalSummary(w io.Writer, s *evaluate.EvalSummary) {
+	rs, ts := s.RolloutSummary, s.TrajectorySummary
+	printRolloutSummary(w, rs)
+	if ts.Incomplete {
+		fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
+			ts.Unfinished, rs.Tasks*rs.Samples)
 	}
-	if src.Dir == "" {
-		return nil, usagef("eval: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
+	desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
+	if ts.Mode == grade.ModePassK {
+		desc += fmt.Sprintf(" (any of %d samples)", rs.Samples)
 	}
-	n := ro.Protocol.Sampling.N
-	if err := grade.CheckMode(o.Mode, n, o.K); err != nil {
-		return nil, usagef("%v. Try: --mode greedy; majority with --n 2 or more; passk with --k from 1 to --n", err)
+	printGradeSummary(w, desc, ts)
+	if ts.PassAtK != nil {
+		fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, rs.Samples)
 	}
-	dbs, err := checkTaskDatabases(ctx, src, o.AllowDBMismatch, o.Progress)
-	if err != nil {
-		return nil, err
-	}
-
-	l, err := ledger.Open(ctx, o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	rs, err := rollout.Run(ctx, l, ro)
-	if err != nil && !(o.AllowIncomplete && errors.Is(err, rollout.ErrIncomplete)) {
-		if rs != nil && !o.JSON {
-			printRolloutSummary(w, rs)
-		}
-		if errors.Is(err, rollout.ErrIncomplete) {
-			err = fmt.Errorf("%w; or grade it as it is with --allow-incomplete", err)
-		}
-		return nil, err
-	}
-	g := grade.NewGrader(grade.Options{}, nil)
-	defer g.Close()
-	ts, err := grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: o.Run, Dataset: src.Dir, DBRoot: o.DBRoot,
-		Metric: o.Metric, Mode: o.Mode, K: o.K, Run: o.GradeRun, Weights: o.Weights, AllowIncomplete: o.AllowIncomplete,
-		AllowDBMismatch: o.AllowDBMismatch, Progress: o.Progress, Databases: dbs})
-	if err != nil {
-		return nil, err
-	}
-	s := &evalSummary{TrajectorySummary: ts, RolloutSummary: rs}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		printRolloutSummary(w, rs)
-		if ts.Incomplete {
-			fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
-				ts.Unfinished, rs.Tasks*rs.Samples)
-		}
-		desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
-		if ts.Mode == grade.ModePassK {
-			desc += fmt.Sprintf(" (any of %d samples)", n)
-		}
-		printGradeSummary(w, desc, ts)
-		if ts.PassAtK != nil {
-			fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, n)
-		}
-		return nil
-	})
 }
 
 // parseWeights reads NAME=W pairs into reward weights by their JSON names;

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -76,119 +75,18 @@ func newGradeCommand() *cli.Command {
 			}
 			// Zero leaves each metric its official default.
 			opts := grade.Options{BirdBudget: timeout, QueryTimeout: timeout}
-			_, err = runGrade(ctx, ledgerDir(cmd), opts, files, cmd.Bool("json"), cmd.Root().Writer)
-			return err
+			out, err := evaluate.Grade(ctx, ledgerDir(cmd), opts, files)
+			if err != nil {
+				return err
+			}
+			// One shape however many files: a list of summaries, in
+			// --predictions order.
+			return emit(cmd.Root().Writer, cmd.Bool("json"), out, func(w io.Writer) error {
+				for _, s := range out {
+					printGradeSummary(w, s.Predictions, s)
+				}
+				return nil
+			})
 		},
 	}
-}
-
-// runGrade grades each file in turn with one grader, so gold results are
-// computed once for all of them.
-func runGrade(ctx context.Context, dir string, opts grade.Options, files []grade.FileOptions, asJSON bool, w io.Writer) ([]*grade.FileSummary, error) {
-	l, err := ledger.Open(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	g := grade.NewGrader(opts, grade.NewGoldCache())
-	defer g.Close()
-	var out []*grade.FileSummary
-	for _, f := range files {
-		s, err := grade.GradeFile(ctx, l, g, f)
-		if err != nil {
-			return out, err
-		}
-		out = append(out, s)
-	}
-	// One shape however many files: a list of summaries, in --predictions
-	// order.
-	return out, emit(w, asJSON, out, func(w io.Writer) error {
-		for _, s := range out {
-			printGradeSummary(w, s.Predictions, s)
-		}
-		return nil
-	})
-}
-
-// printGradeSummary prints a grading under title: the file or rollout graded.
-func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.Summary[I]) {
-	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", title, s.Metric, s.Run)
-	for _, wn := range s.Warnings {
-		fmt.Fprintf(w, "  warning: %s: %s\n", wn.Where, wn.Msg)
-	}
-	if len(s.ByDifficulty) > 0 {
-		order := grade.DifficultyOrder(s.ByDifficulty)
-		header := []any{""}
-		counts, accs := []any{"count"}, []any{"accuracy"}
-		for _, k := range order {
-			b := s.ByDifficulty[k]
-			header = append(header, k)
-			counts = append(counts, fmt.Sprint(b.Total))
-			accs = append(accs, fmt.Sprintf("%.2f", b.EX))
-		}
-		header = append(header, "total")
-		counts = append(counts, fmt.Sprint(s.Total))
-		accs = append(accs, fmt.Sprintf("%.2f", s.EX))
-		t := newTable(w, header...)
-		t.Append(counts...)
-		if s.Score != nil {
-			scores := []any{scoreName(s.Metric)}
-			for _, k := range order {
-				scores = append(scores, fmt.Sprintf("%.2f", *s.ByDifficulty[k].Score))
-			}
-			t.Append(append(scores, fmt.Sprintf("%.2f", *s.Score))...)
-		}
-		t.Append(accs...)
-		t.Render()
-	}
-	if s.Score != nil {
-		fmt.Fprintf(w, "%s %.2f%%; ", scoreName(s.Metric), *s.Score)
-	}
-	accuracy := "execution accuracy"
-	if s.Metric == grade.MetricSpiderEM {
-		accuracy = "exact match accuracy"
-	}
-	fmt.Fprintf(w, "%s %.2f%% (%d/%d)", accuracy, s.EX, s.Correct, s.Total)
-	if s.Unparsed > 0 {
-		fmt.Fprintf(w, "; %d predictions the official parser cannot parse (scored 0; each item's error says why)", s.Unparsed)
-	}
-	if s.Skipped > 0 {
-		fmt.Fprintf(w, "; %d items without a database not graded", s.Skipped)
-	}
-	if d := s.Databases; d != nil && len(d.Mismatches) > 0 {
-		fmt.Fprintf(w, "; graded on %d DATABASES THAT DIFFER FROM THE IMPORT (--allow-db-mismatch)", len(d.Mismatches))
-	}
-	if s.GoldDefects > 0 {
-		fmt.Fprintf(w, "; %d GOLD DEFECTS (gold query failed; scored 0)", s.GoldDefects)
-	}
-	if s.Fragile > 0 {
-		fmt.Fprintf(w, "\n%d fragile verdicts: they rest on a float's last digits or on the order SQLite adds floats in, which another SQLite may do differently (items flagged \"fragile\", with \"fragile_reason\", in --json)", s.Fragile)
-	}
-	if d := s.Databases; d != nil {
-		fmt.Fprintf(w, "\n%d databases checked against the import; SQLite %s", len(d.Digests), d.SQLiteVersion)
-	}
-	fmt.Fprintf(w, "\nrecorded entries %d..%d\n", s.StartSeq, s.EndSeq)
-}
-
-// scoreName is what a metric's item scores are called in a summary.
-func scoreName(m grade.Metric) string {
-	if m == grade.MetricBirdSoftF1 {
-		return "Soft-F1"
-	}
-	return "score"
-}
-
-// checkTaskDatabases checks the databases a rollout or an evaluation runs
-// on against the digests its import recorded (grade.CheckDatabases). A
-// tasks.jsonl given without its import directory has no recorded digests
-// and is not checked.
-func checkTaskDatabases(ctx context.Context, src *dataset.TaskSource, allowMismatch bool, progress io.Writer) (*grade.DatabaseCheck, error) {
-	if src.Dir == "" {
-		return nil, nil
-	}
-	man, err := dataset.ReadManifest(src.Dir)
-	if err != nil {
-		return nil, err
-	}
-	return grade.CheckDatabases(ctx, man, src.DBRoot, allowMismatch, progress)
 }

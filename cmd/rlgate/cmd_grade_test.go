@@ -35,27 +35,20 @@ func TestImportGradeCompare(t *testing.T) {
 		t.Fatalf("import summary %+v, %v", imp, err)
 	}
 
-	code, stdout, errOut = rlgate(t, "grade", "--predictions", bird+"/predictions/gpt-4.json", "--format", "bird-json",
-		"--tasks", out, "--metric", "bird", "--run", "eval-gpt4", "--json")
+	// Both official baselines in one command, which shares the gold
+	// cache between them: a --json list of two summaries, in order.
+	code, stdout, errOut = rlgate(t, "grade", "--predictions", bird+"/predictions/gpt-4.json", "--predictions", bird+"/predictions/mixtral-8x7b.json",
+		"--format", "bird-json", "--tasks", out, "--metric", "bird", "--json")
 	if code != 0 {
 		t.Fatalf("grade: %s", errOut)
 	}
-	var list []struct {
-		Correct, Total int
-		ByDifficulty   map[string]struct{ Correct, Total int } `json:"by_difficulty"`
-		Items          []struct {
-			Index   int    `json:"index"`
-			TaskID  string `json:"task_id"`
-			DBID    string `json:"db_id"`
-			Correct bool   `json:"correct"`
-		} `json:"items"`
-	}
-	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 1 {
+	var list []gradedFile
+	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 2 {
 		t.Fatalf("grade --json: %d summaries, %v", len(list), err)
 	}
 	one := list[0]
-	if one.Correct != 83 || one.Total != 140 || len(one.Items) != 140 || one.ByDifficulty["simple"].Total != 40 {
-		t.Errorf("grade --json: %d/%d, %d items, %+v", one.Correct, one.Total, len(one.Items), one.ByDifficulty)
+	if one.Correct != 83 || one.Total != 140 || len(one.Items) != 140 || one.ByDifficulty["simple"].Total != 40 || one.Run == list[1].Run {
+		t.Errorf("grade --json: %d/%d, %d items, %+v, runs %s and %s", one.Correct, one.Total, len(one.Items), one.ByDifficulty, one.Run, list[1].Run)
 	}
 	if it := one.Items[0]; it.TaskID != fmt.Sprintf("bird-%04d", it.Index) || it.DBID == "" {
 		t.Errorf("first item %+v", it)
@@ -80,7 +73,7 @@ func TestImportGradeCompare(t *testing.T) {
 		t.Fatalf("grade oracle: exit %d\n%s%s", code, stdout, errOut)
 	}
 
-	code, stdout, errOut = rlgate(t, "compare", "--runs", "gpt4=eval-gpt4,oracle=eval-oracle", "--json")
+	code, stdout, errOut = rlgate(t, "compare", "--runs", "gpt4="+one.Run+",oracle=eval-oracle", "--json")
 	if code != 0 {
 		t.Fatalf("compare: %s", errOut)
 	}
@@ -93,37 +86,37 @@ func TestImportGradeCompare(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &cmp); err != nil || len(cmp.Pairs) != 1 || cmp.Pairs[0].B != 140-83 || cmp.Pairs[0].C != 0 {
 		t.Errorf("compare %+v, %v", cmp, err)
 	}
-	compareByDifficulty(t, bird, out)
+	compareByDifficulty(t, list[0], list[1])
 	if code, out, _ := rlgate(t, "verify"); code != 0 {
 		t.Errorf("verify after the flow: %s", out)
 	}
 }
 
-// compareByDifficulty grades the two official BIRD baselines and checks
-// that compare breaks their paired outcomes down by BIRD's difficulty
-// levels, as the two gradings' items count them, in text and in --json.
-func compareByDifficulty(t *testing.T, bird, tasks string) {
-	t.Helper()
-	type item struct {
+// gradedFile is the part of a grade --json summary these tests read.
+type gradedFile struct {
+	Run            string
+	Correct, Total int
+	ByDifficulty   map[string]struct{ Correct, Total int } `json:"by_difficulty"`
+	Items          []struct {
+		Index      int    `json:"index"`
 		TaskID     string `json:"task_id"`
+		DBID       string `json:"db_id"`
 		Difficulty string `json:"difficulty"`
 		Correct    bool   `json:"correct"`
-	}
-	items := map[string][]item{}
-	for _, m := range []string{"gpt-4", "mixtral-8x7b"} {
-		code, stdout, errOut := rlgate(t, "grade", "--predictions", bird+"/predictions/"+m+".json", "--format", "bird-json",
-			"--tasks", tasks, "--metric", "bird", "--run", "by-level-"+m, "--json")
-		var list []struct{ Items []item }
-		if err := json.Unmarshal([]byte(stdout), &list); code != 0 || err != nil || len(list) != 1 {
-			t.Fatalf("grade %s: exit %d, %v: %s", m, code, err, errOut)
-		}
-		items[m] = list[0].Items
-	}
+	} `json:"items"`
+}
+
+// compareByDifficulty checks that compare breaks the paired outcomes of
+// the gradings of the two official BIRD baselines down by BIRD's
+// difficulty levels, as the two gradings' items count them, in text and
+// in --json.
+func compareByDifficulty(t *testing.T, gpt4, mixtral gradedFile) {
+	t.Helper()
 	// Expected: counted from the items the two gradings printed.
 	want := map[string]*audit.DifficultyRow{}
 	var order []string
-	for i, a := range items["gpt-4"] {
-		b := items["mixtral-8x7b"][i]
+	for i, a := range gpt4.Items {
+		b := mixtral.Items[i]
 		if a.TaskID != b.TaskID || a.Difficulty != b.Difficulty || a.Difficulty == "" {
 			t.Fatalf("item %d: %+v and %+v", i, a, b)
 		}
@@ -156,7 +149,7 @@ func compareByDifficulty(t *testing.T, bird, tasks string) {
 	if len(order) != 3 {
 		t.Fatalf("levels %v, want BIRD's three", order)
 	}
-	runs := "gpt4=by-level-gpt-4,mixtral=by-level-mixtral-8x7b"
+	runs := "gpt4=" + gpt4.Run + ",mixtral=" + mixtral.Run
 	code, stdout, errOut := rlgate(t, "compare", "--runs", runs, "--json")
 	var c audit.Comparison
 	if err := json.Unmarshal([]byte(stdout), &c); code != 0 || err != nil {

@@ -6,9 +6,9 @@ import (
 	"io"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/synth"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 	"github.com/urfave/cli/v3"
 )
 
@@ -54,11 +54,11 @@ func newSynthCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Required: true, Usage: "`DIR` to write the files into (created when missing; the three files are replaced)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			ro, err := rolloutOptionsFrom(cmd)
+			po, err := playOptionsFrom(cmd)
 			if err != nil {
 				return err
 			}
-			o := synthOptions{rolloutOptions: ro, NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
+			o := evaluate.SynthOptions{PlayOptions: po, NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
 			n, temp, seed := cmd.Int("samples-per-question"), cmd.Float("temperature"), cmd.Int64("seed")
 			o.Sampling.N, o.Sampling.Temperature, o.Sampling.Seed = &n, &temp, &seed
 			if m := cmd.String("metric"); m != "" {
@@ -74,72 +74,30 @@ func newSynthCommand() *cli.Command {
 			case o.NumExamples < 0:
 				return usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
 			}
-			_, err = runSynth(ctx, o, cmd.Root().Writer)
-			return err
+			s, err := evaluate.Synth(ctx, o)
+			asJSON, w := cmd.Bool("json"), cmd.Root().Writer
+			if err != nil {
+				if s != nil && s.Rollout != nil && !asJSON {
+					printRolloutSummary(w, s.Rollout)
+				}
+				return fromWorkflow(err)
+			}
+			return emit(w, asJSON, s, func(w io.Writer) error { printSynthSummary(w, s); return nil })
 		},
 	}
 }
 
-// synthOptions is the synth command line, parsed: a rollout's, with the
-// question sample, the metric and the output directory.
-type synthOptions struct {
-	rolloutOptions
-	NumExamples int
-	Metric      grade.Metric // empty: the dataset's
-	Out         string
-}
-
-func runSynth(ctx context.Context, o synthOptions, w io.Writer) (*synth.Summary, error) {
-	ro, src, err := o.resolve()
-	if err != nil {
-		return nil, err
+// printSynthSummary prints the rollout's summary, what was kept and the
+// files written with their digests.
+func printSynthSummary(w io.Writer, s *synth.Summary) {
+	printRolloutSummary(w, s.Rollout)
+	verb := "recorded"
+	if s.Status == "complete" {
+		verb = "was recorded before; files written again, identical"
 	}
-	if src.Dir == "" {
-		return nil, usagef("synth: --tasks must be a directory written by rlgate data import, holding the gold beside the tasks")
+	fmt.Fprintf(w, "rlgate: synth %s %s: kept %d of %d trajectories (%d of %d questions have one), graded by %s; entries %d..%d\n",
+		s.Run, verb, s.Kept, s.Episodes, s.ExamplesKept, s.Examples, s.Grading, s.StartSeq, s.EndSeq)
+	for _, name := range []string{synth.TrajectoriesFile, synth.GoldFile, synth.ExampleIDsFile} {
+		fmt.Fprintf(w, "rlgate: wrote %s/%s %s\n", s.Out, name, s.Outputs[name])
 	}
-	man, err := dataset.ReadManifest(src.Dir)
-	if err != nil {
-		return nil, err
-	}
-	if o.Metric == "" {
-		o.Metric = synth.DefaultMetric(man.Kind)
-	}
-	ro.Tasks = synth.Sample(ro.Tasks, o.NumExamples, ro.Protocol.Sampling.Seed)
-	if ro.Run == "" {
-		if ro.Run, err = synth.DefaultRun(&ro); err != nil {
-			return nil, err
-		}
-	}
-	dbs, err := checkTaskDatabases(ctx, src, false, o.Progress)
-	if err != nil {
-		return nil, err
-	}
-	l, err := ledger.Open(ctx, o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	g := grade.NewGrader(grade.Options{}, nil)
-	defer g.Close()
-	s, err := synth.Run(ctx, l, g, synth.Options{Rollout: ro, Dataset: src.Dir, DBRoot: o.DBRoot, Metric: o.Metric, NumExamples: o.NumExamples,
-		Seed: ro.Protocol.Sampling.Seed, Out: o.Out, Databases: dbs, Progress: o.Progress})
-	if err != nil {
-		if s != nil && s.Rollout != nil && !o.JSON {
-			printRolloutSummary(w, s.Rollout)
-		}
-		return s, err
-	}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		printRolloutSummary(w, s.Rollout)
-		verb := "recorded"
-		if s.Status == "complete" {
-			verb = "was recorded before; files written again, identical"
-		}
-		fmt.Fprintf(w, "rlgate: synth %s %s: kept %d of %d trajectories (%d of %d questions have one), graded by %s; entries %d..%d\n",
-			s.Run, verb, s.Kept, s.Episodes, s.ExamplesKept, s.Examples, s.Grading, s.StartSeq, s.EndSeq)
-		for _, name := range []string{synth.TrajectoriesFile, synth.GoldFile, synth.ExampleIDsFile} {
-			fmt.Fprintf(w, "rlgate: wrote %s/%s %s\n", s.Out, name, s.Outputs[name])
-		}
-		return nil
-	})
 }

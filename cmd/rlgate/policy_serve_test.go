@@ -14,6 +14,7 @@ import (
 	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
 // policyInit writes a Base checkpoint through the CLI and returns its
@@ -50,7 +51,7 @@ func TestPolicyServesEvalThroughCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("serve-policy -- eval: exit %d: %s", code, errOut)
 	}
-	var s evalSummary
+	var s evaluate.EvalSummary
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("eval output: %v\n%s", err, out)
 	}
