@@ -15,9 +15,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/lab/demo"
+	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/demo"
 )
 
 // demoExe is an executable that runs this test binary as the rlgate
@@ -45,8 +46,8 @@ func demoOutcomes(t *testing.T, dir string) map[string][]ledger.Outcome {
 	}
 	defer l.Close()
 	out := map[string][]ledger.Outcome{}
-	for _, label := range demo.Labels {
-		rows, err := l.Outcomes(context.Background(), demo.Options{}.GradingRun(label))
+	for _, label := range labdemo.Labels {
+		rows, err := l.Outcomes(context.Background(), labdemo.Options{}.GradingRun(label))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -69,13 +70,16 @@ func TestDemo(t *testing.T) {
 	exe := demoExe(t)
 	root := t.TempDir()
 	dirs := []string{filepath.Join(root, "a"), filepath.Join(root, "b")}
-	sums := make([]*demoSummary, 2)
+	sums := make([]*demo.Summary, 2)
 	errs := make([]error, 2)
 	outs := make([]bytes.Buffer, 2)
 	var wg sync.WaitGroup
 	for i := range dirs {
 		wg.Go(func() {
-			sums[i], errs[i] = runDemo(context.Background(), demoOptions{Dir: dirs[i], Seed: 1, Exe: exe, Progress: &outs[i]}, &outs[i])
+			sums[i], errs[i] = demo.Run(context.Background(), demo.Options{Dir: dirs[i], Seed: 1, Exe: exe, Progress: &outs[i]})
+			if sums[i] != nil {
+				errs[i] = errors.Join(errs[i], printDemo(&outs[i], sums[i]))
+			}
 		})
 	}
 	wg.Wait()
@@ -104,7 +108,7 @@ func TestDemo(t *testing.T) {
 		t.Errorf("two demos with seed 1 served other models (-first +second):\n%s", d)
 	}
 	served := map[string]string{}
-	for _, label := range demo.Labels {
+	for _, label := range labdemo.Labels {
 		served[label] = rollout.IdentityServer
 	}
 	if d := cmp.Diff(served, demoIdentitySources(t, dirs[0])); d != "" {
@@ -121,22 +125,21 @@ func TestDemo(t *testing.T) {
 	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dirs[0], exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dirs[0], s.Verdict) })
 
-	for _, in := range demo.Injects {
+	for _, in := range labdemo.Injects {
 		t.Run("inject "+in.Name, func(t *testing.T) {
 			t.Parallel()
 			fork := filepath.Join(t.TempDir(), "fork")
 			if out, err := exec.Command("cp", "-a", dirs[0], fork).CombinedOutput(); err != nil {
 				t.Fatalf("copy demo: %v: %s", err, out)
 			}
-			v := demo.Options{Seed: 1, Inject: in.Name}
-			parts, err := demo.Write(fork, v)
+			v := labdemo.Options{Seed: 1, Inject: in.Name}
+			parts, err := labdemo.Write(fork, v)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			s, err := demoExecute(context.Background(), fork, parts, demoOptions{Seed: 1, Inject: in.Name}, &out)
-			var cf checkFailed
-			if !errors.As(err, &cf) || exitCode(context.Background(), err) != exitCheckFailed {
+			s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in.Name, Progress: &out})
+			if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
 				t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
 			}
 			named := slices.ContainsFunc(s.Failed, func(c string) bool { return strings.HasSuffix(c, ": "+in.Check) })
@@ -199,7 +202,7 @@ func demoForce(t *testing.T, done string) {
 	})
 	t.Run("untouched", func(t *testing.T) {
 		fork := copyDemo(t)
-		if err := demo.Prepare(context.Background(), fork, true); err != nil {
+		if err := labdemo.Prepare(context.Background(), fork, true); err != nil {
 			t.Fatal(err)
 		}
 		if left := demoTree(t, fork); len(left) != 0 {
@@ -224,7 +227,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 	}
 	gate := func(ldir, files string, global ...string) (int, audit.Verdict, string) {
 		t.Helper()
-		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, demo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
+		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, labdemo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
 			"--train", flag(v.Policy.Subjects.Train), "--dry-run", "--json")
 		code, out, errOut := rlgate(t, args...)
 		var got audit.Verdict
