@@ -5,19 +5,21 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/demo"
 )
 
@@ -36,61 +38,26 @@ func demoExe(t *testing.T) string {
 	return p
 }
 
-// demoOutcomes reads the greedy outcomes of the four evaluations of a
-// demo directory, by label.
-func demoOutcomes(t *testing.T, dir string) map[string][]ledger.Outcome {
-	t.Helper()
-	l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	out := map[string][]ledger.Outcome{}
-	for _, label := range labdemo.Labels {
-		rows, err := l.Outcomes(context.Background(), labdemo.Options{}.GradingRun(label))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			out[label] = append(out[label], r.Outcome)
-		}
-	}
-	return out
-}
-
-// TestDemo runs rlgate demo twice with one seed (at once: its stages
-// mostly wait on each other) and checks what the issue asks of it: the gate
-// passes with RL beating its own input, SFT (exact McNemar after Holm below 0.05,
-// bootstrap interval above 0), the No-update control served the model
-// identity of the RL stage's input (SFT), and both runs gave identical
-// model identities and outcomes.
-// Then each injected defect, run over a copy of the first demo (so repro
-// re-runs only what the defect changes), exits 3 naming its check.
+// TestDemo runs rlgate demo once with seed 1 and checks what the issue
+// asks of it: the gate passes with RL beating its own input, SFT (exact
+// McNemar after Holm below 0.05, bootstrap interval above 0), and the
+// No-update control served the model identity of the RL stage's input
+// (SFT). On copies of that demo it then checks that seed 1 trains the same
+// models again (demoDeterministic), and that each injected defect fails
+// the check it names (demoInjects).
 func TestDemo(t *testing.T) {
 	exe := demoExe(t)
-	root := t.TempDir()
-	dirs := []string{filepath.Join(root, "a"), filepath.Join(root, "b")}
-	sums := make([]*demo.Summary, 2)
-	errs := make([]error, 2)
-	outs := make([]bytes.Buffer, 2)
-	var wg sync.WaitGroup
-	for i := range dirs {
-		wg.Go(func() {
-			sums[i], errs[i] = demo.Run(context.Background(), demo.Options{Dir: dirs[i], Seed: 1, Exe: exe, Progress: &outs[i]})
-			if sums[i] != nil {
-				errs[i] = errors.Join(errs[i], printDemo(&outs[i], sums[i]))
-			}
-		})
+	dir := filepath.Join(t.TempDir(), "a")
+	var out bytes.Buffer
+	s, err := demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: exe, Progress: &out})
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("demo %d: %v\n%s", i, err, outs[i].String())
-		}
+	if err := printDemo(&out, s); err != nil {
+		t.Fatal(err)
 	}
-	s := sums[0]
 	if s.Verdict == nil || !s.Verdict.OK {
-		t.Fatalf("gate did not pass:\n%s", outs[0].String())
+		t.Fatalf("gate did not pass:\n%s", out.String())
 	}
 	for _, c := range s.Verdict.Claims {
 		if c.Claim == "rl > sft" && !(c.OK && c.HolmP < 0.05 && c.CI.Lo > 0) {
@@ -104,34 +71,190 @@ func TestDemo(t *testing.T) {
 	if len(ids) != 4 || ids["noupdate"] != ids["sft"] || ids["rl"] == ids["sft"] || ids["sft"] == ids["base"] {
 		t.Errorf("model identities served: %v; want No-update = SFT (the RL stage's input), and Base, RL different", ids)
 	}
-	if d := cmp.Diff(ids, sums[1].Identities); d != "" {
-		t.Errorf("two demos with seed 1 served other models (-first +second):\n%s", d)
-	}
 	served := map[string]string{}
 	for _, label := range labdemo.Labels {
 		served[label] = rollout.IdentityServer
 	}
-	if d := cmp.Diff(served, demoIdentitySources(t, dirs[0])); d != "" {
+	if d := cmp.Diff(served, demoIdentitySources(t, dir)); d != "" {
 		t.Errorf("model identity sources of the demo's evaluations (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(demoOutcomes(t, dirs[0]), demoOutcomes(t, dirs[1])); d != "" {
-		t.Errorf("two demos with seed 1 graded differently (-first +second):\n%s", d)
-	}
-	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(outs[0].String(), "gate PASSED") || !strings.Contains(outs[0].String(), s.Report) {
-		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, outs[0].String())
+	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(out.String(), "gate PASSED") || !strings.Contains(out.String(), s.Report) {
+		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, out.String())
 	}
 
-	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
-	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dirs[0], exe) })
-	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dirs[0], s.Verdict) })
+	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dir) })
+	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
+	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
+	t.Run("inject leak: the gold audit of an evaluation fails", func(t *testing.T) { demoLeak(t, dir, exe) })
+	t.Run("seed 1 trains the same models again", func(t *testing.T) { demoDeterministic(t, dir, s) })
+	demoInjects(t, dir)
+}
 
+// demoCopy copies a finished demo directory, its ledger included, to a
+// new directory and returns it.
+func demoCopy(t *testing.T, done string) string {
+	t.Helper()
+	fork := filepath.Join(t.TempDir(), "fork")
+	if out, err := exec.Command("cp", "-a", done, fork).CombinedOutput(); err != nil {
+		t.Fatalf("copy demo: %v: %s", err, out)
+	}
+	return fork
+}
+
+// demoAgain are the stages demoDeterministic runs again, and the rollout
+// run each of the sampling ones records in place of its first (a rollout
+// run already complete in the ledger is not played again): every stage
+// that initialises, samples or trains a model, and one greedy evaluation.
+// The No-update control (lr = 0) is left out: the identity audit the gate
+// passed shows it wrote its input.
+var demoAgain = map[string][2]string{"base": {}, "synthesize": {"--run synth ", "--run synth-again "}, "sft": {}, "rl1": {}, "rl2": {},
+	"eval_rl": {"--run eval-rl ", "--run eval-rl-again "}}
+
+// demoDeterministic checks what two demos with one seed agreeing would,
+// without a second demo: on a copy of the demo, with the outputs of the
+// stages of demoAgain deleted and its sampling stages recording new
+// rollout runs, the demo with seed 1 runs exactly those stages again (and
+// the comparison, whose input names the new evaluation run), each from the
+// inputs its first run had, and each model stage writes the digests its
+// first run recorded; so the No-update control and the other evaluations,
+// whose inputs are byte-identical, are up to date (repro skips them), the
+// new evaluation grades every task as the first did, and the gate passes
+// again.
+func demoDeterministic(t *testing.T, done string, first *demo.Summary) {
+	t.Parallel()
+	fork := demoCopy(t, done)
+	pf := filepath.Join(fork, labdemo.PipelineFile)
+	f, err := pipeline.Load(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := os.ReadFile(pf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range f.Stages {
+		again, ok := demoAgain[st.Name]
+		if !ok {
+			continue
+		}
+		for _, p := range st.Outs {
+			if err := os.RemoveAll(filepath.Join(fork, p)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if again[0] != "" {
+			if !strings.Contains(string(text), again[0]) {
+				t.Fatalf("stage %s: %s does not say %q", st.Name, pf, again[0])
+			}
+			text = []byte(strings.Replace(string(text), again[0], again[1], 1))
+		}
+	}
+	gateWrite(t, pf, string(text))
+	var out bytes.Buffer
+	s, err := demo.Execute(context.Background(), fork, first.Parts, demo.Options{Seed: 1, Progress: &out})
+	if err != nil || s.Verdict == nil || !s.Verdict.OK {
+		t.Fatalf("demo again: %v\n%s", err, out.String())
+	}
+	firstRun := map[string]string{}
+	for _, d := range first.Decisions {
+		firstRun[d.Stage] = d.Run
+	}
+	l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(fork, ledger.DefaultDir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	for _, d := range s.Decisions {
+		_, again := demoAgain[d.Stage]
+		if want := map[bool]string{true: pipeline.ActionRan, false: pipeline.ActionSkip}[again || d.Stage == "compare"]; d.Action != want {
+			t.Errorf("stage %s: %s (%s), want %s", d.Stage, d.Action, strings.Join(d.Reasons, "; "), want)
+		}
+		if again && d.Stage != "eval_rl" {
+			if a, b := demoOutputs(t, l, firstRun[d.Stage]), demoOutputs(t, l, d.Run); len(a) == 0 || !maps.Equal(a, b) {
+				t.Errorf("stage %s wrote other outputs with seed 1: first run %s %v, again %s %v", d.Stage, firstRun[d.Stage], a, d.Run, b)
+			}
+		}
+	}
+	outcomes := func(run string) []ledger.Outcome {
+		rows, err := l.Outcomes(context.Background(), run+".spider-greedy")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []ledger.Outcome
+		for _, r := range rows {
+			out = append(out, r.Outcome)
+		}
+		return out
+	}
+	if a, b := outcomes("eval-rl"), outcomes("eval-rl-again"); len(a) == 0 || !cmp.Equal(a, b) {
+		t.Errorf("the RL model graded differently again: %s", cmp.Diff(a, b))
+	}
+	st, err := rollout.ReadStart(context.Background(), l, "eval-rl-again")
+	if err != nil || st.ModelIdentity == nil || *st.ModelIdentity != first.Identities["rl"] {
+		t.Errorf("the evaluation again served %v (%v), first %s", st, err, first.Identities["rl"])
+	}
+}
+
+// demoOutputs returns the output digests run's run.end recorded.
+func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.Digest {
+	t.Helper()
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Kind: ledger.KindRunEnd, Run: run}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var end runner.EndBody
+		if err := json.Unmarshal(e.Body, &end); err != nil {
+			t.Fatal(err)
+		}
+		return end.Outputs
+	}
+	t.Fatalf("run %s has no run.end", run)
+	return nil
+}
+
+// demoLeak: on a copy of the demo with the leak variant written over it,
+// rlgate repro of the RL evaluation imports the eval part again (every
+// question now ends in its gold SQL) and evaluates on it under the
+// variant's run; the gold audit of that evaluation fails
+// no-gold-in-prompts, citing it. The gate runs the gold audit over every
+// evaluation it names (TestGate, "the rl rollout leaked gold into a
+// prompt"), so one evaluation proves what the variant's four would.
+func demoLeak(t *testing.T, done, exe string) {
+	fork := demoCopy(t, done)
+	v := labdemo.Options{Seed: 1, Inject: labdemo.InjectLeak}
+	if _, err := labdemo.Write(fork, v); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("PATH", filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	ldir := filepath.Join(fork, ledger.DefaultDir)
+	if code, out, errOut := rlgate(t, "--ledger", ldir, "repro", "-f", filepath.Join(fork, labdemo.PipelineFile), "eval_rl"); code != exitOK {
+		t.Fatalf("repro eval_rl: exit %d:\n%s%s", code, out, errOut)
+	}
+	code, out, errOut := rlgate(t, "--ledger", ldir, "audit", "gold", "--runs", "rl="+v.GradingRun("rl"), "--json")
+	var r audit.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("audit gold: exit %d: %v: %s", code, err, errOut)
+	}
+	failed := slices.ContainsFunc(r.Findings, func(f audit.Finding) bool {
+		return !f.OK && f.Check == labdemo.InjectCheck(labdemo.InjectLeak)
+	})
+	if code != exitCheckFailed || !failed {
+		t.Errorf("audit gold of %s: exit %d, findings %+v; want %d failing %s", v.GradingRun("rl"), code, r.Findings, exitCheckFailed, labdemo.InjectCheck(labdemo.InjectLeak))
+	}
+}
+
+// demoInjects: each other injected defect, run over a copy of the demo
+// (so repro runs again only what the defect changes), ends the demo in a
+// check failure (exit 3) naming its check: the gate's for noupdate-drift
+// and budget, the pre-flight's of RL stage 1 for wrong-db.
+func demoInjects(t *testing.T, done string) {
 	for _, in := range labdemo.Injects {
+		if in.Name == labdemo.InjectLeak {
+			continue // demoLeak
+		}
 		t.Run("inject "+in.Name, func(t *testing.T) {
 			t.Parallel()
-			fork := filepath.Join(t.TempDir(), "fork")
-			if out, err := exec.Command("cp", "-a", dirs[0], fork).CombinedOutput(); err != nil {
-				t.Fatalf("copy demo: %v: %s", err, out)
-			}
+			fork := demoCopy(t, done)
 			v := labdemo.Options{Seed: 1, Inject: in.Name}
 			parts, err := labdemo.Write(fork, v)
 			if err != nil {
@@ -155,15 +278,8 @@ func TestDemo(t *testing.T) {
 // deletes nothing, exits 1 and names them; on an untouched copy it
 // deletes every file the demo and its stages wrote, the ledger included.
 func demoForce(t *testing.T, done string) {
-	copyDemo := func(t *testing.T) string {
-		fork := filepath.Join(t.TempDir(), "fork")
-		if out, err := exec.Command("cp", "-a", done, fork).CombinedOutput(); err != nil {
-			t.Fatalf("copy demo: %v: %s", err, out)
-		}
-		return fork
-	}
 	t.Run("beside a user's files", func(t *testing.T) {
-		fork := copyDemo(t)
+		fork := demoCopy(t, done)
 		ldir := filepath.Join(fork, ledger.DefaultDir)
 		mine := map[string]string{"notes.txt": "my notes\n", "rlgate.key": "my key\n"}
 		for name, text := range mine {
@@ -201,7 +317,7 @@ func demoForce(t *testing.T, done string) {
 		}
 	})
 	t.Run("untouched", func(t *testing.T) {
-		fork := copyDemo(t)
+		fork := demoCopy(t, done)
 		if err := labdemo.Prepare(context.Background(), fork, true); err != nil {
 			t.Fatal(err)
 		}
@@ -256,7 +372,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 	if err := os.Rename(dir, gone); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Rename(gone, dir) // the injected variants copy it after this test
+	defer os.Rename(gone, dir) // the tests after this one copy it
 
 	code, got, errOut := gate(ldir, data, "--data-root", data)
 	if code != exitOK {
