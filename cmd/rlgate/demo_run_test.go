@@ -11,13 +11,13 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/demo"
@@ -38,20 +38,37 @@ func demoExe(t *testing.T) string {
 	return p
 }
 
-// TestDemo runs rlgate demo once with seed 1 and checks what the issue
-// asks of it: the gate passes with RL beating its own input, SFT (exact
-// McNemar after Holm below 0.05, bootstrap interval above 0), and the
-// No-update control served the model identity of the RL stage's input
-// (SFT). On copies of that demo it then checks that seed 1 trains the same
-// models again (demoDeterministic), and that each injected defect fails
-// the check it names (demoInjects).
+// TestDemo runs rlgate demo with seed 1 and checks what the issue asks
+// of it: the gate passes with RL beating its own input, SFT (exact McNemar
+// after Holm below 0.05, bootstrap interval above 0), and the No-update
+// control served the model identity of the RL stage's input (SFT). Beside
+// it, at once (its stages mostly wait on each other), a second demo
+// directory with seed 1 runs only the stages up to the RL evaluation
+// (demoAgain), which must train the same models and grade the same
+// outcomes. Then, on copies of the first demo, each injected defect must
+// fail the check it names (demoLeak, demoInjects).
 func TestDemo(t *testing.T) {
 	exe := demoExe(t)
-	dir := filepath.Join(t.TempDir(), "a")
-	var out bytes.Buffer
-	s, err := demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: exe, Progress: &out})
+	root := t.TempDir()
+	dir, again := filepath.Join(root, "a"), filepath.Join(root, "b")
+	var (
+		out      bytes.Buffer
+		s        *demo.Summary
+		err      error
+		againOut string
+		againErr error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() {
+		s, err = demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: exe, Progress: &out})
+	})
+	wg.Go(func() { againOut, againErr = demoAgain(again, exe) })
+	wg.Wait()
 	if err != nil {
 		t.Fatalf("demo: %v\n%s", err, out.String())
+	}
+	if againErr != nil {
+		t.Fatalf("demo again up to eval_rl: %v\n%s", againErr, againOut)
 	}
 	if err := printDemo(&out, s); err != nil {
 		t.Fatal(err)
@@ -86,7 +103,7 @@ func TestDemo(t *testing.T) {
 	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
 	t.Run("inject leak: the gold audit of an evaluation fails", func(t *testing.T) { demoLeak(t, dir, exe) })
-	t.Run("seed 1 trains the same models again", func(t *testing.T) { demoDeterministic(t, dir, s) })
+	t.Run("seed 1 trains the same models and grades the same again", func(t *testing.T) { demoSame(t, dir, again, s) })
 	demoInjects(t, dir)
 }
 
@@ -101,82 +118,72 @@ func demoCopy(t *testing.T, done string) string {
 	return fork
 }
 
-// demoAgain are the stages demoDeterministic runs again, and the rollout
-// run each of the sampling ones records in place of its first (a rollout
-// run already complete in the ledger is not played again): every stage
-// that initialises, samples or trains a model, and one greedy evaluation.
-// The No-update control (lr = 0) is left out: the identity audit the gate
-// passed shows it wrote its input.
-var demoAgain = map[string][2]string{"base": {}, "synthesize": {"--run synth ", "--run synth-again "}, "sft": {}, "rl1": {}, "rl2": {},
-	"eval_rl": {"--run eval-rl ", "--run eval-rl-again "}}
+// demoAgain lays out a second demo directory with seed 1 as rlgate demo
+// does (labdemo.Write, a new ledger) and runs with rlgate repro only the
+// RL evaluation and what it depends on: the imports, base, synthesis, SFT
+// and both RL stages. The No-update control, the other three evaluations
+// and the comparison are left out: they add no stage that makes a model
+// or samples one that the first demo's gate does not already tie to these
+// (noupdate-identical: the control wrote its input).
+func demoAgain(dir, exe string) (string, error) {
+	ctx := context.Background()
+	if err := labdemo.Prepare(ctx, dir, false); err != nil {
+		return "", err
+	}
+	if _, err := labdemo.Write(dir, labdemo.Options{Seed: 1}); err != nil {
+		return "", err
+	}
+	l, err := ledger.Init(ctx, filepath.Join(dir, ledger.DefaultDir))
+	if err != nil {
+		return "", err
+	}
+	l.Close()
+	cmd := exec.Command(exe, "--ledger", filepath.Join(dir, ledger.DefaultDir), "repro", "-f", filepath.Join(dir, labdemo.PipelineFile), "eval_rl")
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
+		"PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
 
-// demoDeterministic checks what two demos with one seed agreeing would,
-// without a second demo: on a copy of the demo, with the outputs of the
-// stages of demoAgain deleted and its sampling stages recording new
-// rollout runs, the demo with seed 1 runs exactly those stages again (and
-// the comparison, whose input names the new evaluation run), each from the
-// inputs its first run had, and each model stage writes the digests its
-// first run recorded; so the No-update control and the other evaluations,
-// whose inputs are byte-identical, are up to date (repro skips them), the
-// new evaluation grades every task as the first did, and the gate passes
-// again.
-func demoDeterministic(t *testing.T, done string, first *demo.Summary) {
-	t.Parallel()
-	fork := demoCopy(t, done)
-	pf := filepath.Join(fork, labdemo.PipelineFile)
-	f, err := pipeline.Load(pf)
+// demoSame: the second demo (demoAgain) trained, stage by stage, the
+// checkpoints the first recorded (base, sft, rl1 and rl2, by the digests
+// their run.end entries hold; sft is trained on synthesis's trajectories,
+// so a synthesis that sampled otherwise shows there), served the RL model
+// under the first demo's identity, and graded every task of the RL
+// evaluation as the first did.
+func demoSame(t *testing.T, first, again string, s *demo.Summary) {
+	open := func(dir string) *ledger.Ledger {
+		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	la, lb := open(first), open(again)
+	runs, err := lb.Runs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := os.ReadFile(pf)
-	if err != nil {
-		t.Fatal(err)
+	againRun := map[string]string{}
+	for _, r := range runs {
+		againRun[r.Stage] = r.Run
 	}
-	for _, st := range f.Stages {
-		again, ok := demoAgain[st.Name]
-		if !ok {
+	for _, d := range s.Decisions {
+		if !slices.Contains([]string{"base", "sft", "rl1", "rl2"}, d.Stage) {
 			continue
 		}
-		for _, p := range st.Outs {
-			if err := os.RemoveAll(filepath.Join(fork, p)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		if again[0] != "" {
-			if !strings.Contains(string(text), again[0]) {
-				t.Fatalf("stage %s: %s does not say %q", st.Name, pf, again[0])
-			}
-			text = []byte(strings.Replace(string(text), again[0], again[1], 1))
+		if a, b := demoOutputs(t, la, d.Run), demoOutputs(t, lb, againRun[d.Stage]); len(a) == 0 || !maps.Equal(a, b) {
+			t.Errorf("stage %s wrote other outputs with seed 1: %s %v, again %s %v", d.Stage, d.Run, a, againRun[d.Stage], b)
 		}
 	}
-	gateWrite(t, pf, string(text))
-	var out bytes.Buffer
-	s, err := demo.Execute(context.Background(), fork, first.Parts, demo.Options{Seed: 1, Progress: &out})
-	if err != nil || s.Verdict == nil || !s.Verdict.OK {
-		t.Fatalf("demo again: %v\n%s", err, out.String())
+	rl := labdemo.Options{Seed: 1}
+	st, err := rollout.ReadStart(context.Background(), lb, rl.EvalRun("rl"))
+	if err != nil || st.ModelIdentity == nil || *st.ModelIdentity != s.Identities["rl"] {
+		t.Errorf("the RL evaluation again served %v (%v), first %s", st, err, s.Identities["rl"])
 	}
-	firstRun := map[string]string{}
-	for _, d := range first.Decisions {
-		firstRun[d.Stage] = d.Run
-	}
-	l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(fork, ledger.DefaultDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	for _, d := range s.Decisions {
-		_, again := demoAgain[d.Stage]
-		if want := map[bool]string{true: pipeline.ActionRan, false: pipeline.ActionSkip}[again || d.Stage == "compare"]; d.Action != want {
-			t.Errorf("stage %s: %s (%s), want %s", d.Stage, d.Action, strings.Join(d.Reasons, "; "), want)
-		}
-		if again && d.Stage != "eval_rl" {
-			if a, b := demoOutputs(t, l, firstRun[d.Stage]), demoOutputs(t, l, d.Run); len(a) == 0 || !maps.Equal(a, b) {
-				t.Errorf("stage %s wrote other outputs with seed 1: first run %s %v, again %s %v", d.Stage, firstRun[d.Stage], a, d.Run, b)
-			}
-		}
-	}
-	outcomes := func(run string) []ledger.Outcome {
-		rows, err := l.Outcomes(context.Background(), run+".spider-greedy")
+	outcomes := func(l *ledger.Ledger) []ledger.Outcome {
+		rows, err := l.Outcomes(context.Background(), rl.GradingRun("rl"))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -186,12 +193,8 @@ func demoDeterministic(t *testing.T, done string, first *demo.Summary) {
 		}
 		return out
 	}
-	if a, b := outcomes("eval-rl"), outcomes("eval-rl-again"); len(a) == 0 || !cmp.Equal(a, b) {
-		t.Errorf("the RL model graded differently again: %s", cmp.Diff(a, b))
-	}
-	st, err := rollout.ReadStart(context.Background(), l, "eval-rl-again")
-	if err != nil || st.ModelIdentity == nil || *st.ModelIdentity != first.Identities["rl"] {
-		t.Errorf("the evaluation again served %v (%v), first %s", st, err, first.Identities["rl"])
+	if a, b := outcomes(la), outcomes(lb); len(a) == 0 || !cmp.Equal(a, b) {
+		t.Errorf("the RL model graded differently again (-first +again):\n%s", cmp.Diff(a, b))
 	}
 }
 
