@@ -138,7 +138,15 @@ func demoAgain(dir, exe string) (string, error) {
 		return "", err
 	}
 	l.Close()
-	cmd := exec.Command(exe, "--ledger", filepath.Join(dir, ledger.DefaultDir), "repro", "-f", filepath.Join(dir, labdemo.PipelineFile), "eval_rl")
+	return demoRepro(dir, exe, "eval_rl")
+}
+
+// demoRepro runs rlgate repro of the stages in the demo directory dir as a
+// command of its own, exe first on its PATH so that the stages run it as
+// rlgate (a test that runs in parallel cannot set its own PATH).
+func demoRepro(dir, exe string, stages ...string) (string, error) {
+	args := append([]string{"--ledger", filepath.Join(dir, ledger.DefaultDir), "repro", "-f", filepath.Join(dir, labdemo.PipelineFile)}, stages...)
+	cmd := exec.Command(exe, args...)
 	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
 		"PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
 	out, err := cmd.CombinedOutput()
@@ -223,16 +231,16 @@ func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.D
 // evaluation it names (TestGate, "the rl rollout leaked gold into a
 // prompt"), so one evaluation proves what the variant's four would.
 func demoLeak(t *testing.T, done, exe string) {
+	t.Parallel()
 	fork := demoCopy(t, done)
 	v := labdemo.Options{Seed: 1, Inject: labdemo.InjectLeak}
 	if _, err := labdemo.Write(fork, v); err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv("PATH", filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
-	ldir := filepath.Join(fork, ledger.DefaultDir)
-	if code, out, errOut := rlgate(t, "--ledger", ldir, "repro", "-f", filepath.Join(fork, labdemo.PipelineFile), "eval_rl"); code != exitOK {
-		t.Fatalf("repro eval_rl: exit %d:\n%s%s", code, out, errOut)
+	if out, err := demoRepro(fork, exe, "eval_rl"); err != nil {
+		t.Fatalf("repro eval_rl: %v:\n%s", err, out)
 	}
+	ldir := filepath.Join(fork, ledger.DefaultDir)
 	code, out, errOut := rlgate(t, "--ledger", ldir, "audit", "gold", "--runs", "rl="+v.GradingRun("rl"), "--json")
 	var r audit.Report
 	if err := json.Unmarshal([]byte(out), &r); err != nil {
