@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,9 +16,11 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/lab/demo"
+	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/demo"
 )
 
 // demoExe is an executable that runs this test binary as the rlgate
@@ -35,58 +38,43 @@ func demoExe(t *testing.T) string {
 	return p
 }
 
-// demoOutcomes reads the greedy outcomes of the four evaluations of a
-// demo directory, by label.
-func demoOutcomes(t *testing.T, dir string) map[string][]ledger.Outcome {
-	t.Helper()
-	l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	out := map[string][]ledger.Outcome{}
-	for _, label := range demo.Labels {
-		rows, err := l.Outcomes(context.Background(), demo.Options{}.GradingRun(label))
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, r := range rows {
-			out[label] = append(out[label], r.Outcome)
-		}
-	}
-	return out
-}
-
-// TestDemo runs rlgate demo twice with one seed (at once: its stages
-// mostly wait on each other) and checks what the issue asks of it: the gate
-// passes with RL beating its own input, SFT (exact McNemar after Holm below 0.05,
-// bootstrap interval above 0), the No-update control served the model
-// identity of the RL stage's input (SFT), and both runs gave identical
-// model identities and outcomes.
-// Then each injected defect, run over a copy of the first demo (so repro
-// re-runs only what the defect changes), exits 3 naming its check.
+// TestDemo runs rlgate demo with seed 1 and checks what the issue asks
+// of it: the gate passes with RL beating its own input, SFT (exact McNemar
+// after Holm below 0.05, bootstrap interval above 0), and the No-update
+// control served the model identity of the RL stage's input (SFT). Beside
+// it, at once (its stages mostly wait on each other), a second demo
+// directory with seed 1 runs only the stages up to the RL evaluation
+// (demoAgain), which must train the same models and grade the same
+// outcomes. Then, on copies of the first demo, each injected defect must
+// fail the check it names (demoLeak, demoInjects).
 func TestDemo(t *testing.T) {
 	exe := demoExe(t)
 	root := t.TempDir()
-	dirs := []string{filepath.Join(root, "a"), filepath.Join(root, "b")}
-	sums := make([]*demoSummary, 2)
-	errs := make([]error, 2)
-	outs := make([]bytes.Buffer, 2)
-	var wg sync.WaitGroup
-	for i := range dirs {
-		wg.Go(func() {
-			sums[i], errs[i] = runDemo(context.Background(), demoOptions{Dir: dirs[i], Seed: 1, Exe: exe, Progress: &outs[i]}, &outs[i])
-		})
-	}
+	dir, again := filepath.Join(root, "a"), filepath.Join(root, "b")
+	var (
+		out      bytes.Buffer
+		s        *demo.Summary
+		err      error
+		againOut string
+		againErr error
+		wg       sync.WaitGroup
+	)
+	wg.Go(func() {
+		s, err = demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: exe, Progress: &out})
+	})
+	wg.Go(func() { againOut, againErr = demoAgain(again, exe) })
 	wg.Wait()
-	for i, err := range errs {
-		if err != nil {
-			t.Fatalf("demo %d: %v\n%s", i, err, outs[i].String())
-		}
+	if err != nil {
+		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
-	s := sums[0]
+	if againErr != nil {
+		t.Fatalf("demo again up to eval_rl: %v\n%s", againErr, againOut)
+	}
+	if err := printDemo(&out, s); err != nil {
+		t.Fatal(err)
+	}
 	if s.Verdict == nil || !s.Verdict.OK {
-		t.Fatalf("gate did not pass:\n%s", outs[0].String())
+		t.Fatalf("gate did not pass:\n%s", out.String())
 	}
 	for _, c := range s.Verdict.Claims {
 		if c.Claim == "rl > sft" && !(c.OK && c.HolmP < 0.05 && c.CI.Lo > 0) {
@@ -100,43 +88,192 @@ func TestDemo(t *testing.T) {
 	if len(ids) != 4 || ids["noupdate"] != ids["sft"] || ids["rl"] == ids["sft"] || ids["sft"] == ids["base"] {
 		t.Errorf("model identities served: %v; want No-update = SFT (the RL stage's input), and Base, RL different", ids)
 	}
-	if d := cmp.Diff(ids, sums[1].Identities); d != "" {
-		t.Errorf("two demos with seed 1 served other models (-first +second):\n%s", d)
-	}
 	served := map[string]string{}
-	for _, label := range demo.Labels {
+	for _, label := range labdemo.Labels {
 		served[label] = rollout.IdentityServer
 	}
-	if d := cmp.Diff(served, demoIdentitySources(t, dirs[0])); d != "" {
+	if d := cmp.Diff(served, demoIdentitySources(t, dir)); d != "" {
 		t.Errorf("model identity sources of the demo's evaluations (-want +got):\n%s", d)
 	}
-	if d := cmp.Diff(demoOutcomes(t, dirs[0]), demoOutcomes(t, dirs[1])); d != "" {
-		t.Errorf("two demos with seed 1 graded differently (-first +second):\n%s", d)
-	}
-	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(outs[0].String(), "gate PASSED") || !strings.Contains(outs[0].String(), s.Report) {
-		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, outs[0].String())
+	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(out.String(), "gate PASSED") || !strings.Contains(out.String(), s.Report) {
+		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, out.String())
 	}
 
-	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dirs[1]) })
-	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dirs[0], exe) })
-	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dirs[0], s.Verdict) })
+	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dir) })
+	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
+	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
+	t.Run("inject leak: the gold audit of an evaluation fails", func(t *testing.T) { demoLeak(t, dir, exe) })
+	t.Run("seed 1 trains the same models and grades the same again", func(t *testing.T) { demoSame(t, dir, again, s) })
+	demoInjects(t, dir)
+}
 
-	for _, in := range demo.Injects {
+// demoCopy copies a finished demo directory, its ledger included, to a
+// new directory and returns it.
+func demoCopy(t *testing.T, done string) string {
+	t.Helper()
+	fork := filepath.Join(t.TempDir(), "fork")
+	if out, err := exec.Command("cp", "-a", done, fork).CombinedOutput(); err != nil {
+		t.Fatalf("copy demo: %v: %s", err, out)
+	}
+	return fork
+}
+
+// demoAgain lays out a second demo directory with seed 1 as rlgate demo
+// does (labdemo.Write, a new ledger) and runs with rlgate repro only the
+// RL evaluation and what it depends on: the imports, base, synthesis, SFT
+// and both RL stages. The No-update control, the other three evaluations
+// and the comparison are left out: they add no stage that makes a model
+// or samples one that the first demo's gate does not already tie to these
+// (noupdate-identical: the control wrote its input).
+func demoAgain(dir, exe string) (string, error) {
+	ctx := context.Background()
+	if err := labdemo.Prepare(ctx, dir, false); err != nil {
+		return "", err
+	}
+	if _, err := labdemo.Write(dir, labdemo.Options{Seed: 1}); err != nil {
+		return "", err
+	}
+	l, err := ledger.Init(ctx, filepath.Join(dir, ledger.DefaultDir))
+	if err != nil {
+		return "", err
+	}
+	l.Close()
+	return demoRepro(dir, exe, "eval_rl")
+}
+
+// demoRepro runs rlgate repro of the stages in the demo directory dir as a
+// command of its own, exe first on its PATH so that the stages run it as
+// rlgate (a test that runs in parallel cannot set its own PATH).
+func demoRepro(dir, exe string, stages ...string) (string, error) {
+	args := append([]string{"--ledger", filepath.Join(dir, ledger.DefaultDir), "repro", "-f", filepath.Join(dir, labdemo.PipelineFile)}, stages...)
+	cmd := exec.Command(exe, args...)
+	cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
+		"PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// demoSame: the second demo (demoAgain) trained, stage by stage, the
+// checkpoints the first recorded (base, sft, rl1 and rl2, by the digests
+// their run.end entries hold; sft is trained on synthesis's trajectories,
+// so a synthesis that sampled otherwise shows there), served the RL model
+// under the first demo's identity, and graded every task of the RL
+// evaluation as the first did.
+func demoSame(t *testing.T, first, again string, s *demo.Summary) {
+	open := func(dir string) *ledger.Ledger {
+		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+		return l
+	}
+	la, lb := open(first), open(again)
+	runs, err := lb.Runs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	againRun := map[string]string{}
+	for _, r := range runs {
+		againRun[r.Stage] = r.Run
+	}
+	for _, d := range s.Decisions {
+		if !slices.Contains([]string{"base", "sft", "rl1", "rl2"}, d.Stage) {
+			continue
+		}
+		if a, b := demoOutputs(t, la, d.Run), demoOutputs(t, lb, againRun[d.Stage]); len(a) == 0 || !maps.Equal(a, b) {
+			t.Errorf("stage %s wrote other outputs with seed 1: %s %v, again %s %v", d.Stage, d.Run, a, againRun[d.Stage], b)
+		}
+	}
+	rl := labdemo.Options{Seed: 1}
+	st, err := rollout.ReadStart(context.Background(), lb, rl.EvalRun("rl"))
+	if err != nil || st.ModelIdentity == nil || *st.ModelIdentity != s.Identities["rl"] {
+		t.Errorf("the RL evaluation again served %v (%v), first %s", st, err, s.Identities["rl"])
+	}
+	outcomes := func(l *ledger.Ledger) []ledger.Outcome {
+		rows, err := l.Outcomes(context.Background(), rl.GradingRun("rl"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []ledger.Outcome
+		for _, r := range rows {
+			out = append(out, r.Outcome)
+		}
+		return out
+	}
+	if a, b := outcomes(la), outcomes(lb); len(a) == 0 || !cmp.Equal(a, b) {
+		t.Errorf("the RL model graded differently again (-first +again):\n%s", cmp.Diff(a, b))
+	}
+}
+
+// demoOutputs returns the output digests run's run.end recorded.
+func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.Digest {
+	t.Helper()
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Kind: ledger.KindRunEnd, Run: run}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		var end runner.EndBody
+		if err := json.Unmarshal(e.Body, &end); err != nil {
+			t.Fatal(err)
+		}
+		return end.Outputs
+	}
+	t.Fatalf("run %s has no run.end", run)
+	return nil
+}
+
+// demoLeak: on a copy of the demo with the leak variant written over it,
+// rlgate repro of the RL evaluation imports the eval part again (every
+// question now ends in its gold SQL) and evaluates on it under the
+// variant's run; the gold audit of that evaluation fails
+// no-gold-in-prompts, citing it. The gate runs the gold audit over every
+// evaluation it names (TestGate, "the rl rollout leaked gold into a
+// prompt"), so one evaluation proves what the variant's four would.
+func demoLeak(t *testing.T, done, exe string) {
+	t.Parallel()
+	fork := demoCopy(t, done)
+	v := labdemo.Options{Seed: 1, Inject: labdemo.InjectLeak}
+	if _, err := labdemo.Write(fork, v); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := demoRepro(fork, exe, "eval_rl"); err != nil {
+		t.Fatalf("repro eval_rl: %v:\n%s", err, out)
+	}
+	ldir := filepath.Join(fork, ledger.DefaultDir)
+	code, out, errOut := rlgate(t, "--ledger", ldir, "audit", "gold", "--runs", "rl="+v.GradingRun("rl"), "--json")
+	var r audit.Report
+	if err := json.Unmarshal([]byte(out), &r); err != nil {
+		t.Fatalf("audit gold: exit %d: %v: %s", code, err, errOut)
+	}
+	failed := slices.ContainsFunc(r.Findings, func(f audit.Finding) bool {
+		return !f.OK && f.Check == labdemo.InjectCheck(labdemo.InjectLeak)
+	})
+	if code != exitCheckFailed || !failed {
+		t.Errorf("audit gold of %s: exit %d, findings %+v; want %d failing %s", v.GradingRun("rl"), code, r.Findings, exitCheckFailed, labdemo.InjectCheck(labdemo.InjectLeak))
+	}
+}
+
+// demoInjects: each other injected defect, run over a copy of the demo
+// (so repro runs again only what the defect changes), ends the demo in a
+// check failure (exit 3) naming its check: the gate's for noupdate-drift
+// and budget, the pre-flight's of RL stage 1 for wrong-db.
+func demoInjects(t *testing.T, done string) {
+	for _, in := range labdemo.Injects {
+		if in.Name == labdemo.InjectLeak {
+			continue // demoLeak
+		}
 		t.Run("inject "+in.Name, func(t *testing.T) {
 			t.Parallel()
-			fork := filepath.Join(t.TempDir(), "fork")
-			if out, err := exec.Command("cp", "-a", dirs[0], fork).CombinedOutput(); err != nil {
-				t.Fatalf("copy demo: %v: %s", err, out)
-			}
-			v := demo.Options{Seed: 1, Inject: in.Name}
-			parts, err := demo.Write(fork, v)
+			fork := demoCopy(t, done)
+			v := labdemo.Options{Seed: 1, Inject: in.Name}
+			parts, err := labdemo.Write(fork, v)
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out bytes.Buffer
-			s, err := demoExecute(context.Background(), fork, parts, demoOptions{Seed: 1, Inject: in.Name}, &out)
-			var cf checkFailed
-			if !errors.As(err, &cf) || exitCode(context.Background(), err) != exitCheckFailed {
+			s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in.Name, Progress: &out})
+			if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
 				t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
 			}
 			named := slices.ContainsFunc(s.Failed, func(c string) bool { return strings.HasSuffix(c, ": "+in.Check) })
@@ -152,15 +289,8 @@ func TestDemo(t *testing.T) {
 // deletes nothing, exits 1 and names them; on an untouched copy it
 // deletes every file the demo and its stages wrote, the ledger included.
 func demoForce(t *testing.T, done string) {
-	copyDemo := func(t *testing.T) string {
-		fork := filepath.Join(t.TempDir(), "fork")
-		if out, err := exec.Command("cp", "-a", done, fork).CombinedOutput(); err != nil {
-			t.Fatalf("copy demo: %v: %s", err, out)
-		}
-		return fork
-	}
 	t.Run("beside a user's files", func(t *testing.T) {
-		fork := copyDemo(t)
+		fork := demoCopy(t, done)
 		ldir := filepath.Join(fork, ledger.DefaultDir)
 		mine := map[string]string{"notes.txt": "my notes\n", "rlgate.key": "my key\n"}
 		for name, text := range mine {
@@ -198,8 +328,8 @@ func demoForce(t *testing.T, done string) {
 		}
 	})
 	t.Run("untouched", func(t *testing.T) {
-		fork := copyDemo(t)
-		if err := demo.Prepare(context.Background(), fork, true); err != nil {
+		fork := demoCopy(t, done)
+		if err := labdemo.Prepare(context.Background(), fork, true); err != nil {
 			t.Fatal(err)
 		}
 		if left := demoTree(t, fork); len(left) != 0 {
@@ -224,7 +354,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 	}
 	gate := func(ldir, files string, global ...string) (int, audit.Verdict, string) {
 		t.Helper()
-		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, demo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
+		args := append(global, "--ledger", ldir, "gate", "--policy", filepath.Join(files, labdemo.PolicyFile), "--runs", flag(v.Policy.Subjects.Runs),
 			"--train", flag(v.Policy.Subjects.Train), "--dry-run", "--json")
 		code, out, errOut := rlgate(t, args...)
 		var got audit.Verdict
@@ -253,7 +383,7 @@ func demoMoved(t *testing.T, dir string, v *audit.Verdict) {
 	if err := os.Rename(dir, gone); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Rename(gone, dir) // the injected variants copy it after this test
+	defer os.Rename(gone, dir) // the tests after this one copy it
 
 	code, got, errOut := gate(ldir, data, "--data-root", data)
 	if code != exitOK {
