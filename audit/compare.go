@@ -10,10 +10,12 @@ import (
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/rlgate/rlgate/stats"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindComparison is the entry kind a comparison is recorded under.
-const KindComparison = "comparison"
+const KindComparison = records.KindComparison
 
 // LabeledRun is an evaluation run under the name a comparison gives it
 // (base, sft, rl, noupdate).

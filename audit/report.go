@@ -8,11 +8,13 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	grading "github.com/rlgate/rlgate/stages/grade"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindAuditPrefix starts the entry kind of every ledger audit: a Report of
 // audit NAME is recorded as an audit.NAME entry.
-const KindAuditPrefix = "audit."
+const KindAuditPrefix = records.AuditPrefix
 
 // The ledger audits, as Report.Audit names them.
 const (

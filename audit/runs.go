@@ -15,6 +15,8 @@ import (
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // evalRun is a labelled grading run with the rollout it graded.
@@ -115,11 +117,11 @@ func loadTrains(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*tr
 // checkpoint returns the run's checkpoint artifact of role (input or
 // output): the one named name when there is one, else the first; nil when
 // the run recorded none.
-func (t *trainRun) checkpoint(role, name string) *trainArtifact {
+func (t *trainRun) checkpoint(role records.Role, name string) *trainArtifact {
 	var first *trainArtifact
 	for i := range t.artifacts {
 		a := &t.artifacts[i]
-		if a.Role != role || a.Kind != "checkpoint" {
+		if a.Role != role || a.Kind != records.ArtifactCheckpoint {
 			continue
 		}
 		if a.Name == name {
@@ -139,7 +141,7 @@ func (t *trainRun) checkpoint(role, name string) *trainArtifact {
 func (t *trainRun) datasetInput(ctx context.Context, l *ledger.Ledger) (*trainArtifact, *dataset.Manifest, error) {
 	for i := range t.artifacts {
 		a := &t.artifacts[i]
-		if a.Role != "input" || a.Kind == "checkpoint" || a.Manifest == nil {
+		if a.Role != records.RoleInput || a.Kind == records.ArtifactCheckpoint || a.Manifest == nil {
 			continue
 		}
 		m, err := dataset.InputManifest(ctx, l, a.Path, *a.Manifest)
@@ -270,8 +272,8 @@ func stageRun(ctx context.Context, l *ledger.Ledger, runs []ledger.Run, stage st
 		if r.Stage != stage {
 			continue
 		}
-		if r.Status != "ok" {
-			other = r.Run + " " + r.Status
+		if r.Status != records.StatusOK {
+			other = r.Run + " " + string(r.Status)
 			continue
 		}
 		var start struct {

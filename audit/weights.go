@@ -12,11 +12,13 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindWeights is the entry kind a weights audit is recorded under; its body
 // is a WeightsReport.
-const KindWeights = "audit.weights"
+const KindWeights = records.KindWeights
 
 // The checks of the weights audit, as Finding.Check names them.
 const (

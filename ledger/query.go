@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // rawEntry is a row of the entries table before its fields are checked, so
@@ -224,14 +226,14 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 
 // Run is a row of the derived runs table.
 type Run struct {
-	Run        string `json:"run"`
-	Stage      string `json:"stage"`
-	Status     string `json:"status"`
-	StartedSeq int64  `json:"started_seq"`
-	StartedAt  string `json:"started_at"`
-	EndedSeq   *int64 `json:"ended_seq,omitempty"`
-	EndedAt    string `json:"ended_at,omitempty"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
+	Run        string         `json:"run"`
+	Stage      string         `json:"stage"`
+	Status     records.Status `json:"status"`
+	StartedSeq int64          `json:"started_seq"`
+	StartedAt  string         `json:"started_at"`
+	EndedSeq   *int64         `json:"ended_seq,omitempty"`
+	EndedAt    string         `json:"ended_at,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
 }
 
 // Runs lists every run in start order.

@@ -17,6 +17,8 @@ import (
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // FormatVersion names the report's JSON layout; fields are only added.
@@ -161,23 +163,23 @@ type AuditRow = audit.GateCheck
 
 // BudgetRow is one evaluation's budget and what its rollout spent.
 type BudgetRow struct {
-	Label          string        `json:"label"`
-	Run            string        `json:"run"`
-	Rollout        string        `json:"rollout"`
-	ProtocolDigest ledger.Digest `json:"protocol_digest"`
-	TaskSet        ledger.Digest `json:"task_set"`
-	Tasks          int           `json:"tasks"`
-	Samples        int           `json:"samples"`
-	Temperature    float64       `json:"temperature"`
-	MaxTurns       int           `json:"max_turns"`
-	MaxTokens      int           `json:"max_tokens_per_turn"`
-	SQLBudget      int           `json:"sql_budget"`
-	Status         string        `json:"status"`
-	Episodes       int           `json:"episodes"`
-	Unfinished     int           `json:"unfinished"`
-	TokensIn       int           `json:"tokens_in"`
-	TokensOut      int           `json:"tokens_out"`
-	Seqs           []int64       `json:"seqs"` // the rollout's run.start and run.end
+	Label          string         `json:"label"`
+	Run            string         `json:"run"`
+	Rollout        string         `json:"rollout"`
+	ProtocolDigest ledger.Digest  `json:"protocol_digest"`
+	TaskSet        ledger.Digest  `json:"task_set"`
+	Tasks          int            `json:"tasks"`
+	Samples        int            `json:"samples"`
+	Temperature    float64        `json:"temperature"`
+	MaxTurns       int            `json:"max_turns"`
+	MaxTokens      int            `json:"max_tokens_per_turn"`
+	SQLBudget      int            `json:"sql_budget"`
+	Status         records.Status `json:"status"`
+	Episodes       int            `json:"episodes"`
+	Unfinished     int            `json:"unfinished"`
+	TokensIn       int            `json:"tokens_in"`
+	TokensOut      int            `json:"tokens_out"`
+	Seqs           []int64        `json:"seqs"` // the rollout's run.start and run.end
 }
 
 // maxCurvePoints bounds the points a curve keeps: every k-th step and the
@@ -206,7 +208,7 @@ type LineageRow struct {
 	Kind   string        `json:"kind"` // "train" or "eval"
 	Run    string        `json:"run"`
 	Stage  string        `json:"stage"`
-	Role   string        `json:"role"`
+	Role   records.Role  `json:"role"`
 	Name   string        `json:"name"`
 	Digest ledger.Digest `json:"digest"`
 	// Source, of an evaluation's model identity, says where it came from:
@@ -523,7 +525,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		p := s.Protocol
 		b := BudgetRow{Label: lr.Label, Run: lr.Run, Rollout: gs.Rollout, ProtocolDigest: s.ProtocolDigest, TaskSet: s.TaskSet, Tasks: s.Count,
 			Samples: p.Sampling.N, Temperature: p.Sampling.Temperature, MaxTurns: p.MaxTurns, MaxTokens: p.MaxTokensPerTurn, SQLBudget: p.SQLBudget,
-			Status: "running", Seqs: []int64{rr.StartedSeq}}
+			Status: records.StatusRunning, Seqs: []int64{rr.StartedSeq}}
 		if rr.EndedSeq != nil && *rr.EndedSeq <= r.Head.Seq {
 			var end rollout.End
 			if err := l.DecodeBody(ctx, *rr.EndedSeq, &end); err != nil {
@@ -534,11 +536,11 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		}
 		r.Budget = append(r.Budget, b)
 		r.Lineage = append(r.Lineage,
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "tasks", Digest: s.TasksDigest, Seq: rr.StartedSeq},
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "task_set", Digest: s.TaskSet, Seq: rr.StartedSeq},
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "protocol", Digest: s.ProtocolDigest, Seq: rr.StartedSeq})
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "tasks", Digest: s.TasksDigest, Seq: rr.StartedSeq},
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "task_set", Digest: s.TaskSet, Seq: rr.StartedSeq},
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "protocol", Digest: s.ProtocolDigest, Seq: rr.StartedSeq})
 		if s.ModelIdentity != nil {
-			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "model_identity", Digest: *s.ModelIdentity,
+			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "model_identity", Digest: *s.ModelIdentity,
 				Source: s.Source(), Seq: rr.StartedSeq})
 		}
 		var gold struct {
@@ -548,7 +550,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		if err := l.DecodeBody(ctx, gr.StartedSeq, &gold); err != nil {
 			return err
 		}
-		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gold.Stage, Role: "input", Name: "gold", Digest: gold.Gold, Seq: gr.StartedSeq})
+		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gold.Stage, Role: records.RoleInput, Name: "gold", Digest: gold.Gold, Seq: gr.StartedSeq})
 	}
 	return nil
 }
@@ -597,7 +599,7 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(up, func(u LineageRow) bool { return u.Role == "input" && u.Digest == x.Digest }) {
+			if slices.ContainsFunc(up, func(u LineageRow) bool { return u.Role == records.RoleInput && u.Digest == x.Digest }) {
 				rows[j].ProducedBy = ""
 				continue
 			}
@@ -638,9 +640,9 @@ func (r *Report) artifacts(ctx context.Context, l *ledger.Ledger, lr audit.Label
 		if err := json.Unmarshal(e.Body, &a); err != nil {
 			return nil, false, fmt.Errorf("training %s=%s: entry %d: %w", lr.Label, lr.Run, e.Seq, err)
 		}
-		trained = trained || a.Role == "output" && a.Kind == "checkpoint"
+		trained = trained || a.Role == records.RoleOutput && a.Kind == records.ArtifactCheckpoint
 		row := LineageRow{Label: lr.Label, Kind: "train", Run: lr.Run, Stage: stage, Role: a.Role, Name: a.Name, Digest: a.Digest, Seq: e.Seq}
-		if a.Role == "input" && a.ProducedBy != nil && a.ProducedBy.Run != "" && a.ProducedBy.Run != lr.Run {
+		if a.Role == records.RoleInput && a.ProducedBy != nil && a.ProducedBy.Run != "" && a.ProducedBy.Run != lr.Run {
 			row.ProducedBy = a.ProducedBy.Run
 		}
 		rows = append(rows, row)

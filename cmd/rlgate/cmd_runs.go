@@ -83,7 +83,7 @@ func runRuns(ctx context.Context, opts runsOptions, w io.Writer) ([]runRow, erro
 			if r.DurationS != nil {
 				dur = (time.Duration(*r.DurationS * float64(time.Second))).Round(time.Second).String()
 			}
-			cells[i] = []string{r.Run.Run, r.Status, r.Stage, r.StartedAt[:10] + " " + r.StartedAt[11:19], dur, r.Reason}
+			cells[i] = []string{r.Run.Run, string(r.Status), r.Stage, r.StartedAt[:10] + " " + r.StartedAt[11:19], dur, r.Reason}
 		}
 		fitTable(header, cells, len(header)-1) // the reason in full is in --json
 		t := newTable(w, toAny(header)...)

@@ -14,6 +14,8 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 	"github.com/rlgate/rlgate/stages/runner"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // trackerFixtures holds real tracker runs with the values an independent
@@ -83,9 +85,9 @@ func TestImportRunRealTrackers(t *testing.T) {
 				t.Fatalf("%s: %v\n%s%s", src, err, out, errOut)
 			}
 			status := want.Run["status"]
-			wantCode, wantStatus := exitCheckFailed, "failed"
+			wantCode, wantStatus := exitCheckFailed, records.StatusFailed
 			if status == "SUCCESS" || status == "finished" || status == "FINISHED" {
-				wantCode, wantStatus = exitOK, "ok"
+				wantCode, wantStatus = exitOK, records.StatusOK
 			}
 			if code != wantCode || res.Status != wantStatus {
 				t.Errorf("%s (tracker status %v): exit %d, status %s; want %d, %s: %s", src, status, code, res.Status, wantCode, wantStatus, errOut)

@@ -13,6 +13,8 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/runner"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Stage is the stage name of an export run's run.start entry.
@@ -130,7 +132,7 @@ func record(ctx context.Context, l *ledger.Ledger, run string, start Start, ids 
 		active.Fail(context.WithoutCancel(ctx), err)
 		return nil, err
 	}
-	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: "ok"}, Outputs: s.Outputs})
+	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Outputs: s.Outputs})
 	if err != nil {
 		return nil, err
 	}

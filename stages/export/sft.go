@@ -15,6 +15,8 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/synth"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // The SFT formats: LLaMA-Factory's two dataset formats.
@@ -255,7 +257,7 @@ func synthesisTasks(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (str
 		return "", ledger.Digest{}, err
 	}
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Role != "output" {
+		if rows[i].Role != records.RoleOutput {
 			continue
 		}
 		r, err := l.RunStatus(ctx, rows[i].Run)

@@ -12,6 +12,8 @@ import (
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // SampleGrade is the grade of one recorded episode's final SQL.
@@ -134,7 +136,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
-	if r.EndedSeq == nil || (r.Status != "ok" && !o.AllowIncomplete) {
+	if r.EndedSeq == nil || (r.Status != records.StatusOK && !o.AllowIncomplete) {
 		return nil, fmt.Errorf("grade rollout %s: the run is %s; only a finished rollout is graded. Try: rlgate rollout --run %s to finish it, or --allow-incomplete to grade it counting its unfinished episodes wrong",
 			o.Rollout, r.Status, o.Rollout)
 	}
@@ -229,7 +231,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 			return nil, err
 		}
 	}
-	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
+	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Correct: s.Correct, Total: s.Total,
 		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err

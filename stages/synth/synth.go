@@ -18,6 +18,8 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/stages/tasks"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Stage is the stage name of a synthesis run's run.start entry.
@@ -197,7 +199,7 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 		active.Fail(context.WithoutCancel(ctx), err)
 		return s, err
 	}
-	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: "ok"}, Episodes: s.Episodes, Kept: s.Kept, ExamplesKept: s.ExamplesKept, Outputs: s.Outputs})
+	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Episodes: s.Episodes, Kept: s.Kept, ExamplesKept: s.ExamplesKept, Outputs: s.Outputs})
 	if err != nil {
 		return s, err
 	}
@@ -221,7 +223,7 @@ func graded(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options, r
 		return run, ts.EndSeq, nil
 	case err != nil:
 		return "", 0, err
-	case r.Status != "ok" || r.EndedSeq == nil:
+	case !r.EndedOK():
 		return "", 0, fmt.Errorf("synth: grading %s is %s. Try: another --run", run, r.Status)
 	}
 	e, err := l.EntryBySeq(ctx, r.StartedSeq)
