@@ -136,7 +136,7 @@ func record(ctx context.Context, l *ledger.Ledger, run string, start Start, ids 
 	if err != nil {
 		return nil, err
 	}
-	s.Status, s.EndSeq = "ok", e.Seq
+	s.Status, s.EndSeq = string(records.StatusOK), e.Seq
 	return s, nil
 }
 

@@ -203,7 +203,7 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 	if err != nil {
 		return s, err
 	}
-	s.Status, s.EndSeq = "ok", e.Seq
+	s.Status, s.EndSeq = string(records.StatusOK), e.Seq
 	return s, nil
 }
 
