@@ -10,9 +10,8 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/rollout"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // The checks of the budget audit.

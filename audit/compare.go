@@ -7,11 +7,10 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/rlgate/rlgate/stats"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindComparison is the entry kind a comparison is recorded under.

@@ -8,10 +8,9 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stats"
 	"golang.org/x/sync/errgroup"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindVerdict is the entry kind of a gate verdict; its body is a Verdict.

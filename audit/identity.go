@@ -6,9 +6,8 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/rollout"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // CheckEvaluatedIsBase passes when the model identity the base evaluation

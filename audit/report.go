@@ -7,9 +7,8 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	grading "github.com/rlgate/rlgate/stages/grade"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	grading "github.com/rlgate/rlgate/stages/grade"
 )
 
 // KindAuditPrefix starts the entry kind of every ledger audit: a Report of

@@ -10,12 +10,11 @@ import (
 	"unicode"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/stages/tasks"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // The checks of the split audit.

@@ -11,9 +11,8 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/manifests"
 )
 
 // KindWeights is the entry kind a weights audit is recorded under; its body

@@ -157,6 +157,22 @@ func (l *Ledger) DecodeBody(ctx context.Context, seq int64, v any) error {
 	return nil
 }
 
+// DecodeEntry reads entry seq and decodes its body as a T with
+// records.Decode, which checks the entry's kind, its body's version and
+// that T is the registered body type (or embeds it).
+func DecodeEntry[T any](ctx context.Context, l *Ledger, seq int64) (T, error) {
+	e, err := l.EntryBySeq(ctx, seq)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	t, err := records.Decode[T](e.Kind, e.Body)
+	if err != nil {
+		return t, fmt.Errorf("entry %d: %w", seq, err)
+	}
+	return t, nil
+}
+
 // EntryByHash returns the entry whose hash starts with prefix (hex digits,
 // with or without "blake3:"; at least 4 digits).
 func (l *Ledger) EntryByHash(ctx context.Context, prefix string) (Entry, error) {

@@ -10,12 +10,11 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/secure-systems-lab/go-securesystemslib/dsse"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Files rlgate adds beside the checkpoint in a published directory.

@@ -16,11 +16,10 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/stages/dataset"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindPublish is the entry kind of a published bundle; its body is a

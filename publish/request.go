@@ -9,7 +9,6 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
-
 	"github.com/rlgate/rlgate/ledger/records"
 )
 

@@ -13,12 +13,11 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // FormatVersion names the report's JSON layout; fields are only added.
@@ -501,14 +500,14 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 // budget lists each evaluation's protocol budget and its rollout's use.
 func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 	for _, lr := range r.Subjects.Runs {
-		var gs struct {
-			Rollout string `json:"rollout"`
-		}
 		gr, err := l.RunStatus(ctx, lr.Run)
 		if err != nil {
 			return fmt.Errorf("evaluation %s=%s: %w", lr.Label, lr.Run, err)
 		}
-		if err := l.DecodeBody(ctx, gr.StartedSeq, &gs); err != nil {
+		// A grading of a rollout or of a predictions file: the fields
+		// read here (stage, rollout, gold_digest) are the same in both.
+		gs, err := ledger.DecodeEntry[grading.TrajectoryStart](ctx, l, gr.StartedSeq)
+		if err != nil {
 			return err
 		}
 		if gs.Rollout == "" {
@@ -543,14 +542,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "model_identity", Digest: *s.ModelIdentity,
 				Source: s.Source(), Seq: rr.StartedSeq})
 		}
-		var gold struct {
-			Stage string        `json:"stage"`
-			Gold  ledger.Digest `json:"gold_digest"`
-		}
-		if err := l.DecodeBody(ctx, gr.StartedSeq, &gold); err != nil {
-			return err
-		}
-		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gold.Stage, Role: records.RoleInput, Name: "gold", Digest: gold.Gold, Seq: gr.StartedSeq})
+		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gs.Stage, Role: records.RoleInput, Name: "gold", Digest: gs.GoldDigest, Seq: gr.StartedSeq})
 	}
 	return nil
 }

@@ -12,10 +12,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 	"github.com/rlgate/rlgate/stages/runner"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // trackerFixtures holds real tracker runs with the values an independent

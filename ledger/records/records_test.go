@@ -120,6 +120,9 @@ func TestDecode(t *testing.T) {
 			t.Errorf("%s: %v, want an error saying %q", c.name, err, c.want)
 		}
 	}
+	if im, err := records.Decode[runner.ImportStartBody](records.KindRunStart, []byte(`{"imported":{"format":"wandb"},"stage":"rl"}`)); err != nil || im.Stage != "rl" {
+		t.Errorf("decode an import's run.start, which embeds the ledger's through runner.StartBody: %+v, %v", im, err)
+	}
 	if _, err := records.Decode[runner.Preflight](records.KindPreflight, []byte(`{"passed":true}`)); err != nil {
 		t.Errorf("decode a preflight: %v", err)
 	}

@@ -133,21 +133,30 @@ func Decode[T any](kind string, body []byte) (T, error) {
 }
 
 // fits checks that ty reads version v of kind: it is the registered type,
-// or a struct that embeds it.
+// or a struct that embeds it (directly or through another embedded struct).
 func fits(ty reflect.Type, kind string, v int) error {
 	want, ok := Type(kind, v)
 	if !ok {
 		return fmt.Errorf("decode %s entry: no body type is registered for version %d; the package that owns %s must call records.Register", kind, v, kind)
 	}
-	if ty == want {
+	if embeds(ty, want) {
 		return nil
 	}
-	if ty.Kind() == reflect.Struct {
-		for i := range ty.NumField() {
-			if f := ty.Field(i); f.Anonymous && f.Type == want {
-				return nil
-			}
+	return fmt.Errorf("decode %s entry into %v: version %d's body is %v (or a struct embedding it)", kind, ty, v, want)
+}
+
+// embeds reports whether ty is want or a struct embedding it.
+func embeds(ty, want reflect.Type) bool {
+	if ty == want {
+		return true
+	}
+	if ty.Kind() != reflect.Struct {
+		return false
+	}
+	for i := range ty.NumField() {
+		if f := ty.Field(i); f.Anonymous && embeds(f.Type, want) {
+			return true
 		}
 	}
-	return fmt.Errorf("decode %s entry into %v: version %d's body is %v (or a struct embedding it)", kind, ty, v, want)
+	return false
 }

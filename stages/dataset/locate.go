@@ -13,10 +13,9 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // RecordedLimit caps a recorded file read whole (tasks, gold, a dataset's

@@ -9,7 +9,6 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-
 	"github.com/rlgate/rlgate/ledger/records"
 )
 

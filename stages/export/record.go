@@ -11,10 +11,9 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/runner"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Stage is the stage name of an export run's run.start entry.

@@ -12,11 +12,10 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/synth"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // The SFT formats: LLaMA-Factory's two dataset formats.

@@ -10,14 +10,13 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/stages/tasks"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // FileOptions name one predictions file to grade against an imported
@@ -72,7 +71,7 @@ type Bucket struct {
 
 // gradeStart is the body of a grading run's run.start entry.
 type gradeStart struct {
-	Stage       string         `json:"stage"`
+	ledger.RunStart
 	Metric      Metric         `json:"metric"`
 	Format      string         `json:"format"`
 	Predictions string         `json:"predictions"`
@@ -156,7 +155,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err != nil {
 		return nil, err
 	}
-	run, err := l.StartRun(ctx, s.Run, gradeStart{Stage: "grade", Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
+	run, err := l.StartRun(ctx, s.Run, gradeStart{RunStart: ledger.RunStart{Stage: "grade"}, Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
 		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, TaskSet: goldTaskSet(golds), GoldDigest: man.Gold.Digest,
 		Options: g.Options(), Databases: s.Databases})
 	if err != nil {

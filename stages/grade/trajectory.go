@@ -8,12 +8,11 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/tasks"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // SampleGrade is the grade of one recorded episode's final SQL.
@@ -95,7 +94,7 @@ type TrajectoryItem struct {
 // protocol and task set, and the gold graded against. The audits read it
 // back by field name.
 type TrajectoryStart struct {
-	Stage          string        `json:"stage"`
+	ledger.RunStart
 	Rollout        string        `json:"rollout"`
 	RolloutEnd     int64         `json:"rollout_end_seq"`
 	ProtocolDigest ledger.Digest `json:"protocol_digest"`
@@ -216,7 +215,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 	s.tally()
 
-	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
+	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{RunStart: ledger.RunStart{Stage: "grade"}, Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
 		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs,
 		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})

@@ -13,10 +13,9 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Actions a repro takes on a stage.

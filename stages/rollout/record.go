@@ -7,7 +7,6 @@ import (
 	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
-
 	"github.com/rlgate/rlgate/ledger/records"
 )
 

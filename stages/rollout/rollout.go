@@ -11,11 +11,10 @@ import (
 
 	mstats "github.com/montanaflynn/stats"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Options describe one rollout.

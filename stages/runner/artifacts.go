@@ -9,9 +9,8 @@ import (
 	"path/filepath"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/manifests"
 )
 
 // artifactBody is the body of the artifact entries a run writes: the

@@ -9,11 +9,10 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"go.yaml.in/yaml/v3"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // canonicalConfig returns the parsed tree of a YAML or JSON config, for

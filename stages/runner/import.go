@@ -10,9 +10,8 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/metrics"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/stages/metrics"
 )
 
 // ImportSpec is a finished run that something other than rlgate executed
@@ -78,7 +77,7 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	}
 	var red ledger.Redactor
 	start := ImportStartBody{
-		StartBody: StartBody{Stage: spec.Stage, Argv: []string{}, Outputs: spec.Outputs, PID: os.Getpid(),
+		StartBody: StartBody{RunStart: ledger.RunStart{Stage: spec.Stage}, Argv: []string{}, Outputs: spec.Outputs, PID: os.Getpid(),
 			Metrics: []MetricFile{{Path: src.Path, Format: t.Format()}}},
 		Imported: importedRun(tr),
 	}

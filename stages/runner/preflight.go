@@ -7,10 +7,9 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindPreflight is the entry kind of a stage's pre-flight check of its

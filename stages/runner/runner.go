@@ -18,9 +18,8 @@ import (
 
 	"github.com/rlgate/rlgate/gpu"
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/metrics"
-
 	"github.com/rlgate/rlgate/ledger/records"
+	"github.com/rlgate/rlgate/stages/metrics"
 )
 
 // Named is a declared input or output: a name the pipeline uses and a path.
@@ -64,7 +63,7 @@ const killGrace = 10 * time.Second
 // StartBody is the body of a stage's run.start entry. Repro compares Argv,
 // Params, Inputs and Configs with a later invocation.
 type StartBody struct {
-	Stage    string                   `json:"stage"`
+	ledger.RunStart
 	Argv     []string                 `json:"argv"`
 	Dir      string                   `json:"dir"`
 	Params   map[string]string        `json:"params,omitempty"`
@@ -174,7 +173,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	}
 
 	var red ledger.Redactor
-	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
+	start := StartBody{RunStart: ledger.RunStart{Stage: spec.Stage}, Outputs: spec.Outputs, Metrics: spec.Metrics,
 		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid(), SkipPreflight: spec.SkipPreflight}
 	start.Argv, start.Params = recordedCommand(&red, spec)
 	start.Redacted = red.Fields()

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -18,8 +19,6 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/stages/tasks"
-
-	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // Stage is the stage name of a synthesis run's run.start entry.
