@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 
@@ -138,7 +139,7 @@ func withinBudget(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 		start = append(start, *e.rolloutRun.EndedSeq)
 	}
 	switch {
-	case e.rolloutRun.Status != "ok":
+	case e.rolloutRun.Status != records.StatusOK:
 		return unfinished(ctx, l, r, e, len(recs), want, start)
 	case len(recs) != want:
 		r.fail(CheckWithinBudget, nil, start, "%s: rollout %s recorded %d of %d episodes (%d tasks × n=%d)", e.Label, e.grade.Rollout, len(recs), want, e.rollout.Count, p.Sampling.N)

@@ -8,12 +8,13 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stats"
 	"golang.org/x/sync/errgroup"
 )
 
 // KindVerdict is the entry kind of a gate verdict; its body is a Verdict.
-const KindVerdict = "gate.verdict"
+const KindVerdict = records.KindVerdict
 
 // GateCheck is one row of the gate's table: an audit finding or a claim.
 type GateCheck struct {
@@ -184,7 +185,7 @@ func ForLineage(ctx context.Context, l *ledger.Ledger, p Policy) (Policy, error)
 	if err != nil {
 		return p, nil
 	}
-	in := ts[0].checkpoint("input", "base")
+	in := ts[0].checkpoint(records.RoleInput, "base")
 	if in == nil {
 		return p, nil
 	}
@@ -450,7 +451,7 @@ func (v *Verdict) gated(ctx context.Context, r *ledger.Ledger, s Subjects) {
 	if err != nil {
 		return
 	}
-	if a := trains[0].checkpoint("output", "ckpt"); a != nil {
+	if a := trains[0].checkpoint(records.RoleOutput, "ckpt"); a != nil {
 		v.Run, v.Manifest = run, a.Manifest
 		if v.ModelIdentity == nil {
 			v.ModelIdentity = &a.Digest

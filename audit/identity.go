@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 
@@ -56,7 +57,7 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 	var base ckpt
 	for _, t := range append([]*trainRun{trainByLabel(trains, LabelRL)}, trains...) {
 		if t != nil && base.a == nil {
-			if a := t.checkpoint("input", "base"); a != nil {
+			if a := t.checkpoint(records.RoleInput, "base"); a != nil {
 				base = ckpt{fmt.Sprintf("the input %s of training %s", a.Name, t.Run), a}
 			}
 		}
@@ -70,16 +71,16 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 		if err != nil {
 			return nil, err
 		}
-		if a := sft.checkpoint("input", "base"); a != nil && descends {
+		if a := sft.checkpoint(records.RoleInput, "base"); a != nil && descends {
 			base = ckpt{fmt.Sprintf("the input %s of training %s, where the rl model's lineage starts", a.Name, sft.Run), a}
 		}
-		if a := sft.checkpoint("output", "ckpt"); a != nil && descends {
+		if a := sft.checkpoint(records.RoleOutput, "ckpt"); a != nil && descends {
 			rlInput = ckpt{fmt.Sprintf("the output %s of training %s, where the RL stage started", a.Name, sft.Run), a}
 		}
 	}
 	expected := map[string]ckpt{LabelBase: base}
 	for _, t := range trains {
-		if a := t.checkpoint("output", "ckpt"); a != nil {
+		if a := t.checkpoint(records.RoleOutput, "ckpt"); a != nil {
 			expected[t.Label] = ckpt{fmt.Sprintf("the output %s of training %s", a.Name, t.Run), a}
 		}
 	}
@@ -118,7 +119,7 @@ func Identity(ctx context.Context, l *ledger.Ledger, s Subjects) (*Report, error
 	}
 
 	for _, t := range trains {
-		in, out := t.checkpoint("input", "base"), t.checkpoint("output", "ckpt")
+		in, out := t.checkpoint(records.RoleInput, "base"), t.checkpoint(records.RoleOutput, "ckpt")
 		check := CheckTrainedChanged
 		if t.Label == LabelNoUpdate {
 			check = CheckNoUpdateIdentical
@@ -186,7 +187,7 @@ func descendsFrom(ctx context.Context, l *ledger.Ledger, a *trainArtifact, run s
 		if err != nil {
 			return false, err
 		}
-		a = up[0].checkpoint("input", "base")
+		a = up[0].checkpoint(records.RoleInput, "base")
 	}
 	return false, nil
 }

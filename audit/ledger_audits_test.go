@@ -44,7 +44,7 @@ func auditRollout(t *testing.T, l *ledger.Ledger, run string, n int, turns func(
 	if _, err := ar.End(ctx, ledger.RunEnd{Status: "ok"}); err != nil {
 		t.Fatal(err)
 	}
-	gr, err := l.StartRun(ctx, run+".strict-greedy", grading.TrajectoryStart{Stage: "grade", Rollout: run, ProtocolDigest: pd, Metric: grading.MetricStrict, Mode: "greedy"})
+	gr, err := l.StartRun(ctx, run+".strict-greedy", grading.TrajectoryStart{RunStart: ledger.RunStart{Stage: "grade"}, Rollout: run, ProtocolDigest: pd, Metric: grading.MetricStrict, Mode: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestBudgetFlagsEpisodesOverBudget(t *testing.T) {
 // auditTrain records a stage run with params and veRL-keyed metrics.
 func auditTrain(t *testing.T, l *ledger.Ledger, run string, params map[string]string, pts []ledger.MetricPoint) (start, metrics int64) {
 	t.Helper()
-	ar, err := l.StartRun(ctx, run, runner.StartBody{Stage: "rl", Params: params})
+	ar, err := l.StartRun(ctx, run, runner.StartBody{RunStart: ledger.RunStart{Stage: "rl"}, Params: params})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,12 +7,13 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	grading "github.com/rlgate/rlgate/stages/grade"
 )
 
 // KindAuditPrefix starts the entry kind of every ledger audit: a Report of
 // audit NAME is recorded as an audit.NAME entry.
-const KindAuditPrefix = "audit."
+const KindAuditPrefix = records.AuditPrefix
 
 // The ledger audits, as Report.Audit names them.
 const (

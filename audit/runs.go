@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	grading "github.com/rlgate/rlgate/stages/grade"
@@ -114,11 +115,11 @@ func loadTrains(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*tr
 // checkpoint returns the run's checkpoint artifact of role (input or
 // output): the one named name when there is one, else the first; nil when
 // the run recorded none.
-func (t *trainRun) checkpoint(role, name string) *trainArtifact {
+func (t *trainRun) checkpoint(role records.Role, name string) *trainArtifact {
 	var first *trainArtifact
 	for i := range t.artifacts {
 		a := &t.artifacts[i]
-		if a.Role != role || a.Kind != "checkpoint" {
+		if a.Role != role || a.Kind != records.ArtifactCheckpoint {
 			continue
 		}
 		if a.Name == name {
@@ -138,7 +139,7 @@ func (t *trainRun) checkpoint(role, name string) *trainArtifact {
 func (t *trainRun) datasetInput(ctx context.Context, l *ledger.Ledger) (*trainArtifact, *dataset.Manifest, error) {
 	for i := range t.artifacts {
 		a := &t.artifacts[i]
-		if a.Role != "input" || a.Kind == "checkpoint" || a.Manifest == nil {
+		if a.Role != records.RoleInput || a.Kind == records.ArtifactCheckpoint || a.Manifest == nil {
 			continue
 		}
 		m, err := dataset.InputManifest(ctx, l, a.Path, *a.Manifest)
@@ -259,8 +260,8 @@ func stageRun(ctx context.Context, l *ledger.Ledger, runs []ledger.Run, stage st
 		if r.Stage != stage {
 			continue
 		}
-		if r.Status != "ok" {
-			other = r.Run + " " + r.Status
+		if r.Status != records.StatusOK {
+			other = r.Run + " " + string(r.Status)
 			continue
 		}
 		var start struct {

@@ -10,6 +10,7 @@ import (
 	"unicode"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/synth"
@@ -181,7 +182,7 @@ func producedTasks(ctx context.Context, l *ledger.Ledger, t *trainRun, cache *sc
 	seen := map[string]bool{}
 	var whats []string
 	for _, a := range t.artifacts {
-		if a.Role != "input" || a.ProducedBy == nil || a.ProducedBy.Run == "" {
+		if a.Role != records.RoleInput || a.ProducedBy == nil || a.ProducedBy.Run == "" {
 			continue // no producer, or an artifact recorded outside a run (data render, hash --record)
 		}
 		pr, err := l.RunStatus(ctx, a.ProducedBy.Run)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -122,10 +123,10 @@ func runEnded(ctx context.Context, l *ledger.Ledger, r *Report, t *trainRun, end
 			return fmt.Errorf("training %s=%s: %w", t.Label, t.Run, err)
 		}
 	}
-	if t.run.Status == "ok" {
+	if t.run.Status == records.StatusOK {
 		r.pass(CheckRunOK, nil, end, "%s: stage run %s ended ok", t.Label, t.Run)
 	} else {
-		how := t.run.Status
+		how := string(t.run.Status)
 		if t.run.ExitCode != nil {
 			how += fmt.Sprintf(" (exited %d)", *t.run.ExitCode)
 		}

@@ -11,12 +11,13 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 )
 
 // KindWeights is the entry kind a weights audit is recorded under; its body
 // is a WeightsReport.
-const KindWeights = "audit.weights"
+const KindWeights = records.KindWeights
 
 // The checks of the weights audit, as Finding.Check names them.
 const (

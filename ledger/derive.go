@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // RunStart is the part of a run.start body the ledger reads; callers add
@@ -16,20 +18,20 @@ type RunStart struct {
 }
 
 // RunEnd is the part of a run.end body the ledger reads. Status is one of
-// "ok", "failed" or "interrupted".
+// records.StatusOK, StatusFailed or StatusInterrupted.
 type RunEnd struct {
-	Status   string `json:"status"`
-	ExitCode *int   `json:"exit_code,omitempty"`
+	Status   records.Status `json:"status"`
+	ExitCode *int           `json:"exit_code,omitempty"`
 }
 
 // Artifact is the part of an artifact body the ledger reads: a dataset,
 // file, config or checkpoint a run took in or gave out, named by digest.
 type Artifact struct {
-	Role     string  `json:"role"` // "input", "output", "config", "dataset" or "checkpoint"
-	Name     string  `json:"name"`
-	Kind     string  `json:"kind"` // "dataset", "benchmark", "checkpoint", "file", "config"
-	Digest   Digest  `json:"digest"`
-	Manifest *Digest `json:"manifest,omitempty"` // blob holding the full manifest
+	Role     records.Role         `json:"role"`
+	Name     string               `json:"name"`
+	Kind     records.ArtifactKind `json:"kind"`
+	Digest   Digest               `json:"digest"`
+	Manifest *Digest              `json:"manifest,omitempty"` // blob holding the full manifest
 }
 
 // deriver fills the derived tables from entries inside one transaction. The
@@ -135,9 +137,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 		if err := decodeBody(e, &b); err != nil {
 			return err
 		}
-		switch b.Status {
-		case "ok", "failed", "interrupted":
-		default:
+		if !b.Status.Ended() {
 			return fmt.Errorf("%w: run.end status %q", ErrBadRecord, b.Status)
 		}
 		res, err := d.exec("UPDATE runs SET status = ?, ended_seq = ?, ended_at = ?, exit_code = ? WHERE run = ? AND ended_seq IS NULL",

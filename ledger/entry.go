@@ -11,17 +11,20 @@ import (
 	"strings"
 	"time"
 	"unsafe"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// Entry kinds written by the ledger itself and derived into query tables.
-// Other packages add their own kinds; those live only in the entries.
+// Entry kinds the ledger reads itself and derives into query tables,
+// under the names its callers and tests have always used. records defines
+// them, with every other kind.
 const (
-	KindInit      = "ledger.init" // the first entry of every ledger
-	KindRunStart  = "run.start"   // body RunStart
-	KindRunEnd    = "run.end"     // body RunEnd
-	KindRunResume = "run.resume"  // reopens an interrupted or failed run
-	KindArtifact  = "artifact"    // body Artifact
-	KindMetrics   = "metrics"     // body Metrics
+	KindInit      = records.KindInit      // body InitBody
+	KindRunStart  = records.KindRunStart  // body RunStart
+	KindRunEnd    = records.KindRunEnd    // body RunEnd
+	KindRunResume = records.KindRunResume // reopens an interrupted or failed run
+	KindArtifact  = records.KindArtifact  // body Artifact
+	KindMetrics   = records.KindMetrics   // body Metrics
 )
 
 // Record is what a caller appends: the ledger assigns seq, prev, hash and time.

@@ -5,10 +5,12 @@ import (
 	"database/sql"
 	"fmt"
 	"math"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindOutcomes is the entry kind of a batch of per-task evaluation outcomes.
-const KindOutcomes = "outcomes"
+const KindOutcomes = records.KindOutcomes
 
 // Outcomes is the part of an outcomes body the ledger derives; graders add
 // per-item detail (index, db_id, difficulty, error, ...) beside these fields.

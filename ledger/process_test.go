@@ -286,7 +286,7 @@ func TestKilledRunIsMarkedInterrupted(t *testing.T) {
 		if err != nil || len(runs) != 1 {
 			t.Fatalf("runs %+v, %v", runs, err)
 		}
-		return runs[0].Status
+		return string(runs[0].Status)
 	}
 	if s := status(); s != "running" {
 		t.Fatalf("a live run was closed by another process's open: status %s", s)

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"unsafe"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // rawEntry is a row of the entries table before its fields are checked, so
@@ -155,6 +157,22 @@ func (l *Ledger) DecodeBody(ctx context.Context, seq int64, v any) error {
 	return nil
 }
 
+// DecodeEntry reads entry seq and decodes its body as a T with
+// records.Decode, which checks the entry's kind, its body's version and
+// that T is the registered body type (or embeds it).
+func DecodeEntry[T any](ctx context.Context, l *Ledger, seq int64) (T, error) {
+	e, err := l.EntryBySeq(ctx, seq)
+	if err != nil {
+		var zero T
+		return zero, err
+	}
+	t, err := records.Decode[T](e.Kind, e.Body)
+	if err != nil {
+		return t, fmt.Errorf("entry %d: %w", seq, err)
+	}
+	return t, nil
+}
+
 // EntryByHash returns the entry whose hash starts with prefix (hex digits,
 // with or without "blake3:"; at least 4 digits).
 func (l *Ledger) EntryByHash(ctx context.Context, prefix string) (Entry, error) {
@@ -224,14 +242,14 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 
 // Run is a row of the derived runs table.
 type Run struct {
-	Run        string `json:"run"`
-	Stage      string `json:"stage"`
-	Status     string `json:"status"`
-	StartedSeq int64  `json:"started_seq"`
-	StartedAt  string `json:"started_at"`
-	EndedSeq   *int64 `json:"ended_seq,omitempty"`
-	EndedAt    string `json:"ended_at,omitempty"`
-	ExitCode   *int   `json:"exit_code,omitempty"`
+	Run        string         `json:"run"`
+	Stage      string         `json:"stage"`
+	Status     records.Status `json:"status"`
+	StartedSeq int64          `json:"started_seq"`
+	StartedAt  string         `json:"started_at"`
+	EndedSeq   *int64         `json:"ended_seq,omitempty"`
+	EndedAt    string         `json:"ended_at,omitempty"`
+	ExitCode   *int           `json:"exit_code,omitempty"`
 }
 
 // Runs lists every run in start order.

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // locksDir holds one lock file per running run of a SQLite ledger. A
@@ -118,9 +120,9 @@ func (l *Ledger) ResumeRun(ctx context.Context, run string, body any) (*ActiveRu
 		return nil, &Error{Op: "resume run", Path: run, Err: ErrNotFound, Hint: "start it first"}
 	case err != nil:
 		return nil, err
-	case r.Status == "ok":
+	case r.Status == records.StatusOK:
 		return nil, &Error{Op: "resume run", Path: run, Err: ErrRunExists, Hint: "it finished; choose another run id to run again"}
-	case r.Status == "running":
+	case r.Status == records.StatusRunning:
 		return nil, &Error{Op: "resume run", Path: run, Err: ErrRunExists, Hint: "another process is recording it; wait for it or stop it"}
 	}
 	return l.lockAndAppend(ctx, Record{Kind: KindRunResume, Run: run, Body: body})
@@ -161,7 +163,7 @@ type FailedBody struct {
 // that hits an error after starting its run closes it so, and the run is
 // not later taken for one whose recorder was killed.
 func (r *ActiveRun) Fail(ctx context.Context, cause error) (Entry, error) {
-	return r.End(ctx, FailedBody{RunEnd: RunEnd{Status: "failed"}, Reason: cause.Error()})
+	return r.End(ctx, FailedBody{RunEnd: RunEnd{Status: records.StatusFailed}, Reason: cause.Error()})
 }
 
 func (l *Ledger) lockPath(run string) string {
@@ -183,7 +185,7 @@ func (l *Ledger) recoverInterrupted(ctx context.Context) error {
 		return err
 	}
 	for _, r := range runs {
-		if r.Status != "running" {
+		if r.Status != records.StatusRunning {
 			continue
 		}
 		unlock, ok, err := l.tryLockRun(ctx, r.Run)
@@ -208,9 +210,9 @@ func (l *Ledger) closeInterrupted(ctx context.Context, run string) error {
 		return err
 	}
 	for _, r := range runs {
-		if r.Run == run && r.Status == "running" { // re-checked under the lock
+		if r.Run == run && r.Status == records.StatusRunning { // re-checked under the lock
 			_, err := l.Append(ctx, Record{Kind: KindRunEnd, Run: run, Body: InterruptedBody{
-				RunEnd: RunEnd{Status: "interrupted"},
+				RunEnd: RunEnd{Status: records.StatusInterrupted},
 				Reason: "the process recording this run ended without closing it (killed or crashed)",
 			}})
 			return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -78,7 +79,7 @@ type VerdictRef struct {
 type Stage struct {
 	Run      string             `json:"run"`
 	Stage    string             `json:"stage"`
-	Status   string             `json:"status"`
+	Status   records.Status     `json:"status"`
 	StartSeq int64              `json:"start_seq"`
 	EndSeq   int64              `json:"end_seq,omitempty"`
 	Code     runner.CodeVersion `json:"code"`
@@ -89,11 +90,11 @@ type Stage struct {
 
 // StageArtifact is an input, config or output of a stage, by digest.
 type StageArtifact struct {
-	Name       string         `json:"name"`
-	Kind       string         `json:"kind"`
-	Digest     ledger.Digest  `json:"digest"`
-	Manifest   *ledger.Digest `json:"manifest,omitempty"`
-	ProducedBy string         `json:"produced_by,omitempty"` // the run whose output it was
+	Name       string               `json:"name"`
+	Kind       records.ArtifactKind `json:"kind"`
+	Digest     ledger.Digest        `json:"digest"`
+	Manifest   *ledger.Digest       `json:"manifest,omitempty"`
+	ProducedBy string               `json:"produced_by,omitempty"` // the run whose output it was
 }
 
 // runArtifact is the body of an artifact entry a stage run wrote.
@@ -155,7 +156,7 @@ func lineage(ctx context.Context, l *ledger.Ledger, run string) ([]Stage, error)
 					queue = append(queue, sa.ProducedBy)
 				}
 			}
-			if a.Role == "output" {
+			if a.Role == records.RoleOutput {
 				s.Outputs = append(s.Outputs, sa)
 			} else {
 				s.Inputs = append(s.Inputs, sa)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -23,7 +24,12 @@ import (
 
 // KindPublish is the entry kind of a published bundle; its body is a
 // Result.
-const KindPublish = "publish"
+const KindPublish = records.KindPublish
+
+func init() {
+	records.Register[Result](records.KindPublish, 1)
+	records.Register[Request](records.KindRequest, 1)
+}
 
 // Options say what to publish, where, and with which key.
 type Options struct {
@@ -292,7 +298,7 @@ func outputCheckpoint(ctx context.Context, l *ledger.Ledger, run string) (*runAr
 	}
 	for i := range arts {
 		a := &arts[i]
-		if a.Role == "output" && a.Kind == "checkpoint" && a.Manifest != nil {
+		if a.Role == records.RoleOutput && a.Kind == records.ArtifactCheckpoint && a.Manifest != nil {
 			if !filepath.IsAbs(a.Path) {
 				dir, err := runDir(ctx, l, run)
 				if err != nil {
@@ -386,7 +392,7 @@ func gatedVerdict(ctx context.Context, r *ledger.Ledger, o Options, ck *runArtif
 	if err != nil {
 		return nil, err
 	}
-	if run.Status != "ok" {
+	if run.Status != records.StatusOK {
 		return nil, refuse("run %s ended %s, not ok", o.Run, run.Status)
 	}
 	claim := &GateClaim{Seq: v.Seq, Verdict: *v}

@@ -9,12 +9,13 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindRequest is the entry kind of a request to publish a training run's
 // checkpoint once a gate passes for it (rlgate run --publish-to); its body
 // is a Request, its run the training run.
-const KindRequest = "publish.request"
+const KindRequest = records.KindRequest
 
 // Request is where a run's checkpoint is to be published and with which
 // key (a path: the key itself never enters the ledger).

@@ -13,6 +13,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -161,23 +162,23 @@ type AuditRow = audit.GateCheck
 
 // BudgetRow is one evaluation's budget and what its rollout spent.
 type BudgetRow struct {
-	Label          string        `json:"label"`
-	Run            string        `json:"run"`
-	Rollout        string        `json:"rollout"`
-	ProtocolDigest ledger.Digest `json:"protocol_digest"`
-	TaskSet        ledger.Digest `json:"task_set"`
-	Tasks          int           `json:"tasks"`
-	Samples        int           `json:"samples"`
-	Temperature    float64       `json:"temperature"`
-	MaxTurns       int           `json:"max_turns"`
-	MaxTokens      int           `json:"max_tokens_per_turn"`
-	SQLBudget      int           `json:"sql_budget"`
-	Status         string        `json:"status"`
-	Episodes       int           `json:"episodes"`
-	Unfinished     int           `json:"unfinished"`
-	TokensIn       int           `json:"tokens_in"`
-	TokensOut      int           `json:"tokens_out"`
-	Seqs           []int64       `json:"seqs"` // the rollout's run.start and run.end
+	Label          string         `json:"label"`
+	Run            string         `json:"run"`
+	Rollout        string         `json:"rollout"`
+	ProtocolDigest ledger.Digest  `json:"protocol_digest"`
+	TaskSet        ledger.Digest  `json:"task_set"`
+	Tasks          int            `json:"tasks"`
+	Samples        int            `json:"samples"`
+	Temperature    float64        `json:"temperature"`
+	MaxTurns       int            `json:"max_turns"`
+	MaxTokens      int            `json:"max_tokens_per_turn"`
+	SQLBudget      int            `json:"sql_budget"`
+	Status         records.Status `json:"status"`
+	Episodes       int            `json:"episodes"`
+	Unfinished     int            `json:"unfinished"`
+	TokensIn       int            `json:"tokens_in"`
+	TokensOut      int            `json:"tokens_out"`
+	Seqs           []int64        `json:"seqs"` // the rollout's run.start and run.end
 }
 
 // maxCurvePoints bounds the points a curve keeps: every k-th step and the
@@ -206,7 +207,7 @@ type LineageRow struct {
 	Kind   string        `json:"kind"` // "train" or "eval"
 	Run    string        `json:"run"`
 	Stage  string        `json:"stage"`
-	Role   string        `json:"role"`
+	Role   records.Role  `json:"role"`
 	Name   string        `json:"name"`
 	Digest ledger.Digest `json:"digest"`
 	// Source, of an evaluation's model identity, says where it came from:
@@ -499,14 +500,14 @@ func (r *Report) models(ctx context.Context, l *ledger.Ledger) error {
 // budget lists each evaluation's protocol budget and its rollout's use.
 func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 	for _, lr := range r.Subjects.Runs {
-		var gs struct {
-			Rollout string `json:"rollout"`
-		}
 		gr, err := l.RunStatus(ctx, lr.Run)
 		if err != nil {
 			return fmt.Errorf("evaluation %s=%s: %w", lr.Label, lr.Run, err)
 		}
-		if err := l.DecodeBody(ctx, gr.StartedSeq, &gs); err != nil {
+		// A grading of a rollout or of a predictions file: the fields
+		// read here (stage, rollout, gold_digest) are the same in both.
+		gs, err := ledger.DecodeEntry[grading.TrajectoryStart](ctx, l, gr.StartedSeq)
+		if err != nil {
 			return err
 		}
 		if gs.Rollout == "" {
@@ -523,7 +524,7 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		p := s.Protocol
 		b := BudgetRow{Label: lr.Label, Run: lr.Run, Rollout: gs.Rollout, ProtocolDigest: s.ProtocolDigest, TaskSet: s.TaskSet, Tasks: s.Count,
 			Samples: p.Sampling.N, Temperature: p.Sampling.Temperature, MaxTurns: p.MaxTurns, MaxTokens: p.MaxTokensPerTurn, SQLBudget: p.SQLBudget,
-			Status: "running", Seqs: []int64{rr.StartedSeq}}
+			Status: records.StatusRunning, Seqs: []int64{rr.StartedSeq}}
 		if rr.EndedSeq != nil && *rr.EndedSeq <= r.Head.Seq {
 			var end rollout.End
 			if err := l.DecodeBody(ctx, *rr.EndedSeq, &end); err != nil {
@@ -534,21 +535,14 @@ func (r *Report) budget(ctx context.Context, l *ledger.Ledger) error {
 		}
 		r.Budget = append(r.Budget, b)
 		r.Lineage = append(r.Lineage,
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "tasks", Digest: s.TasksDigest, Seq: rr.StartedSeq},
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "task_set", Digest: s.TaskSet, Seq: rr.StartedSeq},
-			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "protocol", Digest: s.ProtocolDigest, Seq: rr.StartedSeq})
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "tasks", Digest: s.TasksDigest, Seq: rr.StartedSeq},
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "task_set", Digest: s.TaskSet, Seq: rr.StartedSeq},
+			LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "protocol", Digest: s.ProtocolDigest, Seq: rr.StartedSeq})
 		if s.ModelIdentity != nil {
-			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: "input", Name: "model_identity", Digest: *s.ModelIdentity,
+			r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: gs.Rollout, Stage: s.Stage, Role: records.RoleInput, Name: "model_identity", Digest: *s.ModelIdentity,
 				Source: s.Source(), Seq: rr.StartedSeq})
 		}
-		var gold struct {
-			Stage string        `json:"stage"`
-			Gold  ledger.Digest `json:"gold_digest"`
-		}
-		if err := l.DecodeBody(ctx, gr.StartedSeq, &gold); err != nil {
-			return err
-		}
-		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gold.Stage, Role: "input", Name: "gold", Digest: gold.Gold, Seq: gr.StartedSeq})
+		r.Lineage = append(r.Lineage, LineageRow{Label: lr.Label, Kind: "eval", Run: lr.Run, Stage: gs.Stage, Role: records.RoleInput, Name: "gold", Digest: gs.GoldDigest, Seq: gr.StartedSeq})
 	}
 	return nil
 }
@@ -597,7 +591,7 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 			if err != nil {
 				return err
 			}
-			if slices.ContainsFunc(up, func(u LineageRow) bool { return u.Role == "input" && u.Digest == x.Digest }) {
+			if slices.ContainsFunc(up, func(u LineageRow) bool { return u.Role == records.RoleInput && u.Digest == x.Digest }) {
 				rows[j].ProducedBy = ""
 				continue
 			}
@@ -638,9 +632,9 @@ func (r *Report) artifacts(ctx context.Context, l *ledger.Ledger, lr audit.Label
 		if err := json.Unmarshal(e.Body, &a); err != nil {
 			return nil, false, fmt.Errorf("training %s=%s: entry %d: %w", lr.Label, lr.Run, e.Seq, err)
 		}
-		trained = trained || a.Role == "output" && a.Kind == "checkpoint"
+		trained = trained || a.Role == records.RoleOutput && a.Kind == records.ArtifactCheckpoint
 		row := LineageRow{Label: lr.Label, Kind: "train", Run: lr.Run, Stage: stage, Role: a.Role, Name: a.Name, Digest: a.Digest, Seq: e.Seq}
-		if a.Role == "input" && a.ProducedBy != nil && a.ProducedBy.Run != "" && a.ProducedBy.Run != lr.Run {
+		if a.Role == records.RoleInput && a.ProducedBy != nil && a.ProducedBy.Run != "" && a.ProducedBy.Run != lr.Run {
 			row.ProducedBy = a.ProducedBy.Run
 		}
 		rows = append(rows, row)

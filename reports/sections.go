@@ -206,7 +206,7 @@ func (r *Report) sections(esc func(string) string) []section {
 	for _, b := range r.Budget {
 		budget.Rows = append(budget.Rows, []string{esc(b.Label), esc(b.Rollout), short(b.ProtocolDigest.String()), short(b.TaskSet.String()), fmt.Sprint(b.Tasks),
 			fmt.Sprint(b.Samples), fmt.Sprint(b.Temperature), fmt.Sprint(b.MaxTurns), fmt.Sprint(b.MaxTokens), fmt.Sprint(b.SQLBudget),
-			esc(b.Status), fmt.Sprint(b.Episodes), fmt.Sprint(b.Unfinished), fmt.Sprint(b.TokensIn), fmt.Sprint(b.TokensOut), seqList(b.Seqs)})
+			esc(string(b.Status)), fmt.Sprint(b.Episodes), fmt.Sprint(b.Unfinished), fmt.Sprint(b.TokensIn), fmt.Sprint(b.TokensOut), seqList(b.Seqs)})
 	}
 	budget.Notes = []string{"Digests are cut to 12 hex digits here; the lineage and report.json give them whole."}
 	out = append(out, budget)
@@ -231,7 +231,7 @@ func (r *Report) sections(esc func(string) string) []section {
 		if x.ProducedBy != "" {
 			name += " (written by " + esc(x.ProducedBy) + ")"
 		}
-		lineage.Rows = append(lineage.Rows, []string{esc(x.Label), esc(x.Kind), esc(x.Run), esc(x.Stage), esc(x.Role), name, x.Digest.String(), fmt.Sprint(x.Seq)})
+		lineage.Rows = append(lineage.Rows, []string{esc(x.Label), esc(x.Kind), esc(x.Run), esc(x.Stage), esc(string(x.Role)), name, x.Digest.String(), fmt.Sprint(x.Seq)})
 	}
 	out = append(out, lineage)
 	return out

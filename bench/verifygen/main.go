@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 func main() {
@@ -33,7 +34,7 @@ func main() {
 	buf := make([]byte, blobSize)
 	recs := []ledger.Record{{Kind: ledger.KindRunStart, Run: "rl1", Body: ledger.RunStart{Stage: "rl"}}}
 	for i := 1; i < *n-1; i++ { // with ledger.init and run.start, n entries
-		r := ledger.Record{Kind: "log", Run: "rl1", Body: map[string]int{"i": i}}
+		r := ledger.Record{Kind: records.KindLog, Run: "rl1", Body: map[string]int{"i": i}}
 		switch {
 		case i%every == 0 && blobs > 0:
 			blobs--

@@ -85,7 +85,7 @@ func runCkptDigest(ctx context.Context, opts ckptDigestOptions, w io.Writer) (*c
 		if r.Name == "" {
 			r.Name = filepath.Base(filepath.Clean(opts.Path))
 		}
-		e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "checkpoint", Name: r.Name, Kind: "checkpoint", Digest: r.Identity}, r.CheckpointManifest)
+		e, err := manifests.RecordCheckpoint(ctx, l, r.Name, r.CheckpointManifest)
 		if err != nil {
 			return nil, err
 		}

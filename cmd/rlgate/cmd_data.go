@@ -120,11 +120,7 @@ func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*data
 		return nil, err
 	}
 	m := im.Manifest
-	kept, err := m.Keep(l, o.Out)
-	if err != nil {
-		return nil, err
-	}
-	e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: m.Dataset, Kind: "benchmark", Digest: m.Tasks.Digest}, m, kept...)
+	e, err := m.Record(ctx, l, o.Out)
 	if err != nil {
 		return nil, err
 	}

@@ -105,7 +105,7 @@ func runDataRender(ctx context.Context, o dataRenderOptions, w io.Writer) (*data
 	if s.Digest, _, err = manifests.HashFile(ctx, o.Out); err != nil {
 		return nil, err
 	}
-	e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "output", Name: "render", Kind: "file", Digest: s.Digest}, s)
+	e, err := manifests.RecordFile(ctx, l, "render", s.Digest, s)
 	if err != nil {
 		return nil, err
 	}

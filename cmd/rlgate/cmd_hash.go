@@ -78,7 +78,7 @@ func runHash(ctx context.Context, opts hashOptions, w io.Writer) ([]hashResult, 
 			if r.Name == "" {
 				r.Name = filepath.Base(filepath.Clean(p))
 			}
-			e, err := l.RecordArtifact(ctx, "", ledger.Artifact{Role: "dataset", Name: r.Name, Kind: "dataset", Digest: m.Digest}, m)
+			e, err := manifests.RecordDataset(ctx, l, r.Name, m)
 			if err != nil {
 				return nil, err
 			}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/urfave/cli/v3"
@@ -91,7 +92,7 @@ func runImport(ctx context.Context, dir string, spec runner.ImportSpec, asJSON b
 	if err != nil {
 		return err
 	}
-	if res.Status != "ok" {
+	if res.Status != records.StatusOK {
 		return checkFailed{fmt.Sprintf("imported run %s is %s: %s", res.Run, res.Status, res.Reason)}
 	}
 	return nil

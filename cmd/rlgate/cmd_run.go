@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
@@ -188,7 +189,7 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 		return nil, err
 	}
 	sum := runSummary{Result: res}
-	if opts.PublishTo != nil && res.Status == "ok" {
+	if opts.PublishTo != nil && res.Status == records.StatusOK {
 		e, id, err := publish.RecordRequest(ctx, l, res.Run, *opts.PublishTo)
 		if err != nil {
 			return res, fmt.Errorf("--publish-to: %w", err)
@@ -222,9 +223,9 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 		return res, err
 	}
 	switch res.Status {
-	case "ok":
+	case records.StatusOK:
 		return res, nil
-	case "interrupted":
+	case records.StatusInterrupted:
 		return res, context.Canceled
 	}
 	msg := fmt.Sprintf("stage %s failed (%s); its record is run %s", res.Stage, res.Reason, res.Run)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"time"
@@ -55,15 +54,10 @@ func runRuns(ctx context.Context, opts runsOptions, w io.Writer) ([]runRow, erro
 	for _, r := range runs {
 		row := runRow{Run: r}
 		if r.EndedSeq != nil {
-			end, err := l.EntryBySeq(ctx, *r.EndedSeq)
+			// Every writer's run.end carries Reason as Fail writes it.
+			body, err := ledger.DecodeEntry[ledger.FailedBody](ctx, l, *r.EndedSeq)
 			if err != nil {
-				return nil, err
-			}
-			var body struct {
-				Reason string `json:"reason"`
-			}
-			if err := json.Unmarshal(end.Body, &body); err != nil {
-				return nil, fmt.Errorf("run %q: read run.end entry %d: %w", r.Run, end.Seq, err)
+				return nil, fmt.Errorf("run %q: read its run.end: %w", r.Run, err)
 			}
 			row.Reason = body.Reason
 			start, err1 := time.Parse(time.RFC3339Nano, r.StartedAt)
@@ -83,7 +77,7 @@ func runRuns(ctx context.Context, opts runsOptions, w io.Writer) ([]runRow, erro
 			if r.DurationS != nil {
 				dur = (time.Duration(*r.DurationS * float64(time.Second))).Round(time.Second).String()
 			}
-			cells[i] = []string{r.Run.Run, r.Status, r.Stage, r.StartedAt[:10] + " " + r.StartedAt[11:19], dur, r.Reason}
+			cells[i] = []string{r.Run.Run, string(r.Status), r.Stage, r.StartedAt[:10] + " " + r.StartedAt[11:19], dur, r.Reason}
 		}
 		fitTable(header, cells, len(header)-1) // the reason in full is in --json
 		t := newTable(w, toAny(header)...)

@@ -591,7 +591,7 @@ func gateArtifact(t *testing.T, ldir, run, role string) int64 {
 		if err := json.Unmarshal(e.Body, &a); err != nil {
 			t.Fatal(err)
 		}
-		if a.Role == role && a.Kind == "checkpoint" {
+		if string(a.Role) == role && a.Kind == "checkpoint" {
 			return e.Seq
 		}
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics/trackertest"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -83,9 +84,9 @@ func TestImportRunRealTrackers(t *testing.T) {
 				t.Fatalf("%s: %v\n%s%s", src, err, out, errOut)
 			}
 			status := want.Run["status"]
-			wantCode, wantStatus := exitCheckFailed, "failed"
+			wantCode, wantStatus := exitCheckFailed, records.StatusFailed
 			if status == "SUCCESS" || status == "finished" || status == "FINISHED" {
-				wantCode, wantStatus = exitOK, "ok"
+				wantCode, wantStatus = exitOK, records.StatusOK
 			}
 			if code != wantCode || res.Status != wantStatus {
 				t.Errorf("%s (tracker status %v): exit %d, status %s; want %d, %s: %s", src, status, code, res.Status, wantCode, wantStatus, errOut)

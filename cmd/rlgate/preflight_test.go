@@ -47,7 +47,7 @@ func preflightEnd(t *testing.T, ldir, run string) (string, string) {
 	if err := json.Unmarshal(es[0].Body, &end); err != nil {
 		t.Fatal(err)
 	}
-	return end.Status, end.Reason
+	return string(end.Status), end.Reason
 }
 
 // TestRunPreflight runs stages on imported Spider data through rlgate run:

@@ -5,6 +5,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
@@ -15,9 +16,9 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 	switch s.Status {
 	case "complete":
 		fmt.Fprintf(w, "rlgate: rollout %s is complete: %d episodes recorded; nothing to do\n", s.Run, s.Episodes)
-	case "interrupted":
+	case string(records.StatusInterrupted):
 		fmt.Fprintf(w, "rlgate: rollout %s interrupted: %d of %d episodes recorded. Run the same command again to resume.\n", s.Run, s.Episodes, want)
-	case "failed":
+	case string(records.StatusFailed):
 		fmt.Fprintf(w, "rlgate: rollout %s failed: %d of %d episodes finished, %d unfinished (%d played now). Run the same command again to play the unfinished ones.\n",
 			s.Run, s.Episodes, want, s.Unfinished, s.Ran)
 	default:

@@ -106,7 +106,7 @@ func readonlyRunStatus(t *testing.T, out string) string {
 	}
 	for _, r := range runs {
 		if r.Run.Run == "rl1-abandoned" {
-			return r.Status
+			return string(r.Status)
 		}
 	}
 	t.Fatalf("runs --json does not list rl1-abandoned:\n%s", out)

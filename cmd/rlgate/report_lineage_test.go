@@ -22,7 +22,7 @@ func reportCurriculum(t *testing.T, x *gateExperiment) {
 	var got []row
 	for _, l := range r.Lineage {
 		if l.Kind == "train" && (l.Run == "train-rl1" || l.Run == "train-rl2") && l.Name != "data" {
-			got = append(got, row{l.Label, l.Run, l.Role, l.Name, l.ProducedBy})
+			got = append(got, row{l.Label, l.Run, string(l.Role), l.Name, l.ProducedBy})
 		}
 	}
 	want := []row{

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 )
@@ -162,6 +163,18 @@ func underRoots(ctx context.Context) string {
 		return " (no --data-root given)"
 	}
 	return " or under --data-root " + strings.Join(roots, ", ")
+}
+
+// Record records the import written to dir as an artifact of no run (role
+// dataset, kind benchmark, by the tasks file's digest) whose manifest blob
+// is m, naming as blobs the tasks and gold files Keep stores: what rlgate
+// data import leaves in the ledger.
+func (m *Manifest) Record(ctx context.Context, l *ledger.Ledger, dir string) (ledger.Entry, error) {
+	kept, err := m.Keep(l, dir)
+	if err != nil {
+		return ledger.Entry{}, err
+	}
+	return l.RecordArtifact(ctx, "", ledger.Artifact{Role: records.RoleDataset, Name: m.Dataset, Kind: records.ArtifactBenchmark, Digest: m.Tasks.Digest}, m, kept...)
 }
 
 // Keep stores the tasks and gold files the import wrote into dir in the

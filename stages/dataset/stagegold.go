@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // StageDBRoot is the database root a stage run grades the gold of the
@@ -40,7 +41,7 @@ func RecordedImport(ctx context.Context, l *ledger.Ledger, man *Manifest) (int64
 		return 0, nil, err
 	}
 	for _, row := range rows {
-		if row.Role != "dataset" || row.Manifest == nil {
+		if row.Role != records.RoleDataset || row.Manifest == nil {
 			continue
 		}
 		raw, err := l.ReadBlob(*row.Manifest)

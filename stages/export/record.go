@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -130,11 +131,11 @@ func record(ctx context.Context, l *ledger.Ledger, run string, start Start, ids 
 		active.Fail(context.WithoutCancel(ctx), err)
 		return nil, err
 	}
-	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: "ok"}, Outputs: s.Outputs})
+	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Outputs: s.Outputs})
 	if err != nil {
 		return nil, err
 	}
-	s.Status, s.EndSeq = "ok", e.Seq
+	s.Status, s.EndSeq = string(records.StatusOK), e.Seq
 	return s, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/synth"
@@ -255,7 +256,7 @@ func synthesisTasks(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (str
 		return "", ledger.Digest{}, err
 	}
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Role != "output" {
+		if rows[i].Role != records.RoleOutput {
 			continue
 		}
 		r, err := l.RunStatus(ctx, rows[i].Run)

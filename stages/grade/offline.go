@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -70,7 +71,7 @@ type Bucket struct {
 
 // gradeStart is the body of a grading run's run.start entry.
 type gradeStart struct {
-	Stage       string         `json:"stage"`
+	ledger.RunStart
 	Metric      Metric         `json:"metric"`
 	Format      string         `json:"format"`
 	Predictions string         `json:"predictions"`
@@ -154,7 +155,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err != nil {
 		return nil, err
 	}
-	run, err := l.StartRun(ctx, s.Run, gradeStart{Stage: "grade", Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
+	run, err := l.StartRun(ctx, s.Run, gradeStart{RunStart: ledger.RunStart{Stage: "grade"}, Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
 		PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, TaskSet: goldTaskSet(golds), GoldDigest: man.Gold.Digest,
 		Options: g.Options(), Databases: s.Databases})
 	if err != nil {
@@ -164,14 +165,14 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err := gradeFile(ctx, s, l, g, o, dbRoot, golds, preds, predBlob); err != nil {
 		// Closed as failed (or interrupted), with why, so that the run is
 		// not left open for the next command to label killed or crashed.
-		status := "failed"
+		status := records.StatusFailed
 		if ctx.Err() != nil {
-			status = "interrupted"
+			status = records.StatusInterrupted
 		}
 		run.End(context.WithoutCancel(ctx), gradeEnd{RunEnd: ledger.RunEnd{Status: status}, Reason: err.Error()})
 		return nil, err
 	}
-	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score, Unparsed: s.Unparsed})
+	end, err := run.End(ctx, gradeEnd{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Correct: s.Correct, Total: s.Total, ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score, Unparsed: s.Unparsed})
 	if err != nil {
 		return nil, err
 	}
@@ -183,7 +184,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 // the outcomes and totals of s, inside the started run.
 func gradeFile(ctx context.Context, s *FileSummary, l *ledger.Ledger, g *Grader, o FileOptions, dbRoot string, golds []gold.Gold, preds []Prediction, predBlob ledger.Digest) error {
 	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
-		Body: ledger.Artifact{Role: "input", Name: "predictions", Kind: "file", Digest: s.PredDigest}}); err != nil {
+		Body: ledger.Artifact{Role: records.RoleInput, Name: "predictions", Kind: records.ArtifactFile, Digest: s.PredDigest}}); err != nil {
 		return err
 	}
 	bar := progress.Start(o.Progress, o.Terminal, 0, "grade", s.Run, "tasks", len(golds))

@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -93,7 +94,7 @@ type TrajectoryItem struct {
 // protocol and task set, and the gold graded against. The audits read it
 // back by field name.
 type TrajectoryStart struct {
-	Stage          string        `json:"stage"`
+	ledger.RunStart
 	Rollout        string        `json:"rollout"`
 	RolloutEnd     int64         `json:"rollout_end_seq"`
 	ProtocolDigest ledger.Digest `json:"protocol_digest"`
@@ -134,7 +135,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	if err != nil {
 		return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 	}
-	if r.EndedSeq == nil || (r.Status != "ok" && !o.AllowIncomplete) {
+	if r.EndedSeq == nil || (r.Status != records.StatusOK && !o.AllowIncomplete) {
 		return nil, fmt.Errorf("grade rollout %s: the run is %s; only a finished rollout is graded. Try: rlgate rollout --run %s to finish it, or --allow-incomplete to grade it counting its unfinished episodes wrong",
 			o.Rollout, r.Status, o.Rollout)
 	}
@@ -214,7 +215,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 	s.tally()
 
-	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{Stage: "grade", Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
+	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{RunStart: ledger.RunStart{Stage: "grade"}, Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
 		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs,
 		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})
@@ -229,7 +230,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 			return nil, err
 		}
 	}
-	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: "ok"}, Correct: s.Correct, Total: s.Total,
+	end, err := run.End(ctx, trajectoryEnd{gradeEnd: gradeEnd{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Correct: s.Correct, Total: s.Total,
 		ByDifficulty: s.ByDifficulty, GoldDefects: s.GoldDefects, Fragile: s.Fragile, Score: s.Score}, PassAtK: s.PassAtK, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err

@@ -82,6 +82,13 @@ type wandbDecoder struct {
 	runtime int64 // exit record's runtime, seconds
 }
 
+// W&B's words for how a run ended, which TrackerRun.Status keeps as the
+// tracker said them (they are not the ledger's run statuses).
+const (
+	wandbFinished = "finished"
+	wandbFailed   = "failed"
+)
+
 // wandbItem is one HistoryItem, SummaryItem or ConfigItem; key and value
 // are valid until the next decodeItem.
 type wandbItem struct {
@@ -290,9 +297,9 @@ func (d *wandbDecoder) exit(run *TrackerRun, b []byte) error {
 	})
 	run.ExitCode = &code
 	run.OK = code == 0
-	run.Status = "finished"
+	run.Status = wandbFinished
 	if code != 0 {
-		run.Status = "failed"
+		run.Status = wandbFailed
 	}
 	if !run.Start.IsZero() {
 		run.End = run.Start.Add(time.Duration(d.runtime) * time.Second)
@@ -347,9 +354,9 @@ func readWandBHistorySide(run *TrackerRun, dir string) {
 	run.OK = code == 0 && (meta.State == "" || meta.State == "finished")
 	run.Status = meta.State
 	if run.Status == "" {
-		run.Status = "finished"
+		run.Status = wandbFinished
 		if code != 0 {
-			run.Status = "failed"
+			run.Status = wandbFailed
 		}
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -140,9 +141,9 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 					return out, err
 				}
 				d.Run, d.Action = res.Run, ActionRan
-				if res.Status != "ok" {
+				if res.Status != records.StatusOK {
 					d.Action = ActionFailed
-					d.Reasons = append(d.Reasons, "run "+res.Status+": "+res.Reason)
+					d.Reasons = append(d.Reasons, "run "+string(res.Status)+": "+res.Reason)
 				}
 			}
 		}
@@ -238,7 +239,7 @@ func lastSuccessful(ctx context.Context, l *ledger.Ledger) (map[string]*pastRun,
 	}
 	out := map[string]*pastRun{}
 	for _, r := range runs {
-		if r.Status != "ok" || r.EndedSeq == nil {
+		if !r.EndedOK() {
 			if out[r.Stage] == nil {
 				out[r.Stage] = &pastRun{}
 			}

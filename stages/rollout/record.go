@@ -7,10 +7,14 @@ import (
 	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// KindTrajectories is the entry kind of a batch of finished episodes.
-const KindTrajectories = "trajectories"
+// KindTrajectories is the entry kind of a batch of finished episodes; its
+// body is a Trajectories.
+const KindTrajectories = records.KindTrajectories
+
+func init() { records.Register[Trajectories](records.KindTrajectories, 1) }
 
 // Stage is the stage name of a rollout run's run.start entry.
 const Stage = "rollout"

@@ -11,6 +11,7 @@ import (
 
 	mstats "github.com/montanaflynn/stats"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
@@ -155,7 +156,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 		if err := sameEvaluation(prev, start); err != nil {
 			return nil, fmt.Errorf("resume rollout %s: %w", o.Run, err)
 		}
-		if r.Status == "ok" {
+		if r.Status == records.StatusOK {
 			s.Status = "complete"
 			s.StartSeq = r.StartedSeq
 			if r.EndedSeq != nil {
@@ -216,15 +217,15 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 		runErr = fmt.Errorf("rollout %s: %w: %d of %d episodes unfinished after transport failures (first: %s). Try: check the endpoint, then run the same command again to play them",
 			o.Run, ErrIncomplete, s.Unfinished, s.Tasks*s.Samples, firstTransport)
 	}
-	end := End{RunEnd: ledger.RunEnd{Status: "ok"}, Episodes: s.Episodes, Unfinished: s.Unfinished, StopReasons: s.StopReasons,
+	end := End{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Episodes: s.Episodes, Unfinished: s.Unfinished, StopReasons: s.StopReasons,
 		TokensIn: s.TokensIn, TokensOut: s.TokensOut, Endpoints: s.Endpoints}
 	switch {
 	case runErr != nil && ctx.Err() != nil:
-		end.Status = "interrupted"
+		end.Status = records.StatusInterrupted
 	case runErr != nil:
-		end.Status, end.Reason = "failed", runErr.Error()
+		end.Status, end.Reason = records.StatusFailed, runErr.Error()
 	}
-	s.Status = end.Status
+	s.Status = string(end.Status)
 	s.DurationS = time.Since(began).Seconds()
 	s.EpisodesPerS = float64(s.Ran) / max(s.DurationS, 1e-9)
 	e, err := active.End(endCtx, end)

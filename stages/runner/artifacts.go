@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 )
 
@@ -51,7 +52,7 @@ func isCheckpoint(path string) bool {
 
 // Digested is a path digested the way runs record it.
 type Digested struct {
-	Kind     string // "checkpoint" or "dataset"
+	Kind     records.ArtifactKind // ArtifactCheckpoint or ArtifactDataset
 	Digest   ledger.Digest
 	Files    int
 	Bytes    int64
@@ -67,17 +68,17 @@ func DigestPath(ctx context.Context, path string) (Digested, error) {
 		if err != nil {
 			return Digested{}, err
 		}
-		return Digested{Kind: "checkpoint", Digest: m.Identity, Files: len(m.Files), Bytes: m.Size, Manifest: m}, nil
+		return Digested{Kind: records.ArtifactCheckpoint, Digest: m.Identity, Files: len(m.Files), Bytes: m.Size, Manifest: m}, nil
 	}
 	m, err := manifests.HashTree(ctx, path)
 	if err != nil {
 		return Digested{}, err
 	}
-	return Digested{Kind: "dataset", Digest: m.Digest, Files: m.Files, Bytes: m.Bytes, Manifest: m}, nil
+	return Digested{Kind: records.ArtifactDataset, Digest: m.Digest, Files: m.Files, Bytes: m.Bytes, Manifest: m}, nil
 }
 
 // hashArtifact digests path and stores its manifest as a blob.
-func hashArtifact(ctx context.Context, l *ledger.Ledger, role, name, path string) (artifactBody, ledger.Digest, error) {
+func hashArtifact(ctx context.Context, l *ledger.Ledger, role records.Role, name, path string) (artifactBody, ledger.Digest, error) {
 	a := artifactBody{Artifact: ledger.Artifact{Role: role, Name: name}, Path: path}
 	dg, err := DigestPath(ctx, path)
 	if err != nil {
@@ -105,7 +106,7 @@ func hashInputs(ctx context.Context, l *ledger.Ledger, inputs []Named, start *St
 		start.Inputs = map[string]ledger.Digest{}
 	}
 	for _, in := range inputs {
-		a, blob, err := hashArtifact(ctx, l, "input", in.Name, in.Path)
+		a, blob, err := hashArtifact(ctx, l, records.RoleInput, in.Name, in.Path)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -124,7 +125,7 @@ func hashInputs(ctx context.Context, l *ledger.Ledger, inputs []Named, start *St
 // export) records them with it, so that a later rlgate run --in of the same
 // path finds the run that produced it.
 func OutputRecord(ctx context.Context, l *ledger.Ledger, run, name, path string) (ledger.Record, ledger.Digest, error) {
-	a, blob, err := hashArtifact(ctx, l, "output", name, path)
+	a, blob, err := hashArtifact(ctx, l, records.RoleOutput, name, path)
 	if err != nil {
 		return ledger.Record{}, ledger.Digest{}, err
 	}
@@ -138,7 +139,7 @@ func lineage(ctx context.Context, l *ledger.Ledger, d ledger.Digest) (*Lineage, 
 		return nil, err
 	}
 	for i := len(rows) - 1; i >= 0; i-- {
-		if rows[i].Role == "output" {
+		if rows[i].Role == records.RoleOutput {
 			return &Lineage{Run: rows[i].Run, Seq: rows[i].Seq}, nil
 		}
 	}
@@ -155,7 +156,7 @@ func SameOutputs(ctx context.Context, l *ledger.Ledger, run string, outputs map[
 	if err != nil {
 		return r, err
 	}
-	if r.Status != "ok" || r.EndedSeq == nil {
+	if !r.EndedOK() {
 		return r, fmt.Errorf("run %s is %s. Try: another --run", run, r.Status)
 	}
 	e, err := l.EntryBySeq(ctx, *r.EndedSeq)

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"go.yaml.in/yaml/v3"
@@ -200,7 +201,7 @@ func configArtifact(l *ledger.Ledger, path string, red *ledger.Redactor) (artifa
 	if err != nil {
 		return artifactBody{}, nil, err
 	}
-	a := artifactBody{Artifact: ledger.Artifact{Role: "config", Name: path, Kind: "config", Digest: rawBlob}, Path: path,
+	a := artifactBody{Artifact: ledger.Artifact{Role: records.RoleConfig, Name: path, Kind: records.ArtifactConfig, Digest: rawBlob}, Path: path,
 		Original: c.original, Redacted: c.red.Fields()}
 	blobs := []ledger.Digest{rawBlob}
 	if c.canon != nil {

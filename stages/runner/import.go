@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 )
 
@@ -76,7 +77,7 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	}
 	var red ledger.Redactor
 	start := ImportStartBody{
-		StartBody: StartBody{Stage: spec.Stage, Argv: []string{}, Outputs: spec.Outputs, PID: os.Getpid(),
+		StartBody: StartBody{RunStart: ledger.RunStart{Stage: spec.Stage}, Argv: []string{}, Outputs: spec.Outputs, PID: os.Getpid(),
 			Metrics: []MetricFile{{Path: src.Path, Format: t.Format()}}},
 		Imported: importedRun(tr),
 	}
@@ -159,12 +160,13 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.TrackerRun, path string) ([]artifactBody, []ledger.Digest, error) {
 	config := redactConfig(red, tr.Config)
 	sides := []struct {
-		role, name string
-		data       []byte
+		role records.Role
+		name string
+		data []byte
 	}{
-		{"config", "tracker-config.json", jsonBytes(config)},
-		{"output", "tracker-summary.json", jsonBytes(tr.Summary)},
-		{"output", "tracker-console.log", maskOutput(red, tr.Output)},
+		{records.RoleConfig, "tracker-config.json", jsonBytes(config)},
+		{records.RoleOutput, "tracker-summary.json", jsonBytes(tr.Summary)},
+		{records.RoleOutput, "tracker-console.log", maskOutput(red, tr.Output)},
 	}
 	var arts []artifactBody
 	var blobs []ledger.Digest
@@ -176,9 +178,9 @@ func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.Tracke
 		if err != nil {
 			return nil, nil, err
 		}
-		kind := "file"
-		if s.role == "config" {
-			kind = "config"
+		kind := records.ArtifactFile
+		if s.role == records.RoleConfig {
+			kind = records.ArtifactConfig
 		}
 		arts = append(arts, artifactBody{Artifact: ledger.Artifact{Role: s.role, Name: s.name, Kind: kind, Digest: d}, Path: path, Bytes: int64(len(s.data))})
 		blobs = append(blobs, d)
@@ -194,18 +196,18 @@ func importedRun(tr *metrics.TrackerRun) ImportedRun {
 
 // importedStatus maps the tracker's end state to the ledger's: ok only
 // for a recorded successful end.
-func importedStatus(tr *metrics.TrackerRun) (status, reason string) {
+func importedStatus(tr *metrics.TrackerRun) (status records.Status, reason string) {
 	switch {
 	case tr == nil:
-		return "failed", "imported from a trainer log, which records no end state; only a tracker's end record makes an imported run ok"
+		return records.StatusFailed, "imported from a trainer log, which records no end state; only a tracker's end record makes an imported run ok"
 	case tr.OK:
-		return "ok", ""
+		return records.StatusOK, ""
 	case tr.Status == "incomplete":
-		return "failed", fmt.Sprintf("%s recorded no end of the run: it was killed or is still running", tr.Tracker)
+		return records.StatusFailed, fmt.Sprintf("%s recorded no end of the run: it was killed or is still running", tr.Tracker)
 	case tr.ExitCode != nil:
-		return "failed", fmt.Sprintf("%s recorded the run %s with exit code %d", tr.Tracker, tr.Status, *tr.ExitCode)
+		return records.StatusFailed, fmt.Sprintf("%s recorded the run %s with exit code %d", tr.Tracker, tr.Status, *tr.ExitCode)
 	}
-	return "failed", fmt.Sprintf("%s recorded the run %s", tr.Tracker, tr.Status)
+	return records.StatusFailed, fmt.Sprintf("%s recorded the run %s", tr.Tracker, tr.Status)
 }
 
 // redactConfig applies the redaction rule to every string in the tracker's

@@ -7,13 +7,21 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 )
 
 // KindPreflight is the entry kind of a stage's pre-flight check of its
-// training data, recorded before the stage starts.
-const KindPreflight = "preflight"
+// training data, recorded before the stage starts; its body is a Preflight.
+const KindPreflight = records.KindPreflight
+
+// The body types of the kinds a stage run writes besides the ledger's own.
+func init() {
+	records.Register[Preflight](records.KindPreflight, 1)
+	records.Register[LogChunk](records.KindLog, 1)
+	records.Register[GPUSamples](records.KindGPUSamples, 1)
+}
 
 // Preflight is the body of a preflight entry: the reward check of the
 // first input that is an imported dataset directory, before the stage
@@ -40,7 +48,7 @@ func preflight(ctx context.Context, l *ledger.Ledger, spec Spec, dir string, art
 	var in *artifactBody
 	var man *dataset.Manifest
 	for i := range arts {
-		if arts[i].Role != "input" || arts[i].Kind == "checkpoint" {
+		if arts[i].Role != records.RoleInput || arts[i].Kind == records.ArtifactCheckpoint {
 			continue
 		}
 		if m, err := dataset.ReadManifest(arts[i].Path); err == nil {

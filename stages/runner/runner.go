@@ -18,6 +18,7 @@ import (
 
 	"github.com/rlgate/rlgate/gpu"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 )
 
@@ -62,7 +63,7 @@ const killGrace = 10 * time.Second
 // StartBody is the body of a stage's run.start entry. Repro compares Argv,
 // Params, Inputs and Configs with a later invocation.
 type StartBody struct {
-	Stage    string                   `json:"stage"`
+	ledger.RunStart
 	Argv     []string                 `json:"argv"`
 	Dir      string                   `json:"dir"`
 	Params   map[string]string        `json:"params,omitempty"`
@@ -172,7 +173,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	}
 
 	var red ledger.Redactor
-	start := StartBody{Stage: spec.Stage, Outputs: spec.Outputs, Metrics: spec.Metrics,
+	start := StartBody{RunStart: ledger.RunStart{Stage: spec.Stage}, Outputs: spec.Outputs, Metrics: spec.Metrics,
 		Env: captureEnv(&red, spec.Environ), TimeoutS: spec.Timeout.Seconds(), PID: os.Getpid(), SkipPreflight: spec.SkipPreflight}
 	start.Argv, start.Params = recordedCommand(&red, spec)
 	start.Redacted = red.Fields()
@@ -228,7 +229,7 @@ func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	if res.Status == "" {
 		res.EndBody = execute(ctx, rec, l, spec, &red)
 		if err := recordOutputs(rec, l, spec, &res.EndBody); err != nil {
-			res.Status, res.Reason = "failed", err.Error()
+			res.Status, res.Reason = records.StatusFailed, err.Error()
 		}
 	}
 	res.DurationS = time.Since(began).Seconds()
@@ -251,10 +252,10 @@ func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir
 	p, err := preflight(ctx, l, spec, dir, arts)
 	switch {
 	case ctx.Err() != nil:
-		res.Status, res.Reason = "interrupted", "rlgate was interrupted during the pre-flight check; the stage was not started"
+		res.Status, res.Reason = records.StatusInterrupted, "rlgate was interrupted during the pre-flight check; the stage was not started"
 		return nil
 	case err != nil:
-		res.Status, res.Reason = "failed", "pre-flight: "+err.Error()
+		res.Status, res.Reason = records.StatusFailed, "pre-flight: "+err.Error()
 		return nil
 	case p == nil:
 		return nil
@@ -265,7 +266,7 @@ func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir
 	}
 	res.Preflight, res.PreflightSeq = p, es[0].Seq
 	if !p.Passed {
-		res.Status, res.Reason = "failed", fmt.Sprintf("pre-flight (entry %d) failed, so the stage was not started: %s", es[0].Seq, p.Reason)
+		res.Status, res.Reason = records.StatusFailed, fmt.Sprintf("pre-flight (entry %d) failed, so the stage was not started: %s", es[0].Seq, p.Reason)
 	}
 	return nil
 }
@@ -339,7 +340,7 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 	}
 
 	if err := cmd.Start(); err != nil {
-		end.Status, end.Reason = "failed", fmt.Sprintf("start %s: %v", spec.Argv[0], err)
+		end.Status, end.Reason = records.StatusFailed, fmt.Sprintf("start %s: %v", spec.Argv[0], err)
 		return end
 	}
 	var samples []gpu.Sample
@@ -423,17 +424,17 @@ loop:
 	}
 	switch {
 	case ctx.Err() != nil:
-		end.Status, end.Reason = "interrupted", "rlgate was interrupted; the stage was sent SIGTERM"
+		end.Status, end.Reason = records.StatusInterrupted, "rlgate was interrupted; the stage was sent SIGTERM"
 	case runCtx.Err() != nil:
-		end.Status, end.Reason = "failed", fmt.Sprintf("timed out after %s", spec.Timeout)
+		end.Status, end.Reason = records.StatusFailed, fmt.Sprintf("timed out after %s", spec.Timeout)
 	case waitErr != nil:
-		end.Status, end.Reason = "failed", waitErr.Error()
+		end.Status, end.Reason = records.StatusFailed, waitErr.Error()
 		end.ownExit = code > 0 && end.Signal == ""
 	default:
-		end.Status = "ok"
+		end.Status = records.StatusOK
 	}
 	if recordErr != nil {
-		end.Status, end.ownExit = "failed", false
+		end.Status, end.ownExit = records.StatusFailed, false
 		end.Reason = "recording the stage: " + recordErr.Error()
 	}
 	return end
@@ -444,7 +445,7 @@ loop:
 // exiting 7 makes rlgate exit 7); 0 otherwise, including failures rlgate
 // decided (a timeout, a signal, a declared output missing, recording).
 func (r *Result) StageExit() int {
-	if r.Status != "failed" || !r.ownExit || r.ExitCode == nil {
+	if r.Status != records.StatusFailed || !r.ownExit || r.ExitCode == nil {
 		return 0
 	}
 	return *r.ExitCode
@@ -476,7 +477,7 @@ func recordOutputs(rec context.Context, l *ledger.Ledger, spec Spec, end *EndBod
 			return err
 		}
 	}
-	if len(missing) > 0 && end.Status == "ok" {
+	if len(missing) > 0 && end.Status == records.StatusOK {
 		sort.Strings(missing)
 		return fmt.Errorf("the stage exited 0 but did not write %v", missing)
 	}
@@ -495,7 +496,7 @@ func ParamEnv(key string) string {
 }
 
 // KindGPUSamples is the entry kind of a batch of nvidia-smi samples.
-const KindGPUSamples = "gpu.samples"
+const KindGPUSamples = records.KindGPUSamples
 
 // GPUSamples is the body of a gpu.samples entry.
 type GPUSamples struct {

@@ -7,10 +7,11 @@ import (
 	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // KindLog is the entry kind of a chunk of a stage's output.
-const KindLog = "log"
+const KindLog = records.KindLog
 
 // LogChunk is the body of a log entry: Bytes bytes of one stream starting
 // at Offset, stored as the entry's blob. Concatenating a run's chunks of a

@@ -11,6 +11,7 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -197,11 +198,11 @@ func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Su
 		active.Fail(context.WithoutCancel(ctx), err)
 		return s, err
 	}
-	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: "ok"}, Episodes: s.Episodes, Kept: s.Kept, ExamplesKept: s.ExamplesKept, Outputs: s.Outputs})
+	e, err := active.End(ctx, End{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Episodes: s.Episodes, Kept: s.Kept, ExamplesKept: s.ExamplesKept, Outputs: s.Outputs})
 	if err != nil {
 		return s, err
 	}
-	s.Status, s.EndSeq = "ok", e.Seq
+	s.Status, s.EndSeq = string(records.StatusOK), e.Seq
 	return s, nil
 }
 
@@ -221,7 +222,7 @@ func graded(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options, r
 		return run, ts.EndSeq, nil
 	case err != nil:
 		return "", 0, err
-	case r.Status != "ok" || r.EndedSeq == nil:
+	case !r.EndedOK():
 		return "", 0, fmt.Errorf("synth: grading %s is %s. Try: another --run", run, r.Status)
 	}
 	e, err := l.EntryBySeq(ctx, r.StartedSeq)
