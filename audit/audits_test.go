@@ -175,7 +175,7 @@ func TestScanEpisodeLine(t *testing.T) {
 		t.Fatal(err)
 	}
 	ref := rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: ep.TaskID, Sample: ep.Sample}}
-	tokens, statuses, ok := scanEpisodeLine(line, ref)
+	tokens, statuses, ok := scanEpisodeLine(line, ref, nil, nil)
 	var requests [][]byte
 	for _, tok := range tokens {
 		var body string
@@ -202,10 +202,10 @@ func TestScanEpisodeLine(t *testing.T) {
 	// A body that is not UTF-8 is written as base64: the line is decoded whole.
 	ep.Turns[1].Request = rollout.Body("\xff\xfe")
 	line, _ = json.Marshal(ep)
-	if _, _, ok := scanEpisodeLine(line, ref); ok {
+	if _, _, ok := scanEpisodeLine(line, ref, nil, nil); ok {
 		t.Error("a base64 body was scanned as a string")
 	}
-	if _, _, ok := scanEpisodeLine(line, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "other", Sample: 2}}); ok {
+	if _, _, ok := scanEpisodeLine(line, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "other", Sample: 2}}, nil, nil); ok {
 		t.Error("a line of another episode was accepted")
 	}
 }

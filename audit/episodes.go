@@ -27,10 +27,7 @@ import (
 // is held and searched once.
 type rolloutScan struct {
 	Tasks map[string]*taskMessages
-	// buf, content and msgs are scratch for decoding messages: an
-	// unescaped array, its contents, and its messages as spans of content.
-	buf, content []byte
-	msgs         []rawMessage
+	scanScratch
 	Episodes     int
 	SQLRuns      int // executed <sql> turns
 	Timeouts     int
@@ -181,7 +178,12 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache
 			if err := readBlob(l, d, buf); err != nil {
 				return fmt.Errorf("read trajectories of %s: %w", run, err)
 			}
-			part := &rolloutScan{Tasks: map[string]*taskMessages{}}
+			sc := scanScratches.Get().(*scanScratch)
+			part := &rolloutScan{Tasks: map[string]*taskMessages{}, scanScratch: *sc}
+			defer func() {
+				*sc, part.scanScratch = part.scanScratch, scanScratch{}
+				scanScratches.Put(sc)
+			}()
 			for _, r := range byBlob[d] {
 				if err := part.add(buf.Bytes(), r); err != nil {
 					return fmt.Errorf("read trajectories of %s: entry %d: %w", run, r.Seq, err)
@@ -200,6 +202,19 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache
 	}
 	return out, nil
 }
+
+// scanScratch is what a scan decodes into and reuses from one message,
+// line and blob to the next (scanScratches keeps it between blobs):
+// buf, content and msgs an unescaped messages array, its contents and its
+// messages as spans of content; requests and statuses a line's turns.
+type scanScratch struct {
+	buf, content []byte
+	msgs         []rawMessage
+	requests     [][]byte
+	statuses     []string
+}
+
+var scanScratches = sync.Pool{New: func() any { return new(scanScratch) }}
 
 // blobBuffers are the buffers trajectories blobs are read into, kept from
 // one blob to the next: a gate reads hundreds of megabytes of them, and a
@@ -229,7 +244,8 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	line := blob[r.Offset:end]
 	// requests are the bodies, or with quoted, their JSON string tokens as
 	// the line holds them, decoded only when read.
-	requests, statuses, quoted := scanEpisodeLine(line, r)
+	requests, statuses, quoted := scanEpisodeLine(line, r, s.requests[:0], s.statuses[:0])
+	s.requests, s.statuses = requests, statuses
 	if !quoted {
 		var ep episodeView
 		if err := json.Unmarshal(line, &ep); err != nil {
@@ -405,7 +421,8 @@ var (
 // statuses of an episode line without decoding the rest of it; ok is false
 // when the line is not laid out as rollout writes it (a base64 body,
 // another order), and the caller decodes it whole.
-func scanEpisodeLine(line []byte, r rollout.Recorded) (requests [][]byte, statuses []string, ok bool) {
+// The requests and statuses are appended to the slices given.
+func scanEpisodeLine(line []byte, r rollout.Recorded, requests [][]byte, statuses []string) ([][]byte, []string, bool) {
 	if !bytes.HasPrefix(line, taskIDKey) {
 		return nil, nil, false
 	}

@@ -183,7 +183,15 @@ func ReadUnfinished(ctx context.Context, l *ledger.Ledger, run string) ([]Record
 // unfinished any number of times and then finished once; anything
 // recorded after its finished episode is an error.
 func readRefs(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, error) {
-	var out []Recorded
+	// The entries are decoded first and the list made at its size: a
+	// gate lists the episodes of four evaluations, and growing the list
+	// by doubling copied each one several times.
+	type batch struct {
+		Trajectories
+		seq int64
+	}
+	var batches []batch
+	total := 0
 	finished := map[episodeKey]int64{}
 	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindTrajectories, Run: run}) {
 		if err != nil {
@@ -202,7 +210,16 @@ func readRefs(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, er
 			if ref.StopReason.Finished() {
 				finished[k] = e.Seq
 			}
-			out = append(out, Recorded{EpisodeRef: ref, Blob: b.Blob, Seq: e.Seq})
+		}
+		batches, total = append(batches, batch{b, e.Seq}), total+len(b.Episodes)
+	}
+	var out []Recorded
+	if total > 0 {
+		out = make([]Recorded, 0, total)
+	}
+	for _, b := range batches {
+		for _, ref := range b.Episodes {
+			out = append(out, Recorded{EpisodeRef: ref, Blob: b.Blob, Seq: b.seq})
 		}
 	}
 	return out, nil
