@@ -28,9 +28,9 @@ import (
 type rolloutScan struct {
 	Tasks map[string]*taskMessages
 	scanScratch
-	Episodes     int
-	SQLRuns      int // executed <sql> turns
-	Timeouts     int
+	Episodes int
+	SQLRuns  int // executed <sql> turns
+	Timeouts int
 	// TimeoutSeqs are the trajectories entries holding a timed-out
 	// execution.
 	TimeoutSeqs []int64

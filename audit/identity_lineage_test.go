@@ -32,7 +32,7 @@ func TestIdentityFollowsLineageToSFTInput(t *testing.T) {
 	src := map[string]string{"sft": weights("w-sft", "i.safetensors"), "rl1": weights("w-rl1", "h.safetensors"), "rl": weights("w-rl", "b.safetensors")}
 	train := func(run, in, out, weightsDir string) {
 		t.Helper()
-		res, err := runner.Run(ctx, l, runner.Spec{Stage: run, Run: run, Dir: dir,
+		res, err := runner.Execute(ctx, l, runner.Spec{Stage: run, Run: run, Dir: dir,
 			Argv:    []string{"sh", "-c", "mkdir -p " + out + " && cp " + weightsDir + "/model.safetensors " + out + "/"},
 			Inputs:  []runner.Named{{Name: "base", Path: in}},
 			Outputs: []runner.Named{{Name: "ckpt", Path: out}}})

@@ -132,7 +132,7 @@ func goldMutation(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, 
 		rels = append(rels, dataset.DBRel(t.DBID))
 	}
 	at := dataset.FindDir(ctx, e.rollout.DBRoot, rels)
-	if _, err := rollout.Run(ctx, scratch, rollout.Options{Run: "mutate", Tasks: picked, TasksPath: filepath.Join(dir, dataset.TasksFile),
+	if _, err := rollout.Play(ctx, scratch, rollout.Options{Run: "mutate", Tasks: picked, TasksPath: filepath.Join(dir, dataset.TasksFile),
 		TasksDigest: e.rollout.TasksDigest, DBRoot: e.rollout.DBRoot, DBPath: func(id string) string { return dataset.DBPath(at, id) },
 		Endpoint: endpoint, Model: e.rollout.Model, Protocol: p, Concurrency: 4,
 		Client: rollout.ClientOptions{RequestTimeout: time.Minute, MaxAttempts: 2}}); err != nil {

@@ -187,8 +187,8 @@ func (o Options) withDefaults() Options {
 	return o
 }
 
-// Run runs the ledger audit name over s.
-func Run(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Options) (*Report, error) {
+// Audit runs the ledger audit name over s.
+func Audit(ctx context.Context, l *ledger.Ledger, name string, s Subjects, o Options) (*Report, error) {
 	return run(ctx, l, name, s, o, nil)
 }
 

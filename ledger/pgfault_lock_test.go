@@ -45,7 +45,7 @@ func pgfaultStatus(t *testing.T, loc, run string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return r.Status
+	return string(r.Status)
 }
 
 // pgfaultAwaitNoAdvisoryLocks waits until no session holds an advisory

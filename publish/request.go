@@ -56,8 +56,8 @@ func RecordRequest(ctx context.Context, l *ledger.Ledger, run string, r Request)
 	return es[0], ck.Digest, nil
 }
 
-// Outcome is what became of one publish request after a gate.
-type Outcome struct {
+// RequestOutcome is what became of one publish request after a gate.
+type RequestOutcome struct {
 	Request  int64   `json:"request_seq"`
 	Run      string  `json:"run"`
 	To       string  `json:"to"`
@@ -71,8 +71,8 @@ type Outcome struct {
 // each (and records it), a failing one withholds them, which they stay
 // pending for a later gate. A verdict not recorded (a dry run) or bound to
 // no model does nothing. The error is the first publish that failed;
-// Outcome says which.
-func AfterGate(ctx context.Context, l *ledger.Ledger, v *audit.Verdict) ([]Outcome, error) {
+// the outcomes say which.
+func AfterGate(ctx context.Context, l *ledger.Ledger, v *audit.Verdict) ([]RequestOutcome, error) {
 	if v.Seq == 0 || v.ModelIdentity == nil {
 		return nil, nil
 	}
@@ -80,10 +80,10 @@ func AfterGate(ctx context.Context, l *ledger.Ledger, v *audit.Verdict) ([]Outco
 	if err != nil {
 		return nil, err
 	}
-	var out []Outcome
+	var out []RequestOutcome
 	var first error
 	for _, p := range pending {
-		o := Outcome{Request: p.seq, Run: p.run, To: p.To}
+		o := RequestOutcome{Request: p.seq, Run: p.run, To: p.To}
 		if !v.OK {
 			o.Withheld = fmt.Sprintf("the gate failed (verdict entry %d)", v.Seq)
 		} else if o.Result, err = Publish(ctx, l, Options{Run: p.run, To: p.To, Key: p.KeyFile, Request: p.seq}); errors.Is(err, ErrNotGated) {

@@ -135,7 +135,7 @@ func runLedgerAudit(ctx context.Context, opts ledgerAuditOptions, w io.Writer) (
 	if opts.Subjects, err = resolveStages(ctx, l, opts.Subjects, opts.Notes); err != nil {
 		return nil, err
 	}
-	r, err := audit.Run(ctx, l, opts.Audit, opts.Subjects, opts.Options)
+	r, err := audit.Audit(ctx, l, opts.Audit, opts.Subjects, opts.Options)
 	if err != nil {
 		return nil, err
 	}

@@ -184,7 +184,7 @@ func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, 
 	if opts.JSON {
 		opts.Spec.Stdout = nil // keep stdout clean for the JSON; the output is in the ledger
 	}
-	res, err := runner.Run(ctx, l, opts.Spec)
+	res, err := runner.Execute(ctx, l, opts.Spec)
 	if err != nil {
 		return nil, err
 	}

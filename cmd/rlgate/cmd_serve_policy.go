@@ -82,7 +82,7 @@ func runServePolicy(ctx context.Context, o servePolicyOptions, w io.Writer) (*se
 		return nil, fmt.Errorf("serve policy: %w. Try: another --addr, or 127.0.0.1:0 for any free port", err)
 	}
 	s := &servePolicySummary{Ckpt: o.Ckpt, Model: refpolicy.ModelName, ModelIdentity: man.Identity.String(), URL: "http://" + ln.Addr().String() + "/v1"}
-	srv := &http.Server{Handler: refpolicy.Handler(&refpolicy.Policy{W: weights}, s.ModelIdentity), ReadHeaderTimeout: 30 * time.Second}
+	srv := &http.Server{Handler: refpolicy.Handler(&refpolicy.Model{W: weights}, s.ModelIdentity), ReadHeaderTimeout: 30 * time.Second}
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(ln) }()
 	defer func() {

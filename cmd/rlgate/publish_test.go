@@ -17,13 +17,13 @@ const publishOMS = "../../testdata/oms"
 
 // publishGate gates the experiment and returns the exit code, the
 // verdict's entry and outcome, and what became of the publish requests.
-func publishGate(t *testing.T, x *gateExperiment) (int, int64, bool, []publish.Outcome) {
+func publishGate(t *testing.T, x *gateExperiment) (int, int64, bool, []publish.RequestOutcome) {
 	t.Helper()
 	code, out, errOut := rlgate(t, "--ledger", x.ledger, "gate", "--runs", x.runs, "--train", x.train, "--self-grade-sample", "40", "--json")
 	var s struct {
-		OK        bool              `json:"ok"`
-		Seq       int64             `json:"seq"`
-		Publishes []publish.Outcome `json:"publishes"`
+		OK        bool                     `json:"ok"`
+		Seq       int64                    `json:"seq"`
+		Publishes []publish.RequestOutcome `json:"publishes"`
 	}
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatalf("gate: exit %d: %v\n%s%s", code, err, out, errOut)

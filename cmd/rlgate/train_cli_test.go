@@ -162,7 +162,7 @@ func policyRejectionSample(t *testing.T, ckpt, data, path string, n int) string 
 	}
 	env := train.NewEnv(grade.MetricSpider)
 	defer env.Close()
-	pol := &refpolicy.Policy{W: w}
+	pol := &refpolicy.Model{W: w}
 	var trs []synth.Trajectory
 	for i := range ts[:min(n, len(ts))] {
 		for s := range 8 {

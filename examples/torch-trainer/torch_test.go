@@ -63,7 +63,7 @@ func TestTrainerThroughLedgerPassesWeightAudit(t *testing.T) {
 	train := func(stage, lr string) *runner.Result {
 		out := filepath.Join(dir, stage)
 		m := filepath.Join(dir, stage+".jsonl")
-		res, err := runner.Run(ctx, l, runner.Spec{
+		res, err := runner.Execute(ctx, l, runner.Spec{
 			Stage: stage, Argv: []string{py, script, "--init", base, "--lr", lr, "--steps", "10", "--seed", "0", "--out", out, "--metrics", m},
 			Inputs:  []runner.Named{{Name: "base", Path: base}},
 			Outputs: []runner.Named{{Name: "ckpt", Path: out}},

@@ -23,7 +23,7 @@ var (
 // after it (the observation) is history, and the last user message's
 // reminder (or the system prompt's "at most N turns") says how many turns
 // are left.
-func (pol *Policy) Reply(msgs []rollout.Message, s Sampler) string {
+func (pol *Model) Reply(msgs []rollout.Message, s Sampler) string {
 	var p Prompt
 	var hist []Exchange
 	turnsLeft := DefaultTurns
@@ -70,7 +70,7 @@ func observationOf(msg string) string {
 // the served policy: observe executes an <sql> query and returns its
 // observation text. It returns the final decision and the tokens of all
 // replies (Tokens).
-func (pol *Policy) Play(p *Prompt, maxTurns int, s Sampler, observe func(sql string) string) (Decision, int) {
+func (pol *Model) Play(p *Prompt, maxTurns int, s Sampler, observe func(sql string) string) (Decision, int) {
 	var hist []Exchange
 	tokens := 0
 	for left := maxTurns; ; left-- {

@@ -11,7 +11,7 @@ import (
 // Weights of the same shape.
 
 // dist is slot s's distribution given the table.
-func (pol *Policy) dist(sk *sketch, s Slot, table int) []float64 {
+func (pol *Model) dist(sk *sketch, s Slot, table int) []float64 {
 	return softmax(pol.scores(sk, s, table), 1)
 }
 
@@ -32,7 +32,7 @@ func addGrad(g *Weights, s Slot, cs []cand, target, p []float64, coef float64) {
 }
 
 // LogProb returns log π(c) in sit (over the slots c's SQL shows) and, when g is not nil, adds coef·∇ log π(c).
-func (pol *Policy) LogProb(sit *Situation, c Choice, g *Weights, coef float64) float64 {
+func (pol *Model) LogProb(sit *Situation, c Choice, g *Weights, coef float64) float64 {
 	var lp float64
 	u := sit.sk.used(c)
 	for s := range numSlots {
@@ -54,7 +54,7 @@ type Targets [numSlots][]int
 
 // MarginalLogProb returns Σ_slots log Σ_{i∈t[s]} π_s(i), the table's
 // slots taken under table t[SlotTable][0], and adds coef·∇ to g.
-func (pol *Policy) MarginalLogProb(sit *Situation, t Targets, g *Weights, coef float64) float64 {
+func (pol *Model) MarginalLogProb(sit *Situation, t Targets, g *Weights, coef float64) float64 {
 	table := t[SlotTable][0]
 	var lp float64
 	for s := range numSlots {
@@ -76,7 +76,7 @@ func (pol *Policy) MarginalLogProb(sit *Situation, t Targets, g *Weights, coef f
 
 // KL returns Σ over the slots of c of KL(π‖ref) (the table's slots under
 // c's table) and adds coef·∇ KL to g.
-func (pol *Policy) KL(ref *Policy, sit *Situation, c Choice, g *Weights, coef float64) float64 {
+func (pol *Model) KL(ref *Model, sit *Situation, c Choice, g *Weights, coef float64) float64 {
 	var kl float64
 	u := sit.sk.used(c)
 	for s := range numSlots {
@@ -118,7 +118,7 @@ func (sit *Situation) Shown(c Choice) int {
 }
 
 // Entropy returns Σ over the slots of c of the slot distribution's entropy.
-func (pol *Policy) Entropy(sit *Situation, c Choice) float64 {
+func (pol *Model) Entropy(sit *Situation, c Choice) float64 {
 	var h float64
 	u := sit.sk.used(c)
 	for s := range numSlots {

@@ -23,8 +23,8 @@ const MaxChecks = 3
 // maxProbeParts bounds the SELECTs a value probe unites.
 const maxProbeParts = 120
 
-// Policy answers turns of the multi-turn SQL protocol with weights W.
-type Policy struct {
+// Model answers turns of the multi-turn SQL protocol with weights W.
+type Model struct {
 	W *Weights
 	// situations caches NewSituation by prompt and probe observation (the
 	// candidates do not depend on the weights), at most maxSituations of
@@ -38,7 +38,7 @@ type Policy struct {
 const maxSituations = 4096
 
 // situation is NewSituation through the policy's cache.
-func (pol *Policy) situation(p *Prompt, probed string) *Situation {
+func (pol *Model) situation(p *Prompt, probed string) *Situation {
 	key := p.key + "\x00" + probed
 	if s, ok := pol.situations.Load(key); ok {
 		return s.(*Situation)
@@ -106,7 +106,7 @@ func StreamOf(user string) uint64 {
 // be stored values (ProbeSQL); then up to MaxChecks candidate queries,
 // each run with <sql>; the first whose observation shows rows is the
 // solution; when none does, or the turns run out, the first candidate is.
-func (pol *Policy) Next(p *Prompt, hist []Exchange, turnsLeft int, s Sampler) Decision {
+func (pol *Model) Next(p *Prompt, hist []Exchange, turnsLeft int, s Sampler) Decision {
 	probe := p.probe
 	if probe != "" && len(hist) == 0 && turnsLeft > 1 {
 		return Decision{Turn: sqlenv.Turn{Think: "Look up which stored values the question mentions.", Action: sqlenv.ActionSQL, Body: probe}}
@@ -140,7 +140,7 @@ func (pol *Policy) Next(p *Prompt, hist []Exchange, turnsLeft int, s Sampler) De
 }
 
 // describe says in words what a choice fills in.
-func (pol *Policy) describe(sk *sketch, c Choice) string {
+func (pol *Model) describe(sk *sketch, c Choice) string {
 	var parts []string
 	for s := range numSlots {
 		k := sk.candidates(s, c[SlotTable])[c[s]]
@@ -170,7 +170,7 @@ func describeCand(s Slot, k cand) string {
 
 // candidateChoices returns up to n distinct-SQL choices in the order the
 // policy tries them.
-func (pol *Policy) candidateChoices(sk *sketch, n int, s Sampler) []Choice {
+func (pol *Model) candidateChoices(sk *sketch, n int, s Sampler) []Choice {
 	var out []Choice
 	seen := map[string]bool{}
 	add := func(c Choice) {
@@ -229,7 +229,7 @@ func (pol *Policy) candidateChoices(sk *sketch, n int, s Sampler) []Choice {
 
 // argmax fills every slot with its best candidate; table, when not
 // negative, fixes the table.
-func (pol *Policy) argmax(sk *sketch, table int) Choice {
+func (pol *Model) argmax(sk *sketch, table int) Choice {
 	var c Choice
 	if table < 0 {
 		table = best(pol.scores(sk, SlotTable, 0))
@@ -252,7 +252,7 @@ func best(xs []float64) int {
 }
 
 // sample draws every slot from its softmax at temperature t.
-func (pol *Policy) sample(sk *sketch, rng *rand.Rand, t float64) Choice {
+func (pol *Model) sample(sk *sketch, rng *rand.Rand, t float64) Choice {
 	var c Choice
 	c[SlotTable] = draw(softmax(pol.scores(sk, SlotTable, 0), t), rng)
 	for s := SlotSelect; s < numSlots; s++ {
@@ -273,7 +273,7 @@ func draw(p []float64, rng *rand.Rand) int {
 }
 
 // scores are the logits of slot s's candidates given the table.
-func (pol *Policy) scores(sk *sketch, s Slot, table int) []float64 {
+func (pol *Model) scores(sk *sketch, s Slot, table int) []float64 {
 	cs := sk.candidates(s, table)
 	out := make([]float64, len(cs))
 	w := pol.W[s]

@@ -71,7 +71,7 @@ func TestMatchFindsEveryRenderedChoice(t *testing.T) {
 	p := renderedPrompt(t, "pets_1", "What is the average weight of dogs older than 3 per pet type?")
 	sit := NewSituation(&p, "")
 	rng := rand.New(rand.NewPCG(1, 2))
-	pol := &Policy{W: NewWeights()}
+	pol := &Model{W: NewWeights()}
 	for range 300 {
 		c := pol.sample(sit.sk, rng, 1)
 		q := sit.Render(c)
@@ -104,7 +104,7 @@ func TestGradientsMatchFiniteDifferences(t *testing.T) {
 			w[s][i] += float32(rng.NormFloat64())
 		}
 	}
-	pol, ref := &Policy{W: w}, &Policy{W: Base(9)}
+	pol, ref := &Model{W: w}, &Model{W: Base(9)}
 	c := pol.sample(sit.sk, rng, 1)
 	tg, _ := sit.Match(sit.Render(c))
 	fns := map[string]func(g *Weights) float64{
@@ -144,12 +144,12 @@ func TestReplyIsDeterministic(t *testing.T) {
 	p := renderedPrompt(t, "concert_singer", "What are the names of the singers from France?")
 	proto := rollout.DefaultProtocol()
 	msgs := []rollout.Message{{Role: "system", Content: proto.Prompt.System}, {Role: "user", Content: p.key}}
-	pol := &Policy{W: Base(1)}
+	pol := &Model{W: Base(1)}
 	first := pol.Reply(msgs, Sampler{})
 	if !strings.Contains(first, "<sql>") || !strings.Contains(first, "France") {
 		t.Fatalf("first turn is not the value probe: %s", first)
 	}
-	if again := (&Policy{W: Base(1)}).Reply(msgs, Sampler{Seed: 99}); again != first {
+	if again := (&Model{W: Base(1)}).Reply(msgs, Sampler{Seed: 99}); again != first {
 		t.Errorf("greedy reply changed with the seed:\n%s\n%s", first, again)
 	}
 	obs := "STATUS: OK\nROW_COUNT: 1\nCOLUMNS: 'singer' | 'Country' | Country\nsinger | Country | France"
@@ -175,7 +175,7 @@ func TestReplyUsesObservations(t *testing.T) {
 	proto := rollout.DefaultProtocol()
 	w := Base(1)
 	w[SlotWhere][hashFeat("where:op==|value")] += 10
-	pol := &Policy{W: w}
+	pol := &Model{W: w}
 	msgs := []rollout.Message{{Role: "system", Content: proto.Prompt.System}, {Role: "user", Content: p.key}}
 	turn := func(reply, obs string, left int) string {
 		t.Helper()

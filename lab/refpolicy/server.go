@@ -17,7 +17,7 @@ const ModelName = "rlgate-refpolicy"
 // reports usage (Tokens of the prompt messages and of the reply). The
 // request's temperature, seed and user field choose the sampling
 // (Sampler); the same request always gets the same reply.
-func Handler(pol *Policy, identity string) http.Handler {
+func Handler(pol *Model, identity string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/models", func(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": []map[string]any{

@@ -108,8 +108,8 @@ const (
 	VerdictGoldDefect Verdict = "gold-defect" // the gold failed: the task is broken, flag it
 )
 
-// Outcome is the grade of one prediction against one gold.
-type Outcome struct {
+// Judgement is the grade of one prediction against one gold.
+type Judgement struct {
 	Metric  Metric  `json:"metric"`
 	Verdict Verdict `json:"verdict"`
 	Correct bool    `json:"correct"`          // execution match: 1, else 0
@@ -132,8 +132,8 @@ type Outcome struct {
 // A failed gold makes a gold defect, scored 0 under every metric (bird
 // scores it 0; the Spider evaluator raises, which we report as a defect);
 // a failed prediction scores 0.
-func Compare(m Metric, pred, gold Denotation) Outcome {
-	o := Outcome{Metric: m, Pred: pred, Gold: gold}
+func Compare(m Metric, pred, gold Denotation) Judgement {
+	o := Judgement{Metric: m, Pred: pred, Gold: gold}
 	x := m.execution()
 	gold, gErr := x.view(gold)
 	pred, pErr := x.view(pred)

@@ -22,12 +22,12 @@ type emSchema struct {
 // exactMatch grades predSQL against goldSQL by the official exact set
 // match on the database at dbPath's schema. The error reports only a
 // database whose schema cannot be read.
-func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string) (Outcome, error) {
+func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string) (Judgement, error) {
 	s, err := g.emSchema(ctx, dbPath)
 	if err != nil {
-		return Outcome{}, err
+		return Judgement{}, err
 	}
-	o := Outcome{Metric: MetricSpiderEM}
+	o := Judgement{Metric: MetricSpiderEM}
 	match, predErr, goldErr := spidersql.ExactMatch(s.schema, s.kmap, predSQL, goldSQL)
 	switch {
 	case goldErr != nil:

@@ -165,13 +165,13 @@ func (g *Grader) timeout(m Metric) time.Duration {
 // empty predSQL is graded as
 // ErrNoPrediction. The error reports only a database that cannot be
 // hashed; everything about the queries is in the Outcome.
-func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Outcome, error) {
+func (g *Grader) Grade(ctx context.Context, m Metric, dbPath, predSQL, goldSQL string) (Judgement, error) {
 	if !m.Executes() {
 		return g.exactMatch(ctx, dbPath, predSQL, goldSQL)
 	}
 	gold, err := g.Gold(ctx, m, dbPath, goldSQL)
 	if err != nil {
-		return Outcome{}, err
+		return Judgement{}, err
 	}
 	var pred Denotation
 	switch budget := g.timeout(m); {

@@ -75,7 +75,7 @@ func TestCheckMode(t *testing.T) {
 // the unbiased pass@k of its counts: n = 4 samples, c = 2 correct, k = 2
 // gives 1 - C(2,2)/C(4,2) = 1 - 1/6 (by hand).
 func TestPassKDecision(t *testing.T) {
-	s := []SampleGrade{{}, {Outcome: Outcome{Correct: true}}, {}, {Outcome: Outcome{Correct: true}}}
+	s := []SampleGrade{{}, {Outcome: Judgement{Correct: true}}, {}, {Outcome: Judgement{Correct: true}}}
 	d, err := modeDecide(ModePassK, 2)(s)
 	if err != nil {
 		t.Fatal(err)

@@ -37,16 +37,16 @@ type RewardInput struct {
 
 // Reward is every component, each in [0, 1], the weights and the total.
 type Reward struct {
-	Weights       Weights `json:"weights"`
-	Execution     float64 `json:"execution"`
-	SoftF1        float64 `json:"soft_f1"`
-	BirdSoftF1    float64 `json:"bird_soft_f1"`
-	Format        float64 `json:"format"`
-	Parses        float64 `json:"parses"`
-	SchemaJaccard float64 `json:"schema_jaccard"`
-	Bigram        float64 `json:"bigram"`
-	Total         float64 `json:"total"`
-	Outcome       Outcome `json:"outcome"`
+	Weights       Weights   `json:"weights"`
+	Execution     float64   `json:"execution"`
+	SoftF1        float64   `json:"soft_f1"`
+	BirdSoftF1    float64   `json:"bird_soft_f1"`
+	Format        float64   `json:"format"`
+	Parses        float64   `json:"parses"`
+	SchemaJaccard float64   `json:"schema_jaccard"`
+	Bigram        float64   `json:"bigram"`
+	Total         float64   `json:"total"`
+	Outcome       Judgement `json:"outcome"`
 }
 
 // Reward grades in and computes every reward component. The error reports

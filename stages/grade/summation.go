@@ -33,7 +33,7 @@ func naiveQuery(q string) (string, bool) {
 // one and returned a float, and says why the verdict is fragile when the
 // verdict then differs; "" otherwise. A query that fails that way (a
 // window function) leaves the verdict unflagged.
-func (g *Grader) summationFragile(ctx context.Context, m Metric, dbPath string, o Outcome, predSQL, goldSQL string) string {
+func (g *Grader) summationFragile(ctx context.Context, m Metric, dbPath string, o Judgement, predSQL, goldSQL string) string {
 	if o.Pred.Err != nil || o.Gold.Err != nil || (!hasReal(o.Pred.Rows) && !hasReal(o.Gold.Rows)) {
 		return ""
 	}

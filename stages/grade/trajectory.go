@@ -18,7 +18,7 @@ import (
 // SampleGrade is the grade of one recorded episode's final SQL.
 type SampleGrade struct {
 	Episode rollout.EpisodeRef
-	Outcome Outcome
+	Outcome Judgement
 	// Result names the prediction's result set (ResultKey); zero when the
 	// prediction failed or there was none, so it takes no part in a vote.
 	Result ledger.Digest
@@ -209,7 +209,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 			return nil, fmt.Errorf("grade rollout %s: %w", o.Rollout, err)
 		}
 	}
-	unfinished := Outcome{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
+	unfinished := Judgement{Metric: o.Metric, Verdict: VerdictPredError, Detail: "episode unfinished (transport failure): counted wrong"}
 	if s.Items, err = decideTasks(golds, grades, n, modeDecide(o.Mode, o.K), ran, unfinished); err != nil {
 		return nil, err
 	}
@@ -292,7 +292,7 @@ func rolloutTasks(golds []gold.Gold, start *rollout.Start) (map[string]bool, err
 // task from its n samples. When ran is not nil it names every task of an
 // incomplete rollout, and a sample without a finished episode is graded
 // with the outcome unfinished.
-func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, ran map[string]bool, unfinished Outcome) ([]TrajectoryItem, error) {
+func decideTasks(golds []gold.Gold, grades []SampleGrade, n int, decide Decide, ran map[string]bool, unfinished Judgement) ([]TrajectoryItem, error) {
 	byTask := map[string][]SampleGrade{}
 	for _, sg := range grades {
 		byTask[sg.Episode.TaskID] = append(byTask[sg.Episode.TaskID], sg)

@@ -136,7 +136,7 @@ func Repro(ctx context.Context, l *ledger.Ledger, f *File, names []string, opts 
 				if opts.Starting != nil {
 					opts.Starting(s.Name)
 				}
-				res, err := runner.Run(ctx, l, spec)
+				res, err := runner.Execute(ctx, l, spec)
 				if err != nil {
 					return out, err
 				}

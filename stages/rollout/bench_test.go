@@ -24,7 +24,7 @@ func benchRollout(b *testing.B, url string, tasks, samples, concurrency int) flo
 	o.Protocol.Sampling.N = samples
 	o.Concurrency = concurrency
 	t0 := time.Now()
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if err != nil {
 		b.Fatal(err)
 	}

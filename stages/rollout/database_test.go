@@ -23,7 +23,7 @@ func TestRolloutMissingDatabase(t *testing.T) {
 	o := options(t, "r-nodb", srv.URL, 3)
 	o.DBRoot = root
 	o.DBPath = func(id string) string { return filepath.Join(root, id, id+".sqlite") }
-	_, err := rollout.Run(ctx, l, o)
+	_, err := rollout.Play(ctx, l, o)
 	if !errors.Is(err, sqlenv.ErrNoDatabase) {
 		t.Fatalf("rollout over a root without databases: %v, want sqlenv.ErrNoDatabase", err)
 	}

@@ -94,12 +94,12 @@ func TestFleetDrainsFailingEndpoint(t *testing.T) {
 	const tasks = 30
 	l := ledgertest.New(t)
 	clean := rollouttest.New(t, rollouttest.ThreeTurns(nil))
-	if _, err := rollout.Run(ctx, l, options(t, "clean", clean.URL, tasks)); err != nil {
+	if _, err := rollout.Play(ctx, l, options(t, "clean", clean.URL, tasks)); err != nil {
 		t.Fatal(err)
 	}
 	bad, good1, good2 := fleetFailingAfter(t, 15), rollouttest.New(t, rollouttest.ThreeTurns(nil)), rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	o := fleetOptions(t, "fleet", tasks, bad.URL, good1.URL+"/v1", good2.URL)
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if err != nil || s.Status != "ok" || s.Episodes != tasks || s.Ran != tasks || s.Unfinished != 0 {
 		t.Fatalf("%v, %+v", err, s)
 	}
@@ -162,7 +162,7 @@ func TestFleetRoutesToLeastOutstanding(t *testing.T) {
 	})
 	fast1, fast2 := rollouttest.New(t, normal), rollouttest.New(t, normal)
 	l := ledgertest.New(t)
-	s, err := rollout.Run(ctx, l, fleetOptions(t, "routed", 20, slow.URL, fast1.URL, fast2.URL))
+	s, err := rollout.Play(ctx, l, fleetOptions(t, "routed", 20, slow.URL, fast1.URL, fast2.URL))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -188,7 +188,7 @@ func TestFleetResumesWithOtherEndpoints(t *testing.T) {
 	l := ledgertest.New(t)
 	o := fleetOptions(t, "moved", 12, d1.URL, d2.URL)
 	o.Client.MaxAttempts = 2
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if !errors.Is(err, rollout.ErrIncomplete) || s.Status != "failed" || s.Unfinished != 12 {
 		t.Fatalf("%v, %+v", err, s)
 	}
@@ -207,7 +207,7 @@ func TestFleetResumesWithOtherEndpoints(t *testing.T) {
 
 	up1, up2 := rollouttest.New(t, rollouttest.ThreeTurns(nil)), rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	o.Endpoints = []string{strings.Replace(up1.URL, "http://", "http://user:hunter22@", 1), up2.URL + "/v1?api_key=sk-fleet-secret"}
-	s, err = rollout.Run(ctx, l, o)
+	s, err = rollout.Play(ctx, l, o)
 	if err != nil || s.Status != "ok" || !s.Resumed || s.Ran != 12 || s.Episodes != 12 {
 		t.Fatalf("resume: %v, %+v", err, s)
 	}
@@ -257,7 +257,7 @@ func TestFleetProbe(t *testing.T) {
 		{"refused", []string{good.URL, refusing + "/v1"}, []string{"1 of 2 endpoints failed the probe", "connection refused", refusing}},
 		{"twice", []string{good.URL, good.URL + "/v1/"}, []string{"endpoint " + good.URL + "/v1/ is given twice"}},
 	} {
-		s, err := rollout.Run(ctx, l, fleetOptions(t, c.name, 2, c.endpoints...))
+		s, err := rollout.Play(ctx, l, fleetOptions(t, c.name, 2, c.endpoints...))
 		for _, w := range c.want {
 			if err == nil || !strings.Contains(err.Error(), w) || s != nil {
 				t.Errorf("%s: %v, %+v; want an error saying %q", c.name, err, s, w)
@@ -267,7 +267,7 @@ func TestFleetProbe(t *testing.T) {
 			t.Errorf("%s: a run was recorded: %v", c.name, err)
 		}
 	}
-	if _, err := rollout.Run(ctx, l, fleetOptions(t, "refused", 2, good.URL, refusing)); !errors.Is(err, rollout.ErrEndpoint) {
+	if _, err := rollout.Play(ctx, l, fleetOptions(t, "refused", 2, good.URL, refusing)); !errors.Is(err, rollout.ErrEndpoint) {
 		t.Errorf("refused: %v is not ErrEndpoint", err)
 	}
 	if good.Requests.Load() != 0 {
@@ -299,7 +299,7 @@ func TestFleetAbandonsInFlightOnDrain(t *testing.T) {
 	l := ledgertest.New(t)
 	o := fleetOptions(t, "abandon", 24, hung.URL, good1.URL, good2.URL)
 	o.Concurrency, o.Client.RequestTimeout = 8, time.Minute
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if err != nil || s.Status != "ok" || s.Episodes != 24 {
 		t.Fatalf("%v, %+v", err, s)
 	}

@@ -92,7 +92,7 @@ func TestRolloutAsksTheEndpointWhichModel(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = rollout.Run(ctx, l, o)
+			_, err = rollout.Play(ctx, l, o)
 			if c.err != nil {
 				if !errors.Is(err, c.err) {
 					t.Fatalf("got %v, want %v", err, c.err)
@@ -130,7 +130,7 @@ func TestResumeKeepsTheModel(t *testing.T) {
 	down.ReportModels(modelsReporting("scripted", identityA))
 	o := options(t, "resumed", down.URL, 2)
 	o.Client.MaxAttempts = 1
-	if s, err := rollout.Run(ctx, l, o); !errors.Is(err, rollout.ErrIncomplete) || s.Status != "failed" {
+	if s, err := rollout.Play(ctx, l, o); !errors.Is(err, rollout.ErrIncomplete) || s.Status != "failed" {
 		t.Fatalf("%v, %+v", err, s)
 	}
 	head, err := l.Head(ctx)
@@ -142,7 +142,7 @@ func TestResumeKeepsTheModel(t *testing.T) {
 	silent := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	for _, url := range []string{other.URL, silent.URL} {
 		o.Endpoint = url
-		_, err := rollout.Run(ctx, l, o)
+		_, err := rollout.Play(ctx, l, o)
 		if !errors.Is(err, rollout.ErrIdentity) || !strings.Contains(err.Error(), "recorded model identity "+identityA.String()+" (server)") {
 			t.Errorf("resume against %s: %v", url, err)
 		}
@@ -153,7 +153,7 @@ func TestResumeKeepsTheModel(t *testing.T) {
 	same := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	same.ReportModels(modelsReporting("scripted", identityA))
 	o.Endpoint = same.URL
-	if s, err := rollout.Run(ctx, l, o); err != nil || s.Status != "ok" || !s.Resumed {
+	if s, err := rollout.Play(ctx, l, o); err != nil || s.Status != "ok" || !s.Resumed {
 		t.Fatalf("resume against the same model: %v, %+v", err, s)
 	}
 }
@@ -166,13 +166,13 @@ func TestReplayReportsOnlyServerIdentity(t *testing.T) {
 	l := ledgertest.New(t)
 	reporting := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	reporting.ReportModels(modelsReporting("scripted", identityA))
-	if _, err := rollout.Run(ctx, l, options(t, "served", reporting.URL, 2)); err != nil {
+	if _, err := rollout.Play(ctx, l, options(t, "served", reporting.URL, 2)); err != nil {
 		t.Fatal(err)
 	}
 	silent := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	asserted := options(t, "asserted", silent.URL, 2)
 	asserted.ModelIdentity = &identityA
-	if _, err := rollout.Run(ctx, l, asserted); err != nil {
+	if _, err := rollout.Play(ctx, l, asserted); err != nil {
 		t.Fatal(err)
 	}
 	replay := func(run string) string {
@@ -187,15 +187,15 @@ func TestReplayReportsOnlyServerIdentity(t *testing.T) {
 
 	o := options(t, "again", replay("served"), 2)
 	o.ModelIdentity = &identityB
-	if _, err := rollout.Run(ctx, l, o); !errors.Is(err, rollout.ErrIdentity) {
+	if _, err := rollout.Play(ctx, l, o); !errors.Is(err, rollout.ErrIdentity) {
 		t.Errorf("replay of a server-reported run with another identity: %v", err)
 	}
 	o.ModelIdentity = nil
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	o = options(t, "again-asserted", replay("asserted"), 2)
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	for run, want := range map[string]string{"again": rollout.IdentityServer, "again-asserted": ""} {

@@ -120,7 +120,7 @@ type job struct {
 	sample int
 }
 
-// Run plays every (task, sample) of o against the endpoint and records
+// Play plays every (task, sample) of o against the endpoint and records
 // the episodes in l under run o.Run. A new run id starts a run; an
 // interrupted or failed run with the same settings is resumed, playing
 // only the pairs without a finished episode; a run that ended ok is
@@ -134,7 +134,7 @@ type job struct {
 // transport failure (the error is then an ErrIncomplete) or recording
 // failed; interrupted when ctx ended, after recording the episodes that
 // finished. The summary comes with the error.
-func Run(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
+func Play(ctx context.Context, l *ledger.Ledger, o Options) (*Summary, error) {
 	began := time.Now()
 	start, err := o.start()
 	if err != nil {

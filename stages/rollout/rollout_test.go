@@ -62,7 +62,7 @@ func TestRolloutRecordsEveryTurn(t *testing.T) {
 	srv := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	o := options(t, "r1", srv.URL, 20)
 	o.Protocol.Sampling.N = 2
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,7 +178,7 @@ func TestFaultsEndEveryEpisode(t *testing.T) {
 	o.Concurrency = 8
 	o.Client.RequestTimeout = 300 * time.Millisecond
 	o.Protocol.SQLTimeoutMS = 200
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if !errors.Is(err, rollout.ErrIncomplete) || s.Status != "failed" || s.Episodes != 2*kinds-2 || s.Unfinished != 2 {
 		t.Fatalf("%v, summary %+v", err, s)
 	}
@@ -255,12 +255,12 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 			time.Sleep(5 * time.Millisecond)
 		}
 	}()
-	s, err := rollout.Run(cctx, l, o)
+	s, err := rollout.Play(cctx, l, o)
 	if !errors.Is(err, context.Canceled) || s.Status != "interrupted" || s.Episodes < 10 || s.Episodes >= 60 {
 		t.Fatalf("interrupted run: %v, %+v", err, s)
 	}
 	first := s.Episodes
-	s, err = rollout.Run(ctx, l, o)
+	s, err = rollout.Play(ctx, l, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -268,7 +268,7 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 		t.Fatalf("resumed run: %+v", s)
 	}
 	o.Run = "uninterrupted"
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	if a, b := rollouttest.Episodes(t, l, "resumed"), rollouttest.Episodes(t, l, "uninterrupted"); cmp.Diff(b, a) != "" {
@@ -277,16 +277,16 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 
 	// A finished run is complete; other settings are refused.
 	o.Run = "resumed"
-	if s, err := rollout.Run(ctx, l, o); err != nil || s.Status != "complete" || s.Ran != 0 || s.Episodes != 60 {
+	if s, err := rollout.Play(ctx, l, o); err != nil || s.Status != "complete" || s.Ran != 0 || s.Episodes != 60 {
 		t.Errorf("rerun of a finished run: %v, %+v", err, s)
 	}
 	o.Protocol.MaxTurns = 5
-	if _, err := rollout.Run(ctx, l, o); !errors.Is(err, rollout.ErrRunMismatch) {
+	if _, err := rollout.Play(ctx, l, o); !errors.Is(err, rollout.ErrRunMismatch) {
 		t.Errorf("other protocol: %v", err)
 	}
 	o.Protocol = rollout.DefaultProtocol()
 	o.Tasks = o.Tasks[:59]
-	if _, err := rollout.Run(ctx, l, o); !errors.Is(err, rollout.ErrRunMismatch) {
+	if _, err := rollout.Play(ctx, l, o); !errors.Is(err, rollout.ErrRunMismatch) {
 		t.Errorf("other task set: %v", err)
 	}
 }
@@ -301,7 +301,7 @@ func TestReplayReproducesTheRun(t *testing.T) {
 	})
 	o := options(t, "recorded", srv.URL, 15)
 	o.Protocol.Sampling.N = 2
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	rp, err := rollout.NewReplay(ctx, l, "recorded")
@@ -314,7 +314,7 @@ func TestReplayReproducesTheRun(t *testing.T) {
 	replay := httptest.NewServer(rp)
 	defer replay.Close()
 	o.Run, o.Endpoint = "replayed", replay.URL+"/v1"
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed")

@@ -32,7 +32,7 @@ func TestSummaryDescribesTokensAndLatency(t *testing.T) {
 	})
 	o.Endpoint = srv.URL
 	l := ledgertest.New(t)
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,7 +44,7 @@ func TestSummaryDescribesTokensAndLatency(t *testing.T) {
 		t.Errorf("request latency %+v, want 5 requests timed", lat)
 	}
 
-	again, err := rollout.Run(ctx, l, o)
+	again, err := rollout.Play(ctx, l, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -86,7 +86,7 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	l := ledgertest.New(t)
 	o := options(t, "faulty", srv.URL, 2*kinds)
 	o.Client.MaxAttempts, o.Client.RequestTimeout = 2, time.Second
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if !errors.Is(err, rollout.ErrIncomplete) || !strings.Contains(err.Error(), "10 of 12 episodes unfinished") {
 		t.Fatalf("error %v", err)
 	}
@@ -113,7 +113,7 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	}
 
 	healthy.Store(true)
-	s, err = rollout.Run(ctx, l, o)
+	s, err = rollout.Play(ctx, l, o)
 	if err != nil || s.Status != "ok" || !s.Resumed || s.Ran != 10 || s.Skipped != 2 || s.Episodes != 12 || s.Unfinished != 0 {
 		t.Fatalf("resume: %v, %+v", err, s)
 	}
@@ -125,11 +125,11 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	replay := httptest.NewServer(rp)
 	defer replay.Close()
 	o.Run = "clean"
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	o.Run, o.Endpoint = "replayed", replay.URL
-	if _, err := rollout.Run(ctx, l, o); err != nil {
+	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
 	// Failed attempts before a good reply are not what the policy saw.
@@ -161,7 +161,7 @@ func TestProbe(t *testing.T) {
 		{"loading", loading.URL, "status 503"},
 	} {
 		o := options(t, c.name, c.endpoint, 2)
-		s, err := rollout.Run(ctx, l, o)
+		s, err := rollout.Play(ctx, l, o)
 		if !errors.Is(err, rollout.ErrEndpoint) || !strings.Contains(err.Error(), c.cause) || s != nil {
 			t.Errorf("%s: %v, %+v", c.name, err, s)
 		}
@@ -171,7 +171,7 @@ func TestProbe(t *testing.T) {
 	}
 	srv := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	srv.HideModels()
-	if s, err := rollout.Run(ctx, l, options(t, "nomodels", srv.URL, 2)); err != nil || s.Status != "ok" || srv.Probes.Load() != 1 {
+	if s, err := rollout.Play(ctx, l, options(t, "nomodels", srv.URL, 2)); err != nil || s.Status != "ok" || srv.Probes.Load() != 1 {
 		t.Errorf("no models route: %v, %+v, %d probes", err, s, srv.Probes.Load())
 	}
 }
@@ -189,7 +189,7 @@ func TestServerGoneMidRun(t *testing.T) {
 	l := ledgertest.New(t)
 	o := options(t, "gone", gone.URL, 6)
 	o.Client.MaxAttempts = 2
-	s, err := rollout.Run(ctx, l, o)
+	s, err := rollout.Play(ctx, l, o)
 	if !errors.Is(err, rollout.ErrIncomplete) || !strings.Contains(err.Error(), "6 of 6 episodes unfinished") || s.Status != "failed" {
 		t.Fatalf("%v, %+v", err, s)
 	}
@@ -205,7 +205,7 @@ func TestServerGoneMidRun(t *testing.T) {
 	}
 	back := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	o.Endpoint = back.URL
-	if s, err := rollout.Run(ctx, l, o); err != nil || s.Status != "ok" || s.Ran != 6 || s.Episodes != 6 {
+	if s, err := rollout.Play(ctx, l, o); err != nil || s.Status != "ok" || s.Ran != 6 || s.Episodes != 6 {
 		t.Fatalf("resume: %v, %+v", err, s)
 	}
 }

@@ -145,7 +145,7 @@ type Result struct {
 	EndBody
 }
 
-// Run records and runs one stage: it hashes inputs and configs and records
+// Execute records and runs one stage: it hashes inputs and configs and records
 // the code version, environment and host; checks, unless spec skips it,
 // the training data's reward before the stage starts (Preflight), and
 // fails the run without starting the stage when that check fails; runs the command, teeing its
@@ -153,7 +153,7 @@ type Result struct {
 // runs; then hashes outputs and closes the run. A stage that fails is
 // recorded as failed and is not an error; an error means the ledger could
 // not record the stage.
-func Run(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
+func Execute(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) {
 	if err := spec.check(); err != nil {
 		return nil, err
 	}

@@ -67,7 +67,7 @@ echo "warning: something" >&2
 while IFS= read -r line; do printf '%s\n' "$line" >> train.log; sleep 0.15; done < "$EXCERPT"
 mkdir -p out && cp data.txt out/weights.txt`
 	var term bytes.Buffer
-	res, err := Run(ctx, l, Spec{
+	res, err := Execute(ctx, l, Spec{
 		Stage: "rl1", Run: "rl1-test", Argv: []string{"sh", "-c", script}, Dir: dir,
 		Inputs:  []Named{{Name: "data", Path: filepath.Join(dir, "data.txt")}},
 		Outputs: []Named{{Name: "ckpt", Path: filepath.Join(dir, "out")}},
@@ -148,7 +148,7 @@ func TestRunFailures(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			tt.spec.Stage = "sft"
 			began := time.Now()
-			res, err := Run(ctx, l, tt.spec)
+			res, err := Execute(ctx, l, tt.spec)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -173,11 +173,11 @@ func TestLineageLinksInputToProducingRun(t *testing.T) {
 	l := ledgertest.New(t)
 	dir := t.TempDir()
 	out := filepath.Join(dir, "sft-ckpt")
-	sft, err := Run(ctx, l, Spec{Stage: "sft", Argv: []string{"sh", "-c", "mkdir -p " + out + " && echo weights > " + out + "/w"}, Outputs: []Named{{Name: "ckpt", Path: out}}})
+	sft, err := Execute(ctx, l, Spec{Stage: "sft", Argv: []string{"sh", "-c", "mkdir -p " + out + " && echo weights > " + out + "/w"}, Outputs: []Named{{Name: "ckpt", Path: out}}})
 	if err != nil || sft.Status != "ok" {
 		t.Fatalf("%v %+v", err, sft)
 	}
-	rl, err := Run(ctx, l, Spec{Stage: "rl", Argv: []string{"true"}, Inputs: []Named{{Name: "base", Path: out}}})
+	rl, err := Execute(ctx, l, Spec{Stage: "rl", Argv: []string{"true"}, Inputs: []Named{{Name: "base", Path: out}}})
 	if err != nil || rl.Status != "ok" {
 		t.Fatalf("%v %+v", err, rl)
 	}
@@ -198,7 +198,7 @@ func TestGPUTelemetryFromFakeSMI(t *testing.T) {
 	os.WriteFile(filepath.Join(bin, "nvidia-smi"), []byte(smi), 0o755)
 	t.Setenv("PATH", bin+":"+os.Getenv("PATH"))
 	l := ledgertest.New(t)
-	res, err := Run(ctx, l, Spec{Stage: "rl", Argv: []string{"sleep", "0.5"}, GPU: true, GPUInterval: 50 * time.Millisecond, FlushEvery: 100 * time.Millisecond})
+	res, err := Execute(ctx, l, Spec{Stage: "rl", Argv: []string{"sleep", "0.5"}, GPU: true, GPUInterval: 50 * time.Millisecond, FlushEvery: 100 * time.Millisecond})
 	if err != nil || res.Status != "ok" {
 		t.Fatalf("%v %+v", err, res)
 	}
@@ -216,7 +216,7 @@ func TestGPUTelemetryFromFakeSMI(t *testing.T) {
 	}
 	// Without nvidia-smi the run records that no GPU was seen; not an error.
 	t.Setenv("PATH", "/usr/bin:/bin")
-	res, err = Run(ctx, l, Spec{Stage: "rl", Argv: []string{"true"}, GPU: true})
+	res, err = Execute(ctx, l, Spec{Stage: "rl", Argv: []string{"true"}, GPU: true})
 	if err != nil || res.Status != "ok" || res.GPUState != "no-gpu" || res.GPU != nil {
 		t.Errorf("without nvidia-smi: %v %+v", err, res)
 	}

@@ -27,7 +27,7 @@ var deniedFunctions = map[string]bool{
 	"fts3_tokenizer": true,
 }
 
-// Policy is the authorizer's allow-list, consulted by SQLite for every
+// Allowed is the authorizer's allow-list, consulted by SQLite for every
 // action while a statement is compiled. It allows reading (SELECT, READ,
 // RECURSIVE for WITH RECURSIVE), calling functions except deniedFunctions,
 // and the schema-reporting PRAGMAs in readPragmas; it denies everything
@@ -37,7 +37,7 @@ var deniedFunctions = map[string]bool{
 //
 // VACUUM has no authorizer action; it is refused because it is not
 // read-only (ErrNotReadOnly), like any statement that slips past this list.
-func Policy(action int32, arg1, arg2 string) bool {
+func Allowed(action int32, arg1, arg2 string) bool {
 	switch action {
 	case sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_RECURSIVE:
 		return true

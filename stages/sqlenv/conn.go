@@ -82,7 +82,7 @@ func progressCallback(_ *libc.TLS, db uintptr) int32 {
 }
 
 func authorizerCallback(_ *libc.TLS, _ uintptr, action int32, z1, z2, _, _ uintptr) int32 {
-	if Policy(action, goString(z1), goString(z2)) {
+	if Allowed(action, goString(z1), goString(z2)) {
 		return sqlite3.SQLITE_OK
 	}
 	return sqlite3.SQLITE_DENY

@@ -97,17 +97,17 @@ type Summary struct {
 	EndSeq       int64                    `json:"end_seq"`
 }
 
-// Run plays the rollout (resuming it as rollout.Run does), grades its
+// Synthesize plays the rollout (resuming it as rollout.Play does), grades its
 // frozen trajectories under o.Metric (a grading run in passk mode, which
 // records every sample's verdict), keeps the episodes whose final SQL
 // passed, writes them with the gold and the sampled ids into o.Out, and
-// records a synthesis run with the files as outputs. Run again after a
+// records a synthesis run with the files as outputs. Synthesize again after a
 // failure, it resumes the rollout, reuses a grading already recorded and
 // rewrites the files; a synthesis already recorded must come out equal.
-func Run(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Summary, error) {
+func Synthesize(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options) (*Summary, error) {
 	run := o.Rollout.Run + ".synth"
 	s := &Summary{Run: run, Examples: len(o.Rollout.Tasks), Out: o.Out}
-	rs, err := rollout.Run(ctx, l, o.Rollout)
+	rs, err := rollout.Play(ctx, l, o.Rollout)
 	s.Rollout = rs
 	if err != nil {
 		return s, err

@@ -59,7 +59,7 @@ func Eval(ctx context.Context, o EvalOptions) (*EvalSummary, error) {
 		return nil, err
 	}
 	defer l.Close()
-	rs, err := rollout.Run(ctx, l, ro)
+	rs, err := rollout.Play(ctx, l, ro)
 	if err != nil && !(o.AllowIncomplete && errors.Is(err, rollout.ErrIncomplete)) {
 		if errors.Is(err, rollout.ErrIncomplete) {
 			err = fmt.Errorf("%w; or grade it as it is with --allow-incomplete", err)

@@ -118,5 +118,5 @@ func Rollout(ctx context.Context, o PlayOptions) (*rollout.Summary, error) {
 	if _, err := checkTaskDatabases(ctx, src, false, o.Progress); err != nil {
 		return nil, err
 	}
-	return rollout.Run(ctx, l, ro)
+	return rollout.Play(ctx, l, ro)
 }

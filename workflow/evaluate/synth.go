@@ -20,7 +20,7 @@ type SynthOptions struct {
 
 // Synth samples the questions under the protocol's seed, names the run
 // from what fixes the synthesis when o.Run is empty, checks the databases
-// against the import and runs the synthesis (synth.Run). When it fails,
+// against the import and runs the synthesis (synth.Synthesize). When it fails,
 // the summary that comes back beside the error holds the rollout's, if
 // one was played.
 func Synth(ctx context.Context, o SynthOptions) (*synth.Summary, error) {
@@ -55,6 +55,6 @@ func Synth(ctx context.Context, o SynthOptions) (*synth.Summary, error) {
 	defer l.Close()
 	g := grade.NewGrader(grade.Options{}, nil)
 	defer g.Close()
-	return synth.Run(ctx, l, g, synth.Options{Rollout: ro, Dataset: src.Dir, DBRoot: o.DBRoot, Metric: o.Metric, NumExamples: o.NumExamples,
+	return synth.Synthesize(ctx, l, g, synth.Options{Rollout: ro, Dataset: src.Dir, DBRoot: o.DBRoot, Metric: o.Metric, NumExamples: o.NumExamples,
 		Seed: ro.Protocol.Sampling.Seed, Out: o.Out, Databases: dbs, Progress: o.Progress})
 }

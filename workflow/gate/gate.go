@@ -22,7 +22,7 @@ import (
 // waiting for it; rlgate gate --json prints it.
 type Result struct {
 	*audit.Verdict
-	Publishes []publish.Outcome `json:"publishes,omitempty"`
+	Publishes []publish.RequestOutcome `json:"publishes,omitempty"`
 }
 
 // Run decides the experiment of l under p (audit.Gate), then acts on the
@@ -52,7 +52,7 @@ func Publish(ctx context.Context, l *ledger.Ledger, o publish.Options) (*publish
 }
 
 // Describe says in a line what a gate did to a publish request.
-func Describe(o publish.Outcome) string {
+func Describe(o publish.RequestOutcome) string {
 	switch {
 	case o.Result != nil:
 		return fmt.Sprintf("published run %s to %s (publish entry %d, request entry %d)", o.Run, o.To, o.Result.Seq, o.Request)

@@ -74,7 +74,7 @@ func BenchmarkDemoSplit(b *testing.B) {
 	for b.Loop() {
 		env := NewEnv(grade.MetricSpider)
 		base := refpolicy.Base(1)
-		pol := &refpolicy.Policy{W: base}
+		pol := &refpolicy.Model{W: base}
 		var trs []synth.Trajectory
 		for i := range sftT {
 			for s := range 4 {
@@ -146,7 +146,7 @@ func BenchmarkDemoSplit(b *testing.B) {
 
 // benchRight says, per task, whether w's greedy answer is right.
 func benchRight(b *testing.B, env *Env, w *refpolicy.Weights, ts []Task) []bool {
-	pol := &refpolicy.Policy{W: w}
+	pol := &refpolicy.Model{W: w}
 	out := make([]bool, len(ts))
 	for i := range ts {
 		d, _ := env.Play(context.Background(), pol, &ts[i], refpolicy.Sampler{})

@@ -92,7 +92,7 @@ type judgement struct {
 
 // NewEnv returns an environment that renders observations as the default
 // protocol does and grades under metric m. The reward is execution match
-// (1 or 0), except under a metric that scores items (grade.Outcome.Score:
+// (1 or 0), except under a metric that scores items (grade.Judgement.Score:
 // bird-softf1), where it is that score, BIRD's Soft-F1 in [0, 1].
 func NewEnv(m grade.Metric) *Env {
 	proto := rollout.DefaultProtocol()
@@ -185,6 +185,6 @@ func (e *Env) judge(ctx context.Context, t *Task, q string) (judgement, error) {
 
 // Play runs one episode of pol on t in process, as a rollout against the
 // served policy would, and returns its final decision and reply tokens.
-func (e *Env) Play(ctx context.Context, pol *refpolicy.Policy, t *Task, s refpolicy.Sampler) (refpolicy.Decision, int) {
+func (e *Env) Play(ctx context.Context, pol *refpolicy.Model, t *Task, s refpolicy.Sampler) (refpolicy.Decision, int) {
 	return pol.Play(&t.Prompt, e.proto.MaxTurns, s, func(q string) string { return e.Observe(ctx, t.DBPath, q) })
 }

@@ -67,10 +67,10 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 	if o.PPOEpochs < 1 {
 		o.PPOEpochs = 1
 	}
-	pol := &refpolicy.Policy{W: w}
-	var ref *refpolicy.Policy
+	pol := &refpolicy.Model{W: w}
+	var ref *refpolicy.Model
 	if o.Ref != nil {
-		ref = &refpolicy.Policy{W: o.Ref}
+		ref = &refpolicy.Model{W: o.Ref}
 	}
 	opt := newAdamW(o.Decay)
 	mw := metricsWriter{metrics}
@@ -133,7 +133,7 @@ func GRPO(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, o GRPO
 		for _, s := range kept {
 			s.oldLP = pol.LogProb(s.sit, s.choice, nil, 0)
 		}
-		old := &refpolicy.Policy{W: w.Clone()}
+		old := &refpolicy.Model{W: w.Clone()}
 		// KL(π‖π_ref) of every sample of the batch, before the update:
 		// actor/kl_loss per response token as veRL's token-mean is (a
 		// reply is a function of the slot choices, so the episode's KL is

@@ -81,7 +81,7 @@ func SFT(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, trs []s
 	}
 	perEpoch := (len(exs) + o.Batch - 1) / o.Batch
 	total := perEpoch * o.Epochs
-	pol := &refpolicy.Policy{W: w}
+	pol := &refpolicy.Model{W: w}
 	opt := newAdamW(o.Decay)
 	mw := metricsWriter{metrics}
 	rng := rand.New(rand.NewPCG(o.Seed, 0x5f7))
@@ -119,7 +119,7 @@ func SFT(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, trs []s
 // tasks it never solves give GRPO groups without reward variance; the
 // frontier is a curriculum stage's data. Sampling is seeded by seed.
 func Frontier(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, group int, seed uint64) ([]Task, error) {
-	pol := &refpolicy.Policy{W: w}
+	pol := &refpolicy.Model{W: w}
 	var out []Task
 	for i := range ts {
 		t := &ts[i]
@@ -151,7 +151,7 @@ func Frontier(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task, gr
 // Accuracy plays every task greedily (temperature 0) in process and
 // returns the share whose final SQL the grader calls correct.
 func Accuracy(ctx context.Context, env *Env, w *refpolicy.Weights, ts []Task) (float64, error) {
-	pol := &refpolicy.Policy{W: w}
+	pol := &refpolicy.Model{W: w}
 	ok := 0
 	for i := range ts {
 		d, _ := env.Play(ctx, pol, &ts[i], refpolicy.Sampler{})
