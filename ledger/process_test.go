@@ -31,12 +31,14 @@ func TestChild(t *testing.T) {
 	}
 	dir, run := os.Getenv("RLGATE_TEST_DIR"), os.Getenv("RLGATE_TEST_RUN")
 	count, _ := strconv.Atoi(os.Getenv("RLGATE_TEST_COUNT"))
-	if mode == "crash" {
+	if mode == "crash-on-go" {
 		// Started ahead of its turn: open the ledger only when the parent
-		// says go, and leave it alone if the parent is gone.
+		// says go, and leave it alone if the parent is gone. Then it
+		// writes as a crash child does.
 		if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
 			os.Exit(0)
 		}
+		mode = "crash"
 	}
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
@@ -129,7 +131,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 	// and waits on stdin for its turn: starting a process is most of a
 	// kill's cost, and it touches no ledger until told to go.
 	start := func(k int) (*exec.Cmd, io.WriteCloser, io.Reader) {
-		cmd := childCmd(t, "crash", dir, fmt.Sprintf("crash-%d", k), 0)
+		cmd := childCmd(t, "crash-on-go", dir, fmt.Sprintf("crash-%d", k), 0)
 		stdin, err := cmd.StdinPipe()
 		if err != nil {
 			t.Fatal(err)
