@@ -7,14 +7,10 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/ledger/records"
 	grading "github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/tasks"
 	"github.com/rlgate/rlgate/stats"
 )
-
-// KindComparison is the entry kind a comparison is recorded under.
-const KindComparison = records.KindComparison
 
 // LabeledRun is an evaluation run under the name a comparison gives it
 // (base, sft, rl, noupdate).

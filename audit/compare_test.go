@@ -3,6 +3,7 @@ package audit
 import (
 	"context"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"math"
 	"strings"
 	"testing"
@@ -21,7 +22,7 @@ func grade(t *testing.T, l *ledger.Ledger, run string, n int, right func(i int) 
 	for i := range n {
 		o.Items = append(o.Items, ledger.Outcome{TaskID: fmt.Sprintf("task-%04d", i), Correct: right(i)})
 	}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: run, Body: o}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: run, Body: o}); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -92,7 +93,7 @@ func BenchmarkCompareFourRuns(b *testing.B) {
 		for i := range 1534 {
 			o.Items = append(o.Items, ledger.Outcome{TaskID: fmt.Sprintf("bird-dev-%04d", i), Correct: (i*7+k*13)%10 < 4+k})
 		}
-		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: r.Run, Body: o}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: r.Run, Body: o}); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -13,9 +13,6 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// KindVerdict is the entry kind of a gate verdict; its body is a Verdict.
-const KindVerdict = records.KindVerdict
-
 // GateCheck is one row of the gate's table: an audit finding or a claim.
 type GateCheck struct {
 	Name    string  `json:"name"` // "audit NAME: CHECK" or "claim A > B"
@@ -162,7 +159,7 @@ func Gate(ctx context.Context, l *ledger.Ledger, p Policy, o GateOptions) (*Verd
 	if v.Head, err = l.Head(ctx); err != nil {
 		return nil, err
 	}
-	es, err := l.Append(ctx, ledger.Record{Kind: KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
 	if err != nil {
 		return nil, fmt.Errorf("record gate verdict: %w", err)
 	}

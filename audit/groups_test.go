@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"strings"
 	"testing"
 
@@ -24,7 +25,7 @@ func gradeLevels(t *testing.T, l *ledger.Ledger, run string, n int, level func(i
 	for i := range n {
 		body.Items = append(body.Items, item{ledger.Outcome{TaskID: fmt.Sprintf("task-%04d", i), Correct: right(i)}, level(i)})
 	}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: run, Body: body}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: run, Body: body}); err != nil {
 		t.Fatal(err)
 	}
 }

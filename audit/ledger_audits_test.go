@@ -2,6 +2,7 @@ package audit
 
 import (
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"slices"
 	"testing"
 
@@ -37,7 +38,7 @@ func auditRollout(t *testing.T, l *ledger.Ledger, run string, n int, turns func(
 		body.Episodes = append(body.Episodes, rollout.EpisodeRef{TaskID: id, StopReason: rollout.StopSolution, Turns: turns(i), SQLExecutions: 1})
 		o.Items = append(o.Items, ledger.Outcome{TaskID: id, Correct: true})
 	}
-	es, err := l.Append(ctx, ledger.Record{Kind: rollout.KindTrajectories, Run: run, Body: body})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindTrajectories, Run: run, Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func auditRollout(t *testing.T, l *ledger.Ledger, run string, n int, turns func(
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: run + ".strict-greedy", Body: o}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: run + ".strict-greedy", Body: o}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := gr.End(ctx, ledger.RunEnd{Status: "ok"}); err != nil {
@@ -88,7 +89,7 @@ func auditTrain(t *testing.T, l *ledger.Ledger, run string, params map[string]st
 		t.Fatal(err)
 	}
 	if len(pts) > 0 {
-		es, err := l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: ledger.Metrics{Points: pts, Format: "verl"}})
+		es, err := l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: run, Body: ledger.Metrics{Points: pts, Format: "verl"}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"slices"
 	"strings"
 
@@ -55,8 +56,8 @@ func rederive(ctx context.Context, r *ledger.Ledger, seq int64) (*Verdict, error
 	if err != nil {
 		return nil, err
 	}
-	if e.Kind != KindVerdict {
-		return nil, refuse("it is a %s entry, not a %s", e.Kind, KindVerdict)
+	if e.Kind != records.KindVerdict {
+		return nil, refuse("it is a %s entry, not a %s", e.Kind, records.KindVerdict)
 	}
 	var v Verdict
 	if err := json.Unmarshal(e.Body, &v); err != nil {
@@ -177,7 +178,7 @@ func (v *Verdict) inconsistency(ctx context.Context, r *ledger.Ledger, e ledger.
 			}
 		case o.Seq >= e.Seq:
 			return ""
-		case !strings.HasPrefix(o.Kind, KindAuditPrefix) && o.Kind != KindComparison:
+		case !strings.HasPrefix(o.Kind, records.AuditPrefix) && o.Kind != records.KindComparison:
 			return fmt.Sprintf("entry %d (%s) lies between the entries it read (up to %d) and it, and the gate writes no such entry", o.Seq, o.Kind, v.Basis.Seq)
 		}
 	}
@@ -258,7 +259,7 @@ func passFailWord(ok bool) string {
 // one re-derive it with Rederive.
 func Verdicts(ctx context.Context, l *ledger.Ledger, id *ledger.Digest) ([]*Verdict, error) {
 	var out []*Verdict
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindVerdict}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindVerdict}) {
 		if err != nil {
 			return nil, err
 		}

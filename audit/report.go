@@ -11,10 +11,6 @@ import (
 	grading "github.com/rlgate/rlgate/stages/grade"
 )
 
-// KindAuditPrefix starts the entry kind of every ledger audit: a Report of
-// audit NAME is recorded as an audit.NAME entry.
-const KindAuditPrefix = records.AuditPrefix
-
 // The ledger audits, as Report.Audit names them.
 const (
 	AuditBudget   = "budget"
@@ -106,11 +102,11 @@ func record(ctx context.Context, l *ledger.Ledger, reps []*Report, cmps []*Compa
 	var names []string
 	for _, r := range reps {
 		if r != nil {
-			recs, seqs, names = append(recs, ledger.Record{Kind: KindAuditPrefix + r.Audit, Body: r}), append(seqs, &r.Seq), append(names, r.Audit+" audit")
+			recs, seqs, names = append(recs, ledger.Record{Kind: records.AuditPrefix + r.Audit, Body: r}), append(seqs, &r.Seq), append(names, r.Audit+" audit")
 		}
 	}
 	for _, c := range cmps {
-		recs, seqs = append(recs, ledger.Record{Kind: KindComparison, Body: c}), append(seqs, &c.Seq)
+		recs, seqs = append(recs, ledger.Record{Kind: records.KindComparison, Body: c}), append(seqs, &c.Seq)
 	}
 	if len(cmps) > 0 {
 		names = append(names, "comparison")

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"maps"
 	"math"
 	"path/filepath"
@@ -212,7 +213,7 @@ func recordedSelfGrade(ctx context.Context, l *ledger.Ledger, src goldSource, c 
 	}
 	var last *runner.Preflight
 	var seq int64
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: runner.KindPreflight, Run: src.run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindPreflight, Run: src.run}) {
 		if err != nil {
 			return nil, nil, err
 		}

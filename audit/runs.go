@@ -97,7 +97,7 @@ func loadTrains(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([]*tr
 		if err := l.DecodeBody(ctx, t.run.StartedSeq, &t.start); err != nil {
 			return nil, fmt.Errorf("training %s=%s: %w", lr.Label, lr.Run, err)
 		}
-		for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {
+		for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindArtifact, Run: lr.Run}) {
 			if err != nil {
 				return nil, err
 			}

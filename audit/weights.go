@@ -15,10 +15,6 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 )
 
-// KindWeights is the entry kind a weights audit is recorded under; its body
-// is a WeightsReport.
-const KindWeights = records.KindWeights
-
 // The checks of the weights audit, as Finding.Check names them.
 const (
 	// CheckTrainedChanged passes when at least one element of the trained
@@ -348,7 +344,7 @@ func (r *WeightsReport) Record(ctx context.Context, l *ledger.Ledger) error {
 		c.Manifest = &blob
 		blobs = append(blobs, blob)
 	}
-	es, err := l.Append(ctx, ledger.Record{Kind: KindWeights, Body: r, Blobs: blobs})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindWeights, Body: r, Blobs: blobs})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package audit
 
 import (
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,8 +157,8 @@ func TestRecordWeights(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if e.Kind != KindWeights || len(e.Blobs) != 3 {
-		t.Errorf("entry %d: kind %s, %d blobs; want %s and the three manifests", e.Seq, e.Kind, len(e.Blobs), KindWeights)
+	if e.Kind != records.KindWeights || len(e.Blobs) != 3 {
+		t.Errorf("entry %d: kind %s, %d blobs; want %s and the three manifests", e.Seq, e.Kind, len(e.Blobs), records.KindWeights)
 	}
 	var body WeightsReport
 	if err := json.Unmarshal(e.Body, &body); err != nil {

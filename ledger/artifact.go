@@ -3,6 +3,7 @@ package ledger
 import (
 	"bytes"
 	"context"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // RecordArtifact stores manifest (any JSON-encodable description: a
@@ -19,7 +20,7 @@ func (l *Ledger) RecordArtifact(ctx context.Context, run string, a Artifact, man
 		return Entry{}, err
 	}
 	a.Manifest = &blob
-	es, err := l.Append(ctx, Record{Kind: KindArtifact, Run: run, Body: a, Blobs: append([]Digest{blob}, kept...)})
+	es, err := l.Append(ctx, Record{Kind: records.KindArtifact, Run: run, Body: a, Blobs: append([]Digest{blob}, kept...)})
 	if err != nil {
 		return Entry{}, err
 	}

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"syscall"
 	"testing"
@@ -25,7 +26,7 @@ func BenchmarkAppendBatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := range recs {
-			recs[j] = ledger.Record{Kind: ledger.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i*batch + j), Key: "reward", Value: 0.5}}}}
+			recs[j] = ledger.Record{Kind: records.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i*batch + j), Key: "reward", Value: 0.5}}}}
 		}
 		if _, err := l.Append(ctx, recs...); err != nil {
 			b.Fatal(err)
@@ -62,7 +63,7 @@ func BenchmarkAppendMetrics(b *testing.B) {
 				pts = append(pts, ledger.MetricPoint{Step: step, Key: name, Value: float64(step)*1.000123 + float64(k)/7})
 			}
 		}
-		recs[e] = ledger.Record{Kind: ledger.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: pts, Source: "run-bench.wandb", Format: "wandb"}}
+		recs[e] = ledger.Record{Kind: records.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: pts, Source: "run-bench.wandb", Format: "wandb"}}
 	}
 	var cpu time.Duration
 	dir := b.TempDir()

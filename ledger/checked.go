@@ -5,6 +5,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"iter"
 	"os"
 	"path/filepath"
@@ -124,7 +125,7 @@ type lazyPoint struct {
 // lazyKinds are derived only when a run's rows are first asked for: a
 // run's outcomes into the view's database, its metric series in memory
 // (see checkedSeries).
-var lazyKinds = []string{KindOutcomes, KindMetrics}
+var lazyKinds = []string{records.KindOutcomes, records.KindMetrics}
 
 // walk reads the entries 1..at of the source once, checking each, and
 // derives the rows of every entry but the lazy kinds.
@@ -302,7 +303,7 @@ func (l *Ledger) checkLink(e *Entry, seq int64, sum Digest) error {
 	case sum != e.Hash:
 		return l.tampered(e.Seq, "does not match its hash: its kind, run, time, blobs or body were changed after it was written")
 	case e.Seq == 1 && !isGenesisOf(e, l.id):
-		return l.tampered(1, "is not this ledger's %s entry for ledger id %s", KindInit, l.id)
+		return l.tampered(1, "is not this ledger's %s entry for ledger id %s", records.KindInit, l.id)
 	}
 	return nil
 }
@@ -400,7 +401,7 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 	byKey, err := c.series.Get(ctx, run, func() (map[string]*seriesPoints, error) {
 		// The entries decode on every core, and are gathered in ledger
 		// order.
-		es := c.lazy[lazyKey(KindMetrics, run)]
+		es := c.lazy[lazyKey(records.KindMetrics, run)]
 		decoded := make([]entryPoints, len(es))
 		err := ForEach(ctx, len(es), func(_ context.Context, i int) error {
 			var err error
@@ -457,7 +458,7 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 			if p.num != nil {
 				var ok bool
 				if v, ok = parseValue(p.num); !ok {
-					s.err = l.tampered(p.seq, "cannot be read (%s): value %q of %s", KindMetrics, p.num, key)
+					s.err = l.tampered(p.seq, "cannot be read (%s): value %q of %s", records.KindMetrics, p.num, key)
 					return
 				}
 			}

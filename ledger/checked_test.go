@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"strings"
 	"testing"
 
@@ -20,10 +21,10 @@ func checkedLedger(t *testing.T) string {
 	}
 	defer l.Close()
 	_, err = l.Append(ctx,
-		ledger.Record{Kind: ledger.KindRunStart, Run: "ev", Body: map[string]any{"stage": "eval"}},
-		ledger.Record{Kind: ledger.KindOutcomes, Run: "ev", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "a"}, {TaskID: "b", Correct: true}}}},
-		ledger.Record{Kind: ledger.KindMetrics, Run: "ev", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 2, Key: "loss", Value: 0.5}, {Step: 1, Key: "loss", Value: 0.9}, {Step: 1, Key: "kl", Value: 1}}}},
-		ledger.Record{Kind: ledger.KindRunEnd, Run: "ev", Body: ledger.RunEnd{Status: "failed", ExitCode: new(7)}},
+		ledger.Record{Kind: records.KindRunStart, Run: "ev", Body: map[string]any{"stage": "eval"}},
+		ledger.Record{Kind: records.KindOutcomes, Run: "ev", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "a"}, {TaskID: "b", Correct: true}}}},
+		ledger.Record{Kind: records.KindMetrics, Run: "ev", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 2, Key: "loss", Value: 0.5}, {Step: 1, Key: "loss", Value: 0.9}, {Step: 1, Key: "kl", Value: 1}}}},
+		ledger.Record{Kind: records.KindRunEnd, Run: "ev", Body: ledger.RunEnd{Status: "failed", ExitCode: new(7)}},
 		ledger.Record{Kind: "note", Body: map[string]int{"i": 5}},
 	)
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 )
@@ -161,7 +162,7 @@ func openCopyTarget(ctx context.Context, src *Ledger, dir string) (*Ledger, bool
 	if fresh {
 		genesis, err := src.EntryBySeq(ctx, 1)
 		if err == nil && !isGenesisOf(&genesis, src.id) {
-			err = fmt.Errorf("entry 1 is not the %s entry of ledger %s", KindInit, src.id)
+			err = fmt.Errorf("entry 1 is not the %s entry of ledger %s", records.KindInit, src.id)
 		}
 		if err != nil {
 			return nil, false, copyError(src, err)

@@ -120,7 +120,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 		d.later("blob_refs(digest, seq)", b.Hex(), e.Seq)
 	}
 	switch e.Kind {
-	case KindRunStart:
+	case records.KindRunStart:
 		var b RunStart
 		if err := decodeBody(e, &b); err != nil {
 			return err
@@ -132,7 +132,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 			e.Run, b.Stage, e.Seq, e.At); err != nil {
 			return fmt.Errorf("run %q: %w", e.Run, err)
 		}
-	case KindRunEnd:
+	case records.KindRunEnd:
 		var b RunEnd
 		if err := decodeBody(e, &b); err != nil {
 			return err
@@ -148,7 +148,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: run.end for run %q, which is not running", ErrBadRecord, e.Run)
 		}
-	case KindRunResume:
+	case records.KindRunResume:
 		res, err := d.exec("UPDATE runs SET status = 'running', ended_seq = NULL, ended_at = NULL, exit_code = NULL WHERE run = ? AND status IN ('interrupted', 'failed')", e.Run)
 		if err != nil {
 			return err
@@ -156,7 +156,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 		if n, _ := res.RowsAffected(); n != 1 {
 			return fmt.Errorf("%w: run.resume for run %q, which is not interrupted or failed", ErrBadRecord, e.Run)
 		}
-	case KindArtifact:
+	case records.KindArtifact:
 		var b Artifact
 		if err := decodeBody(e, &b); err != nil {
 			return err
@@ -172,7 +172,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 			e.Seq, e.Run, b.Role, b.Name, b.Kind, b.Digest.String(), manifest); err != nil {
 			return err
 		}
-	case KindMetrics:
+	case records.KindMetrics:
 		m, ok := typed.(Metrics)
 		if !ok {
 			var err error
@@ -181,7 +181,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 			}
 		}
 		return d.deriveMetrics(e, m)
-	case KindOutcomes:
+	case records.KindOutcomes:
 		var o Outcomes
 		if err := decodeBody(e, &o); err != nil {
 			return err

@@ -11,20 +11,6 @@ import (
 	"strings"
 	"time"
 	"unsafe"
-
-	"github.com/rlgate/rlgate/ledger/records"
-)
-
-// Entry kinds the ledger reads itself and derives into query tables,
-// under the names its callers and tests have always used. records defines
-// them, with every other kind.
-const (
-	KindInit      = records.KindInit      // body InitBody
-	KindRunStart  = records.KindRunStart  // body RunStart
-	KindRunEnd    = records.KindRunEnd    // body RunEnd
-	KindRunResume = records.KindRunResume // reopens an interrupted or failed run
-	KindArtifact  = records.KindArtifact  // body Artifact
-	KindMetrics   = records.KindMetrics   // body Metrics
 )
 
 // Record is what a caller appends: the ledger assigns seq, prev, hash and time.

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io"
 	"io/fs"
 	"maps"
@@ -266,7 +267,7 @@ func (l *Ledger) initTx(ctx context.Context, tx *sql.Tx, ddl []string, extra map
 	if genesis != nil {
 		return l.copyTx(ctx, tx, 0, Digest{}, []Entry{*genesis})
 	}
-	_, err := l.appendTx(ctx, tx, []Record{{Kind: KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}}, nil)
+	_, err := l.appendTx(ctx, tx, []Record{{Kind: records.KindInit, Body: InitBody{LedgerID: l.id, Schema: SchemaVersion}}}, nil)
 	return err
 }
 

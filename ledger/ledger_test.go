@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -47,10 +48,10 @@ func TestAppendAndQuery(t *testing.T) {
 		t.Fatal(err)
 	}
 	es, err := l.Append(ctx,
-		ledger.Record{Kind: ledger.KindRunStart, Run: "sft-1", Body: map[string]any{"stage": "sft", "argv": []string{"train.py"}}},
-		ledger.Record{Kind: ledger.KindMetrics, Run: "sft-1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 2, Key: "loss", Value: 0.5}, {Step: 1, Key: "loss", Value: 0.9}}}},
+		ledger.Record{Kind: records.KindRunStart, Run: "sft-1", Body: map[string]any{"stage": "sft", "argv": []string{"train.py"}}},
+		ledger.Record{Kind: records.KindMetrics, Run: "sft-1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 2, Key: "loss", Value: 0.5}, {Step: 1, Key: "loss", Value: 0.9}}}},
 		ledger.Record{Kind: "log", Run: "sft-1", Body: map[string]string{"stream": "stdout"}, Blobs: []ledger.Digest{blob, blob}},
-		ledger.Record{Kind: ledger.KindRunEnd, Run: "sft-1", Body: ledger.RunEnd{Status: "ok", ExitCode: new(int)}},
+		ledger.Record{Kind: records.KindRunEnd, Run: "sft-1", Body: ledger.RunEnd{Status: "ok", ExitCode: new(int)}},
 	)
 	if err != nil {
 		t.Fatal(err)
@@ -80,7 +81,7 @@ func TestAppendAndQuery(t *testing.T) {
 		t.Errorf("EntryByHash = %+v, %v", byHash, err)
 	}
 	n := 0
-	for e, err := range l.Entries(ctx, ledger.Filter{Run: "sft-1", Kind: ledger.KindMetrics}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Run: "sft-1", Kind: records.KindMetrics}) {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -105,8 +106,8 @@ func TestAppendAndQuery(t *testing.T) {
 func TestAppendIsAtomic(t *testing.T) {
 	l := ledgertest.New(t)
 	_, err := l.Append(ctx,
-		ledger.Record{Kind: ledger.KindRunStart, Run: "r", Body: ledger.RunStart{Stage: "rl"}},
-		ledger.Record{Kind: ledger.KindRunEnd, Run: "unknown", Body: ledger.RunEnd{Status: "ok"}},
+		ledger.Record{Kind: records.KindRunStart, Run: "r", Body: ledger.RunStart{Stage: "rl"}},
+		ledger.Record{Kind: records.KindRunEnd, Run: "unknown", Body: ledger.RunEnd{Status: "ok"}},
 	)
 	if !errors.Is(err, ledger.ErrBadRecord) {
 		t.Fatalf("got %v, want ErrBadRecord", err)
@@ -129,15 +130,15 @@ func TestAppendRefuses(t *testing.T) {
 		{"missing blob", ledger.Record{Kind: "log", Blobs: []ledger.Digest{ledger.Sum([]byte("never stored"))}}, ledger.ErrBlobMissing},
 		{"bad kind", ledger.Record{Kind: "Run Start"}, ledger.ErrBadRecord},
 		{"inexact number", ledger.Record{Kind: "x", Body: map[string]uint64{"seed": 1<<64 - 1}}, ledger.ErrBadRecord},
-		{"run without stage", ledger.Record{Kind: ledger.KindRunStart, Run: "r"}, ledger.ErrBadRecord},
+		{"run without stage", ledger.Record{Kind: records.KindRunStart, Run: "r"}, ledger.ErrBadRecord},
 		// Names reach reviewers' terminals: no escape sequences, BEL,
 		// newlines or bidirectional overrides (CheckName).
 		{"ESC in run id", ledger.Record{Kind: "log", Run: "r\x1b]0;pwned\a"}, ledger.ErrBadRecord},
 		{"newline in run id", ledger.Record{Kind: "log", Run: "a\nb"}, ledger.ErrBadRecord},
 		{"RLO in run id", ledger.Record{Kind: "log", Run: "eval\u202eesab"}, ledger.ErrBadRecord},
 		{"run id with a trailing space", ledger.Record{Kind: "log", Run: "rl "}, ledger.ErrBadRecord},
-		{"BEL in stage", ledger.Record{Kind: ledger.KindRunStart, Run: "r", Body: ledger.RunStart{Stage: "rl\a"}}, ledger.ErrBadRecord},
-		{"ESC in artifact name", ledger.Record{Kind: ledger.KindArtifact, Run: "r",
+		{"BEL in stage", ledger.Record{Kind: records.KindRunStart, Run: "r", Body: ledger.RunStart{Stage: "rl\a"}}, ledger.ErrBadRecord},
+		{"ESC in artifact name", ledger.Record{Kind: records.KindArtifact, Run: "r",
 			Body: ledger.Artifact{Role: "input", Name: "data\x1b[2J", Kind: "file", Digest: ledger.Sum(nil)}}, ledger.ErrBadRecord},
 	}
 	for _, tt := range tests {
@@ -284,7 +285,7 @@ func TestOutcomesDerivedAndDuplicatesRefused(t *testing.T) {
 		{ledger.Outcome{TaskID: "spider-dev-0001", Correct: true, Reward: &half}, "concert_singer"},
 		{ledger.Outcome{TaskID: "spider-dev-0000", Correct: false}, "concert_singer"},
 	}}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: "eval-rl", Body: body}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: "eval-rl", Body: body}); err != nil {
 		t.Fatal(err)
 	}
 	rows, err := l.Outcomes(ctx, "eval-rl")
@@ -292,7 +293,7 @@ func TestOutcomesDerivedAndDuplicatesRefused(t *testing.T) {
 		t.Fatalf("outcomes %+v, %v", rows, err)
 	}
 	again := ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "spider-dev-0001", Correct: false}}}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: "eval-rl", Body: again}); err == nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: "eval-rl", Body: again}); err == nil {
 		t.Error("grading the same (task, sample) twice in one run was accepted")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -43,12 +44,12 @@ func copySource(t *testing.T, n int) *ledger.Ledger {
 			t.Fatal(err)
 		}
 		recs := []ledger.Record{
-			{Kind: ledger.KindRunStart, Run: run, Body: ledger.RunStart{Stage: "rl"}},
-			{Kind: ledger.KindArtifact, Run: run, Body: ledger.Artifact{Role: "input", Name: "data", Kind: "file", Digest: d}, Blobs: []ledger.Digest{d}},
+			{Kind: records.KindRunStart, Run: run, Body: ledger.RunStart{Stage: "rl"}},
+			{Kind: records.KindArtifact, Run: run, Body: ledger.Artifact{Role: "input", Name: "data", Kind: "file", Digest: d}, Blobs: []ledger.Digest{d}},
 			{Kind: "log", Run: run, Body: map[string]any{"stream": "stdout", "offset": 0, "bytes": len(b) + len(run)}, Blobs: []ledger.Digest{own}},
-			{Kind: ledger.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}, {Step: 2, Key: "reward", Value: 0.5}}}},
-			{Kind: ledger.KindOutcomes, Run: run, Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "spider-dev-" + strconv.Itoa(i), Sample: 0, Correct: i%2 == 0}}}},
-			{Kind: ledger.KindRunEnd, Run: run, Body: ledger.RunEnd{Status: "ok"}},
+			{Kind: records.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}, {Step: 2, Key: "reward", Value: 0.5}}}},
+			{Kind: records.KindOutcomes, Run: run, Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "spider-dev-" + strconv.Itoa(i), Sample: 0, Correct: i%2 == 0}}}},
+			{Kind: records.KindRunEnd, Run: run, Body: ledger.RunEnd{Status: "ok"}},
 		}
 		if _, err := l.Append(ctx, recs...); err != nil {
 			t.Fatal(err)
@@ -131,7 +132,7 @@ func TestCopyRoundTripAndIncremental(t *testing.T) {
 		t.Fatal(err)
 	}
 	if _, err := src.Append(ctx, ledger.Record{Kind: "log", Run: "rl0", Body: map[string]any{"stream": "stderr"}, Blobs: []ledger.Digest{d}},
-		ledger.Record{Kind: ledger.KindRunStart, Run: "eval1", Body: ledger.RunStart{Stage: "eval"}}); err != nil {
+		ledger.Record{Kind: records.KindRunStart, Run: "eval1", Body: ledger.RunStart{Stage: "eval"}}); err != nil {
 		t.Fatal(err)
 	}
 	res, err = ledger.Copy(ctx, src, dir, ledger.CopyOptions{Batch: 1})

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -94,13 +95,13 @@ func checkNames(kind, run string, body []byte) error {
 		Name  string `json:"name"`
 	}
 	switch kind {
-	case KindRunStart:
+	case records.KindRunStart:
 		if json.Unmarshal(body, &named) == nil && named.Stage != "" {
 			if err := CheckName(named.Stage); err != nil {
 				return fmt.Errorf("stage %q %w", named.Stage, err)
 			}
 		}
-	case KindArtifact:
+	case records.KindArtifact:
 		if json.Unmarshal(body, &named) == nil && named.Name != "" {
 			if err := checkPrintable(named.Name); err != nil {
 				return fmt.Errorf("artifact name %q %w", named.Name, err)

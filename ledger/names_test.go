@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"context"
+	"github.com/rlgate/rlgate/ledger/records"
 	"strings"
 	"testing"
 
@@ -45,7 +46,7 @@ func TestAppendAcceptsPathArtifactNames(t *testing.T) {
 	l := ledgertest.New(t)
 	name := "/home/me/" + strings.Repeat("deep/", 60) + "config.yaml "
 	a := ledger.Artifact{Role: "config", Name: name, Kind: "config", Digest: ledger.Sum(nil)}
-	if _, err := l.Append(context.Background(), ledger.Record{Kind: ledger.KindArtifact, Run: "", Body: a}); err != nil {
+	if _, err := l.Append(context.Background(), ledger.Record{Kind: records.KindArtifact, Run: "", Body: a}); err != nil {
 		t.Fatalf("artifact named by a %d-byte path: %v", len(name), err)
 	}
 }

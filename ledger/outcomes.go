@@ -9,9 +9,6 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// KindOutcomes is the entry kind of a batch of per-task evaluation outcomes.
-const KindOutcomes = records.KindOutcomes
-
 // Outcomes is the part of an outcomes body the ledger derives; graders add
 // per-item detail (index, db_id, difficulty, error, ...) beside these fields.
 type Outcomes struct {
@@ -59,7 +56,7 @@ type OutcomeRow struct {
 // Outcomes lists a run's outcomes ordered by task id and sample.
 func (l *Ledger) Outcomes(ctx context.Context, run string) ([]OutcomeRow, error) {
 	if l.chk != nil {
-		if err := l.derive(ctx, KindOutcomes, run); err != nil {
+		if err := l.derive(ctx, records.KindOutcomes, run); err != nil {
 			return nil, err
 		}
 	}

@@ -3,6 +3,7 @@
 package ledger_test
 
 import (
+	"github.com/rlgate/rlgate/ledger/records"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -23,7 +24,7 @@ func BenchmarkPGAppendBatch(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		for j := range recs {
-			recs[j] = ledger.Record{Kind: ledger.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i*batch + j), Key: "reward", Value: 0.5}}}}
+			recs[j] = ledger.Record{Kind: records.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i*batch + j), Key: "reward", Value: 0.5}}}}
 		}
 		if _, err := l.Append(ctx, recs...); err != nil {
 			b.Fatal(err)

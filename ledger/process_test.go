@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"bufio"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io"
 	"math/rand/v2"
 	"os"
@@ -50,7 +51,7 @@ func TestChild(t *testing.T) {
 		// Start a run, log one metric batch, say so, then wait to be killed.
 		r, err := l.StartRun(ctx, run, ledger.RunStart{Stage: "rl"})
 		if err == nil {
-			_, err = l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.5}}}})
+			_, err = l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.5}}}})
 		}
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)

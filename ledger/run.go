@@ -34,14 +34,14 @@ func (l *Ledger) StartRun(ctx context.Context, run string, body any, blobs ...Di
 	} else if !errors.Is(err, ErrNotFound) {
 		return nil, err
 	}
-	return l.lockAndAppend(ctx, Record{Kind: KindRunStart, Run: run, Body: body, Blobs: blobs})
+	return l.lockAndAppend(ctx, Record{Kind: records.KindRunStart, Run: run, Body: body, Blobs: blobs})
 }
 
 // lockAndAppend takes the run's lock, then appends rec; the lock is held
 // until End.
 func (l *Ledger) lockAndAppend(ctx context.Context, rec Record) (*ActiveRun, error) {
 	op := "start run"
-	if rec.Kind == KindRunResume {
+	if rec.Kind == records.KindRunResume {
 		op = "resume run"
 	}
 	unlock, err := l.lockRun(ctx, op, rec.Run)
@@ -125,7 +125,7 @@ func (l *Ledger) ResumeRun(ctx context.Context, run string, body any) (*ActiveRu
 	case r.Status == records.StatusRunning:
 		return nil, &Error{Op: "resume run", Path: run, Err: ErrRunExists, Hint: "another process is recording it; wait for it or stop it"}
 	}
-	return l.lockAndAppend(ctx, Record{Kind: KindRunResume, Run: run, Body: body})
+	return l.lockAndAppend(ctx, Record{Kind: records.KindRunResume, Run: run, Body: body})
 }
 
 // RunStatus returns a run's row, or ErrNotFound.
@@ -145,7 +145,7 @@ func (l *Ledger) RunStatus(ctx context.Context, run string) (Run, error) {
 // End appends the run.end entry (body must carry the RunEnd fields) and
 // releases the run's lock.
 func (r *ActiveRun) End(ctx context.Context, body any, blobs ...Digest) (Entry, error) {
-	es, err := r.l.Append(ctx, Record{Kind: KindRunEnd, Run: r.ID, Body: body, Blobs: blobs})
+	es, err := r.l.Append(ctx, Record{Kind: records.KindRunEnd, Run: r.ID, Body: body, Blobs: blobs})
 	if err != nil {
 		return Entry{}, fmt.Errorf("end run %q: %w", r.ID, err)
 	}
@@ -211,7 +211,7 @@ func (l *Ledger) closeInterrupted(ctx context.Context, run string) error {
 	}
 	for _, r := range runs {
 		if r.Run == run && r.Status == records.StatusRunning { // re-checked under the lock
-			_, err := l.Append(ctx, Record{Kind: KindRunEnd, Run: run, Body: InterruptedBody{
+			_, err := l.Append(ctx, Record{Kind: records.KindRunEnd, Run: run, Body: InterruptedBody{
 				RunEnd: RunEnd{Status: records.StatusInterrupted},
 				Reason: "the process recording this run ended without closing it (killed or crashed)",
 			}})

@@ -2,6 +2,7 @@ package ledger_test
 
 import (
 	"database/sql"
+	"github.com/rlgate/rlgate/ledger/records"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -68,7 +69,7 @@ func TestSeriesOfIrregularBatches(t *testing.T) {
 				pts = append(pts, ledger.MetricPoint{Step: step, Key: k, Value: v})
 			}
 		}
-		rec := ledger.Record{Kind: ledger.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}
+		rec := ledger.Record{Kind: records.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}
 		if batch >= 4 {
 			large = append(large, rec) // appended together, through one deriver
 			continue
@@ -127,7 +128,7 @@ func TestMetricsTableOfVersion1Rebuilt(t *testing.T) {
 		t.Fatal(err)
 	}
 	pts := []ledger.MetricPoint{{Step: 1, Key: "loss", Value: 2}, {Step: 1, Key: "lr", Value: 1e-6}, {Step: 2, Key: "loss", Value: 1.5}}
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}); err != nil {
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io/fs"
 	"runtime"
 	"sort"
@@ -390,7 +391,7 @@ func (l *Ledger) verifyChain(ctx context.Context, rep *VerifyReport, refs map[Di
 func (l *Ledger) checkGenesis(rep *VerifyReport, e *Entry) {
 	if !isGenesisOf(e, l.id) {
 		rep.add(Finding{Severity: SeverityError, Check: "chain", Seq: 1,
-			Message: fmt.Sprintf("the first entry is not this ledger's %s entry for ledger id %s", KindInit, l.id)})
+			Message: fmt.Sprintf("the first entry is not this ledger's %s entry for ledger id %s", records.KindInit, l.id)})
 	}
 }
 
@@ -398,7 +399,7 @@ func (l *Ledger) checkGenesis(rep *VerifyReport, e *Entry) {
 // ledger.init entry naming id, linked to nothing.
 func isGenesisOf(e *Entry, id string) bool {
 	var b InitBody
-	return e.Kind == KindInit && decodeBody(e, &b) == nil && b.LedgerID == id && e.Prev.IsZero()
+	return e.Kind == records.KindInit && decodeBody(e, &b) == nil && b.LedgerID == id && e.Prev.IsZero()
 }
 
 // verifyBlobs re-hashes every referenced blob, one file at a time per core,

@@ -3,6 +3,7 @@ package ledger_test
 import (
 	"database/sql"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -71,8 +72,8 @@ func buildTamperFixture(dir string) (blobs []ledger.Digest, err error) {
 		}
 	}
 	_, err = l.Append(ctx,
-		ledger.Record{Kind: ledger.KindRunStart, Run: "r1", Body: ledger.RunStart{Stage: "rl"}},
-		ledger.Record{Kind: ledger.KindMetrics, Run: "r1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}}}},
+		ledger.Record{Kind: records.KindRunStart, Run: "r1", Body: ledger.RunStart{Stage: "rl"}},
+		ledger.Record{Kind: records.KindMetrics, Run: "r1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}}}},
 	)
 	if err != nil {
 		return nil, err

@@ -107,7 +107,7 @@ type runArtifact struct {
 // runArtifacts reads the artifact entries of run.
 func runArtifacts(ctx context.Context, l *ledger.Ledger, run string) ([]runArtifact, error) {
 	var out []runArtifact
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindArtifact, Run: run}) {
 		if err != nil {
 			return nil, err
 		}
@@ -337,7 +337,7 @@ func (v *Verification) CheckLedger(ctx context.Context, l *ledger.Ledger) error 
 	if err := v.checkRederived(ctx, l, p); err != nil {
 		return err
 	}
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindPublish, AfterSeq: p.LedgerHead.Seq}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindPublish, AfterSeq: p.LedgerHead.Seq}) {
 		if err != nil {
 			return err
 		}

@@ -22,10 +22,6 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 )
 
-// KindPublish is the entry kind of a published bundle; its body is a
-// Result.
-const KindPublish = records.KindPublish
-
 func init() {
 	records.Register[Result](records.KindPublish, 1)
 	records.Register[Request](records.KindRequest, 1)
@@ -127,7 +123,7 @@ func Publish(ctx context.Context, l *ledger.Ledger, o Options) (*Result, error) 
 			return nil, err
 		}
 	}
-	es, err := l.Append(ctx, ledger.Record{Kind: KindPublish, Run: o.Run, Body: res})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindPublish, Run: o.Run, Body: res})
 	if err != nil {
 		return nil, fmt.Errorf("record publish (the bundle is in %s): %w", to, err)
 	}

@@ -12,11 +12,6 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// KindRequest is the entry kind of a request to publish a training run's
-// checkpoint once a gate passes for it (rlgate run --publish-to); its body
-// is a Request, its run the training run.
-const KindRequest = records.KindRequest
-
 // Request is where a run's checkpoint is to be published and with which
 // key (a path: the key itself never enters the ledger).
 type Request struct {
@@ -49,7 +44,7 @@ func RecordRequest(ctx context.Context, l *ledger.Ledger, run string, r Request)
 	if err != nil {
 		return ledger.Entry{}, ledger.Digest{}, err
 	}
-	es, err := l.Append(ctx, ledger.Record{Kind: KindRequest, Run: run, Body: r})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindRequest, Run: run, Body: r})
 	if err != nil {
 		return ledger.Entry{}, ledger.Digest{}, fmt.Errorf("record publish request: %w", err)
 	}
@@ -112,7 +107,7 @@ type pending struct {
 // checkpoint has model identity id, oldest first.
 func pendingRequests(ctx context.Context, l *ledger.Ledger, id ledger.Digest) ([]pending, error) {
 	done := map[int64]bool{}
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindPublish}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindPublish}) {
 		if err != nil {
 			return nil, err
 		}
@@ -123,7 +118,7 @@ func pendingRequests(ctx context.Context, l *ledger.Ledger, id ledger.Digest) ([
 		done[r.Request] = true
 	}
 	var out []pending
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindRequest}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindRequest}) {
 		if err != nil {
 			return nil, err
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -75,7 +76,7 @@ func existingBundle(ctx context.Context, l *ledger.Ledger, o Options, to string,
 	if !v.OK || c == nil || c.Run != o.Run || c.ModelIdentity != ck.Digest {
 		return refuse("it holds no bundle of run " + o.Run + " that verifies with key " + s.Hint)
 	}
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindPublish, Run: o.Run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindPublish, Run: o.Run}) {
 		if err != nil {
 			return targetRefused, nil, err
 		}

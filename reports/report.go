@@ -618,7 +618,7 @@ func (r *Report) training(ctx context.Context, l *ledger.Ledger) error {
 // each input with the run that wrote it as recorded, and whether the run
 // wrote a checkpoint.
 func (r *Report) artifacts(ctx context.Context, l *ledger.Ledger, lr audit.LabeledRun, stage string) (rows []LineageRow, trained bool, err error) {
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindArtifact, Run: lr.Run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindArtifact, Run: lr.Run}) {
 		if err != nil {
 			return nil, false, err
 		}

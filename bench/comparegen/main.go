@@ -8,6 +8,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"log"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -30,7 +31,7 @@ func main() {
 		for i := range *n {
 			o.Items = append(o.Items, ledger.Outcome{TaskID: fmt.Sprintf("bird-%04d", i), Correct: (i*7+k*13)%10 < 4+k})
 		}
-		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: run, Body: o}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: run, Body: o}); err != nil {
 			log.Fatal(err)
 		}
 	}

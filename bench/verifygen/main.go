@@ -32,7 +32,7 @@ func main() {
 	every := max(1, *n/max(1, blobs)) // one entry in every names a blob
 	rng := rand.NewChaCha8([32]byte{})
 	buf := make([]byte, blobSize)
-	recs := []ledger.Record{{Kind: ledger.KindRunStart, Run: "rl1", Body: ledger.RunStart{Stage: "rl"}}}
+	recs := []ledger.Record{{Kind: records.KindRunStart, Run: "rl1", Body: ledger.RunStart{Stage: "rl"}}}
 	for i := 1; i < *n-1; i++ { // with ledger.init and run.start, n entries
 		r := ledger.Record{Kind: records.KindLog, Run: "rl1", Body: map[string]int{"i": i}}
 		switch {
@@ -45,7 +45,7 @@ func main() {
 			}
 			r.Blobs = []ledger.Digest{d}
 		case i%10 == 0:
-			r = ledger.Record{Kind: ledger.KindMetrics, Run: "rl1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i), Key: "reward", Value: float64(i%100) / 100}}}}
+			r = ledger.Record{Kind: records.KindMetrics, Run: "rl1", Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: int64(i), Key: "reward", Value: float64(i%100) / 100}}}}
 		}
 		recs = append(recs, r)
 		if len(recs) == 1000 || i == *n-2 {

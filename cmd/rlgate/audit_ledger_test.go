@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"slices"
@@ -11,7 +12,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )
 
@@ -45,7 +45,7 @@ func gateAuditCommands(t *testing.T, x *gateExperiment) {
 	if protocol.Check != audit.CheckSameProtocol || !cmp.Equal(want, diffs) {
 		t.Errorf("%s: differences (-want +got):\n%s", protocol.Check, cmp.Diff(want, diffs))
 	}
-	rlStart := gateLog(t, x.ledger, "ev-rl-t07", ledger.KindRunStart)[0].Seq
+	rlStart := gateLog(t, x.ledger, "ev-rl-t07", records.KindRunStart)[0].Seq
 	if !slices.Contains(protocol.Seqs, rlStart) {
 		t.Errorf("evidence %v does not cite the rl rollout's start, entry %d", protocol.Seqs, rlStart)
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -57,7 +58,7 @@ func TestAuditWeightsCommand(t *testing.T) {
 				}
 			}
 			var n int
-			for e, err := range l.Entries(t.Context(), ledger.Filter{Kind: audit.KindWeights}) {
+			for e, err := range l.Entries(t.Context(), ledger.Filter{Kind: records.KindWeights}) {
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -68,7 +69,7 @@ func TestAuditWeightsCommand(t *testing.T) {
 				n++
 			}
 			if n != 1 {
-				t.Errorf("%d %s entries, want 1", n, audit.KindWeights)
+				t.Errorf("%d %s entries, want 1", n, records.KindWeights)
 			}
 		})
 	}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -56,7 +57,7 @@ func TestCkptDigest(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := ledger.Artifact{Role: "checkpoint", Name: "trained", Kind: "checkpoint", Digest: r.Identity, Manifest: got.Manifest}
-	if e.Kind != ledger.KindArtifact || a.Role != want.Role || a.Name != want.Name || a.Kind != want.Kind || a.Digest != want.Digest || *a.Manifest != *want.Manifest {
+	if e.Kind != records.KindArtifact || a.Role != want.Role || a.Name != want.Name || a.Kind != want.Kind || a.Digest != want.Digest || *a.Manifest != *want.Manifest {
 		t.Errorf("entry %d: %s %s, want artifact %+v", e.Seq, e.Kind, e.Body, want)
 	}
 	blob, err := l.ReadBlob(*got.Manifest)

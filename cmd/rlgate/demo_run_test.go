@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"maps"
 	"os"
 	"os/exec"
@@ -209,7 +210,7 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 // demoOutputs returns the output digests run's run.end recorded.
 func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.Digest {
 	t.Helper()
-	for e, err := range l.Entries(context.Background(), ledger.Filter{Kind: ledger.KindRunEnd, Run: run}) {
+	for e, err := range l.Entries(context.Background(), ledger.Filter{Kind: records.KindRunEnd, Run: run}) {
 		if err != nil {
 			t.Fatal(err)
 		}

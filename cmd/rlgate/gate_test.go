@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"slices"
@@ -402,7 +403,7 @@ func gateCleanPasses(t *testing.T, x *gateExperiment) {
 	}
 
 	// The verdict is bound to the rl model and the head before it.
-	rlStart := gateLog(t, x.ledger, "ev-rl", ledger.KindRunStart)[0]
+	rlStart := gateLog(t, x.ledger, "ev-rl", records.KindRunStart)[0]
 	var start struct {
 		ModelIdentity ledger.Digest `json:"model_identity"`
 	}
@@ -413,7 +414,7 @@ func gateCleanPasses(t *testing.T, x *gateExperiment) {
 		t.Errorf("verdict bound to %v at head %d, want %s at %d", v.ModelIdentity, v.Head.Seq, start.ModelIdentity, v.Seq-1)
 	}
 	code, out, _ := rlgate(t, "--ledger", x.ledger, "show", fmt.Sprint(v.Seq))
-	if code != 0 || !strings.Contains(out, audit.KindVerdict) {
+	if code != 0 || !strings.Contains(out, records.KindVerdict) {
 		t.Errorf("show verdict: exit %d: %s", code, out)
 	}
 	raw, err := os.ReadFile(junit)
@@ -496,7 +497,7 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 			failed: []string{"audit budget: same-protocol"},
 			check:  "audit budget: same-protocol",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl-t07", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-t07", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -521,7 +522,7 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 			failed: []string{"audit reward: databases-present", "audit reward: gold-self-grade", "audit reward: execution-reward"},
 			check:  "audit reward: gold-self-grade",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl-wrongdb", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-wrongdb", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -533,7 +534,7 @@ func gateFaults(t *testing.T, clean *gateExperiment) {
 			failed: []string{"audit training: learning-rate"},
 			check:  "audit training: learning-rate",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl-lr0", ledger.KindMetrics)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-lr0", records.KindMetrics)[0].Seq
 			},
 		},
 	}
@@ -586,7 +587,7 @@ func runGateFaults(t *testing.T, clean *gateExperiment, faults []gateFault) {
 // gateArtifact returns the seq of a run's checkpoint artifact of role.
 func gateArtifact(t *testing.T, ldir, run, role string) int64 {
 	t.Helper()
-	for _, e := range gateLog(t, ldir, run, ledger.KindArtifact) {
+	for _, e := range gateLog(t, ldir, run, records.KindArtifact) {
 		var a ledger.Artifact
 		if err := json.Unmarshal(e.Body, &a); err != nil {
 			t.Fatal(err)

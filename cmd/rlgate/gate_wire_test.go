@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -38,7 +39,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit budget: same-episodes", "audit budget: within-budget"},
 			check:  "audit budget: same-episodes",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl-flaky.spider-greedy", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-flaky.spider-greedy", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -79,7 +80,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit budget: same-dataset"},
 			check:  "audit budget: same-dataset",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl-mismatch.spider-greedy", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-mismatch.spider-greedy", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -91,7 +92,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit budget: same-dataset"},
 			check:  "audit budget: same-dataset",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-noupdate.sqlite-3.42", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-noupdate.sqlite-3.42", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -108,7 +109,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit reward: gold-self-grade"},
 			check:  "audit reward: gold-self-grade",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "ev-rl-copy.spider-greedy", ledger.KindRunStart)[0].Seq
+				return gateLog(t, x.ledger, "ev-rl-copy.spider-greedy", records.KindRunStart)[0].Seq
 			},
 		},
 		{
@@ -119,7 +120,7 @@ func TestGateWire(t *testing.T) {
 				var end struct {
 					Findings []string `json:"metric_findings"`
 				}
-				if err := json.Unmarshal(gateLog(t, x.ledger, "train-rl-nometrics", ledger.KindRunEnd)[0].Body, &end); err != nil || len(end.Findings) == 0 {
+				if err := json.Unmarshal(gateLog(t, x.ledger, "train-rl-nometrics", records.KindRunEnd)[0].Body, &end); err != nil || len(end.Findings) == 0 {
 					t.Fatalf("run.end records no metric_findings: %v", err)
 				}
 				return end.Findings
@@ -127,7 +128,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit training: metric-findings"},
 			check:  "audit training: metric-findings",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl-nometrics", ledger.KindRunEnd)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-nometrics", records.KindRunEnd)[0].Seq
 			},
 		},
 		{
@@ -147,7 +148,7 @@ func TestGateWire(t *testing.T) {
 			failed: []string{"audit training: run-ok"},
 			check:  "audit training: run-ok",
 			seq: func(t *testing.T, x *gateExperiment) int64 {
-				return gateLog(t, x.ledger, "train-rl-exit7", ledger.KindRunEnd)[0].Seq
+				return gateLog(t, x.ledger, "train-rl-exit7", records.KindRunEnd)[0].Seq
 			},
 		},
 	}
@@ -240,7 +241,7 @@ func gateWireRegrade(t *testing.T, x *gateExperiment, label, from, run, sqlite s
 		if err := json.Unmarshal(e.Body, &body); err != nil {
 			t.Fatal(err)
 		}
-		if e.Kind == ledger.KindRunStart {
+		if e.Kind == records.KindRunStart {
 			body["database_check"].(map[string]any)["sqlite_version"] = sqlite
 		}
 		recs = append(recs, ledger.Record{Kind: e.Kind, Run: run, Body: body, Blobs: e.Blobs})

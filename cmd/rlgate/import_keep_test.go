@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"testing"
 
@@ -28,7 +29,7 @@ func TestDataImportKeepsItsFiles(t *testing.T) {
 		}
 		want = append(want, d)
 	}
-	for _, e := range gateLog(t, ldir, "", ledger.KindArtifact) {
+	for _, e := range gateLog(t, ldir, "", records.KindArtifact) {
 		var a ledger.Artifact
 		if err := json.Unmarshal(e.Body, &a); err != nil {
 			t.Fatal(err)

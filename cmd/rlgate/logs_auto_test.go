@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -37,11 +38,11 @@ func logsRunEntries(t *testing.T, ldir, run string) logsRun {
 			t.Fatal(err)
 		}
 		switch e.Kind {
-		case ledger.KindRunEnd:
+		case records.KindRunEnd:
 			if err := json.Unmarshal(e.Body, &r.end); err != nil {
 				t.Fatal(err)
 			}
-		case ledger.KindMetrics:
+		case records.KindMetrics:
 			var m ledger.Metrics
 			if err := json.Unmarshal(e.Body, &m); err != nil {
 				t.Fatal(err)

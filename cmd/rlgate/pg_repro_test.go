@@ -4,6 +4,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -73,7 +74,7 @@ func TestPGReproTeamLedger(t *testing.T) {
 			Stage string            `json:"stage"`
 			Env   map[string]string `json:"env"`
 		}
-		if e.Kind == ledger.KindRunStart && json.Unmarshal(e.Body, &start) == nil {
+		if e.Kind == records.KindRunStart && json.Unmarshal(e.Body, &start) == nil {
 			recorded[start.Stage] = start.Env[ledger.EnvLedger]
 		}
 	}

@@ -2,13 +2,13 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
@@ -26,7 +26,7 @@ func preflightRun(t *testing.T, ldir, run, data, marker string, extra ...string)
 func preflightEntries(t *testing.T, ldir, run string) []runner.Preflight {
 	t.Helper()
 	var out []runner.Preflight
-	for _, e := range gateLog(t, ldir, run, runner.KindPreflight) {
+	for _, e := range gateLog(t, ldir, run, records.KindPreflight) {
 		var p runner.Preflight
 		if err := json.Unmarshal(e.Body, &p); err != nil {
 			t.Fatal(err)
@@ -39,7 +39,7 @@ func preflightEntries(t *testing.T, ldir, run string) []runner.Preflight {
 // preflightEnd returns the status and reason run.end recorded for run.
 func preflightEnd(t *testing.T, ldir, run string) (string, string) {
 	t.Helper()
-	es := gateLog(t, ldir, run, ledger.KindRunEnd)
+	es := gateLog(t, ldir, run, records.KindRunEnd)
 	if len(es) != 1 {
 		t.Fatalf("%s: %d run.end entries", run, len(es))
 	}
@@ -133,7 +133,7 @@ func TestRunPreflight(t *testing.T) {
 		if err := json.Unmarshal([]byte(out), &r); err != nil {
 			t.Fatal(err)
 		}
-		pf := gateLog(t, ldir, "rl-right", runner.KindPreflight)[0].Seq
+		pf := gateLog(t, ldir, "rl-right", records.KindPreflight)[0].Seq
 		var got []audit.Finding
 		for _, f := range r.Findings {
 			if f.Check == audit.CheckGoldSelfGrade {
@@ -160,7 +160,7 @@ func TestRunPreflight(t *testing.T) {
 			t.Errorf("pre-flight recorded though skipped: %+v", ps)
 		}
 		var start runner.StartBody
-		if err := json.Unmarshal(gateLog(t, ldir, "rl-skipped", ledger.KindRunStart)[0].Body, &start); err != nil {
+		if err := json.Unmarshal(gateLog(t, ldir, "rl-skipped", records.KindRunStart)[0].Body, &start); err != nil {
 			t.Fatal(err)
 		}
 		if !start.SkipPreflight {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -49,7 +50,7 @@ func TestPublishAfterSIGKILL(t *testing.T) {
 			t.Errorf("verify-bundle: exit %d, failed %v", code, failed)
 		}
 		var recorded []publish.Result
-		for _, e := range gateLog(t, x.ledger, "train-rl", publish.KindPublish) {
+		for _, e := range gateLog(t, x.ledger, "train-rl", records.KindPublish) {
 			var r publish.Result
 			if err := json.Unmarshal(e.Body, &r); err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io"
 	"io/fs"
 	"os"
@@ -49,7 +50,7 @@ func readonlyFixture(t *testing.T, staleDerived bool) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := l.Append(context.Background(), ledger.Record{Kind: ledger.KindRunStart, Run: "rl1-abandoned", Body: map[string]any{"stage": "rl1"}}); err != nil {
+	if _, err := l.Append(context.Background(), ledger.Record{Kind: records.KindRunStart, Run: "rl1-abandoned", Body: map[string]any{"stage": "rl1"}}); err != nil {
 		t.Fatal(err)
 	}
 	l.Close()

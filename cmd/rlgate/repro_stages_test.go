@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -50,7 +51,7 @@ func TestReproStagesGetTheLedger(t *testing.T) {
 	if err != nil || !strings.Contains(string(got), headOf(t, abs).LedgerID) {
 		t.Errorf("the stage's rlgate head printed %q (%v), want the head of %s", got, err, abs)
 	}
-	code, out, errOut := rlgate(t, "--ledger", abs, "log", "--kind", ledger.KindRunStart, "--json")
+	code, out, errOut := rlgate(t, "--ledger", abs, "log", "--kind", records.KindRunStart, "--json")
 	var es []ledger.Entry
 	if err := json.Unmarshal([]byte(out), &es); code != exitOK || err != nil || len(es) == 0 {
 		t.Fatalf("log: exit %d: %v %s", code, err, errOut)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,11 +41,11 @@ func truthRunEntries(t *testing.T, ldir, run string) (runner.EndBody, []ledger.M
 			t.Fatal(err)
 		}
 		switch e.Kind {
-		case ledger.KindRunEnd:
+		case records.KindRunEnd:
 			if err := json.Unmarshal(e.Body, &end); err != nil {
 				t.Fatal(err)
 			}
-		case ledger.KindMetrics:
+		case records.KindMetrics:
 			var m ledger.Metrics
 			if err := json.Unmarshal(e.Body, &m); err != nil {
 				t.Fatal(err)

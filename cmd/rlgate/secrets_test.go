@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -139,9 +140,9 @@ printf hun; sleep 0.1; printf 'ter2\n'`
 	masked := 0
 	for _, e := range entries {
 		switch e.Kind {
-		case ledger.KindRunStart:
+		case records.KindRunStart:
 			json.Unmarshal(e.Body, &start)
-		case runner.KindLog:
+		case records.KindLog:
 			var c runner.LogChunk
 			json.Unmarshal(e.Body, &c)
 			masked += c.Masked
@@ -409,9 +410,9 @@ func TestSecretsPlantedRunNeverReachTheLedger(t *testing.T) {
 	}
 	for _, e := range entries {
 		switch e.Kind {
-		case ledger.KindRunStart:
+		case records.KindRunStart:
 			json.Unmarshal(e.Body, &start)
-		case ledger.KindArtifact:
+		case records.KindArtifact:
 			json.Unmarshal(e.Body, &config)
 		}
 	}
@@ -454,7 +455,7 @@ func TestSecretsMaskLeavesRealRolloutAlone(t *testing.T) {
 	l, entries := openRun(t, ldir, "real")
 	lines, turns := 0, 0
 	for _, e := range entries {
-		if e.Kind != rollout.KindTrajectories {
+		if e.Kind != records.KindTrajectories {
 			continue
 		}
 		blob, err := l.ReadBlob(e.Blobs[0])

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"slices"
@@ -229,7 +230,7 @@ func appendForgedVerdict(t *testing.T, dir string, seq int64, edit func(*audit.V
 		t.Fatal(err)
 	}
 	v.Basis = v.Head
-	es, err := l.Append(ctx, ledger.Record{Kind: audit.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
+	es, err := l.Append(ctx, ledger.Record{Kind: records.KindVerdict, Body: v, Blobs: []ledger.Digest{v.PolicySource}})
 	if err != nil {
 		t.Fatal(err)
 	}

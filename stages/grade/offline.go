@@ -183,7 +183,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 // gradeFile records the predictions input, grades every task and records
 // the outcomes and totals of s, inside the started run.
 func gradeFile(ctx context.Context, s *FileSummary, l *ledger.Ledger, g *Grader, o FileOptions, dbRoot string, golds []gold.Gold, preds []Prediction, predBlob ledger.Digest) error {
-	if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindArtifact, Run: s.Run, Blobs: []ledger.Digest{predBlob},
 		Body: ledger.Artifact{Role: records.RoleInput, Name: "predictions", Kind: records.ArtifactFile, Digest: s.PredDigest}}); err != nil {
 		return err
 	}
@@ -196,7 +196,7 @@ func gradeFile(ctx context.Context, s *FileSummary, l *ledger.Ledger, g *Grader,
 	}
 	for i := 0; i < len(s.Items); i += outcomeBatch {
 		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
-		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
 			return err
 		}
 	}

@@ -225,7 +225,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	s.StartSeq = run.Seq
 	for i := 0; i < len(s.Items); i += outcomeBatch {
 		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
-		if _, err := l.Append(ctx, ledger.Record{Kind: ledger.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
+		if _, err := l.Append(ctx, ledger.Record{Kind: records.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}}); err != nil {
 			run.Fail(context.WithoutCancel(ctx), err)
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -220,7 +221,7 @@ func TestFleetResumesWithOtherEndpoints(t *testing.T) {
 		if strings.Contains(string(e.Body), "hunter22") || strings.Contains(string(e.Body), "sk-fleet-secret") {
 			t.Errorf("entry %d (%s) holds a secret: %s", e.Seq, e.Kind, e.Body)
 		}
-		if e.Kind == ledger.KindRunResume {
+		if e.Kind == records.KindRunResume {
 			var b map[string]any
 			json.Unmarshal(e.Body, &b)
 			resumes = append(resumes, b)

@@ -10,10 +10,6 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// KindTrajectories is the entry kind of a batch of finished episodes; its
-// body is a Trajectories.
-const KindTrajectories = records.KindTrajectories
-
 func init() { records.Register[Trajectories](records.KindTrajectories, 1) }
 
 // Stage is the stage name of a rollout run's run.start entry.
@@ -193,7 +189,7 @@ func readRefs(ctx context.Context, l *ledger.Ledger, run string) ([]Recorded, er
 	var batches []batch
 	total := 0
 	finished := map[episodeKey]int64{}
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: KindTrajectories, Run: run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindTrajectories, Run: run}) {
 		if err != nil {
 			return nil, fmt.Errorf("read trajectories of %s: %w", run, err)
 		}

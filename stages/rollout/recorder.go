@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -93,7 +94,7 @@ func (r *recorder) flush(ctx context.Context, eps []*Episode) error {
 		return fmt.Errorf("record trajectories: %w", err)
 	}
 	body.Blob = d
-	if _, err := r.l.Append(ctx, ledger.Record{Kind: KindTrajectories, Run: r.run, Body: body, Blobs: []ledger.Digest{d}}); err != nil {
+	if _, err := r.l.Append(ctx, ledger.Record{Kind: records.KindTrajectories, Run: r.run, Body: body, Blobs: []ledger.Digest{d}}); err != nil {
 		return fmt.Errorf("record trajectories: %w", err)
 	}
 	return nil

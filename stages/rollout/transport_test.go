@@ -3,6 +3,7 @@ package rollout_test
 import (
 	"encoding/json"
 	"errors"
+	"github.com/rlgate/rlgate/ledger/records"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -25,7 +26,7 @@ func allRefs(t *testing.T, l *ledger.Ledger, run string) ([]rollout.EpisodeRef, 
 	t.Helper()
 	var refs []rollout.EpisodeRef
 	var eps []rollout.Episode
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: rollout.KindTrajectories, Run: run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindTrajectories, Run: run}) {
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -129,7 +129,7 @@ func OutputRecord(ctx context.Context, l *ledger.Ledger, run, name, path string)
 	if err != nil {
 		return ledger.Record{}, ledger.Digest{}, err
 	}
-	return ledger.Record{Kind: ledger.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blob}}, a.Digest, nil
+	return ledger.Record{Kind: records.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blob}}, a.Digest, nil
 }
 
 // lineage finds the latest run that recorded d as an output.

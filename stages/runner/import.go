@@ -135,7 +135,7 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	res := &Result{Run: spec.Run, Stage: spec.Stage, StartSeq: run.Seq}
 	recs := make([]ledger.Record, 0, len(arts)+len(outRecs))
 	for i, a := range arts {
-		recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: spec.Run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
+		recs = append(recs, ledger.Record{Kind: records.KindArtifact, Run: spec.Run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
 	}
 	recs = append(recs, metricRecords(spec.Run, src.Path, t.Format(), pts, t.Cursor())...)
 	recs = append(recs, outRecs...)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -41,7 +42,7 @@ func TestImportRedactsTrackerConfig(t *testing.T) {
 		var a artifactBody
 		if e, err := l.EntryBySeq(ctx, seq); err != nil {
 			t.Fatal(err)
-		} else if e.Kind != ledger.KindArtifact {
+		} else if e.Kind != records.KindArtifact {
 			continue
 		}
 		if err := l.DecodeBody(ctx, seq, &a); err != nil {

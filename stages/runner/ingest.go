@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io"
 	"os"
 	"path/filepath"
@@ -103,7 +104,7 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 			return err
 		}
 		for i, a := range arts {
-			recs = append(recs, ledger.Record{Kind: ledger.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
+			recs = append(recs, ledger.Record{Kind: records.KindArtifact, Run: run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
 		}
 	}
 	if len(recs) == 0 {
@@ -128,7 +129,7 @@ func metricRecords(run, source string, format metrics.Format, pts []metrics.Poin
 		if start+metricsPerEntry >= len(pts) {
 			body.Cursor = map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}
 		}
-		recs = append(recs, ledger.Record{Kind: ledger.KindMetrics, Run: run, Body: body})
+		recs = append(recs, ledger.Record{Kind: records.KindMetrics, Run: run, Body: body})
 	}
 	return recs
 }

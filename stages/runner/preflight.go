@@ -12,10 +12,6 @@ import (
 	"github.com/rlgate/rlgate/stages/grade"
 )
 
-// KindPreflight is the entry kind of a stage's pre-flight check of its
-// training data, recorded before the stage starts; its body is a Preflight.
-const KindPreflight = records.KindPreflight
-
 // The body types of the kinds a stage run writes besides the ledger's own.
 func init() {
 	records.Register[Preflight](records.KindPreflight, 1)

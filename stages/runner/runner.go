@@ -216,7 +216,7 @@ func Execute(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) 
 		if a.Canonical != nil {
 			bs = append(bs, *a.Canonical, a.Digest)
 		}
-		recs[i] = ledger.Record{Kind: ledger.KindArtifact, Run: spec.Run, Body: a, Blobs: bs}
+		recs[i] = ledger.Record{Kind: records.KindArtifact, Run: spec.Run, Body: a, Blobs: bs}
 	}
 	if _, err := l.Append(rec, recs...); err != nil {
 		return nil, err
@@ -260,7 +260,7 @@ func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir
 	case p == nil:
 		return nil
 	}
-	es, err := l.Append(rec, ledger.Record{Kind: KindPreflight, Run: spec.Run, Body: p})
+	es, err := l.Append(rec, ledger.Record{Kind: records.KindPreflight, Run: spec.Run, Body: p})
 	if err != nil {
 		return err
 	}
@@ -373,7 +373,7 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 		gpuRecorded = len(samples)
 		smu.Unlock()
 		if len(batch) > 0 {
-			_, err := l.Append(rec, ledger.Record{Kind: KindGPUSamples, Run: spec.Run, Body: GPUSamples{Samples: batch}})
+			_, err := l.Append(rec, ledger.Record{Kind: records.KindGPUSamples, Run: spec.Run, Body: GPUSamples{Samples: batch}})
 			note(err)
 		}
 	}
@@ -494,9 +494,6 @@ func ParamEnv(key string) string {
 		return '_'
 	}, key))
 }
-
-// KindGPUSamples is the entry kind of a batch of nvidia-smi samples.
-const KindGPUSamples = records.KindGPUSamples
 
 // GPUSamples is the body of a gpu.samples entry.
 type GPUSamples struct {

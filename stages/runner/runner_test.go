@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
 	"strings"
@@ -35,7 +36,7 @@ func entriesOf(t *testing.T, l *ledger.Ledger, run, kind string) []ledger.Entry 
 func streamOf(t *testing.T, l *ledger.Ledger, run, stream string) string {
 	t.Helper()
 	var b strings.Builder
-	for _, e := range entriesOf(t, l, run, KindLog) {
+	for _, e := range entriesOf(t, l, run, records.KindLog) {
 		var c LogChunk
 		json.Unmarshal(e.Body, &c)
 		if c.Stream != stream {
@@ -124,7 +125,7 @@ mkdir -p out && cp data.txt out/weights.txt`
 	if err != nil || len(series) != 2 || series[0].Value != 14.947 || series[1].Step != 1 {
 		t.Errorf("critic/vf_loss series %v, %v", series, err)
 	}
-	if n := len(entriesOf(t, l, "rl1-test", ledger.KindMetrics)); n < 2 {
+	if n := len(entriesOf(t, l, "rl1-test", records.KindMetrics)); n < 2 {
 		t.Errorf("%d metrics entries: the file was read only at the end", n)
 	}
 }
@@ -181,7 +182,7 @@ func TestLineageLinksInputToProducingRun(t *testing.T) {
 	if err != nil || rl.Status != "ok" {
 		t.Fatalf("%v %+v", err, rl)
 	}
-	for _, e := range entriesOf(t, l, rl.Run, ledger.KindArtifact) {
+	for _, e := range entriesOf(t, l, rl.Run, records.KindArtifact) {
 		var a artifactBody
 		json.Unmarshal(e.Body, &a)
 		if a.Role == "input" && (a.ProducedBy == nil || a.ProducedBy.Run != sft.Run) {
@@ -211,7 +212,7 @@ func TestGPUTelemetryFromFakeSMI(t *testing.T) {
 	if res.GPU.GPUs[1].MeanPowerW != nil {
 		t.Errorf("[N/A] power became %v", *res.GPU.GPUs[1].MeanPowerW)
 	}
-	if len(entriesOf(t, l, res.Run, KindGPUSamples)) == 0 {
+	if len(entriesOf(t, l, res.Run, records.KindGPUSamples)) == 0 {
 		t.Error("no gpu.samples entries")
 	}
 	// Without nvidia-smi the run records that no GPU was seen; not an error.

@@ -10,9 +10,6 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 )
 
-// KindLog is the entry kind of a chunk of a stage's output.
-const KindLog = records.KindLog
-
 // LogChunk is the body of a log entry: Bytes bytes of one stream starting
 // at Offset, stored as the entry's blob. Concatenating a run's chunks of a
 // stream in seq order gives the stream as recorded: with every secret that
@@ -85,7 +82,7 @@ func (s *logSink) flushLocked() {
 	}
 	d, n, err := s.l.PutBlob(bytes.NewReader(s.buf.Bytes()))
 	if err == nil {
-		_, err = s.l.Append(s.ctx, ledger.Record{Kind: KindLog, Run: s.run,
+		_, err = s.l.Append(s.ctx, ledger.Record{Kind: records.KindLog, Run: s.run,
 			Body: LogChunk{Stream: s.stream, Offset: s.offset, Bytes: int(n), Masked: s.masked}, Blobs: []ledger.Digest{d}})
 	}
 	if err != nil {

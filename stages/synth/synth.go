@@ -243,7 +243,7 @@ func graded(ctx context.Context, l *ledger.Ledger, g *grade.Grader, o Options, r
 // which samples' final SQL passed.
 func readPassed(ctx context.Context, l *ledger.Ledger, run string) (map[string][]bool, error) {
 	out := map[string][]bool{}
-	for e, err := range l.Entries(ctx, ledger.Filter{Kind: ledger.KindOutcomes, Run: run}) {
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindOutcomes, Run: run}) {
 		if err != nil {
 			return nil, err
 		}

@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/rlgate/rlgate/ledger/records"
 	"io"
 	"os"
 	"path/filepath"
@@ -234,7 +235,7 @@ func failure(ctx context.Context, l *ledger.Ledger, s *Summary) error {
 		if d.Action != pipeline.ActionFailed {
 			continue
 		}
-		for e, err := range l.Entries(ctx, ledger.Filter{Kind: runner.KindPreflight, Run: d.Run}) {
+		for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindPreflight, Run: d.Run}) {
 			if err != nil {
 				return err
 			}
