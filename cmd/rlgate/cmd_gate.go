@@ -6,7 +6,6 @@ import (
 	"io"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
 )
@@ -85,11 +84,7 @@ type gateOptions struct {
 }
 
 func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, error) {
-	open := ledger.Open
-	if o.DryRun {
-		open = ledger.OpenReadOnly
-	}
-	l, err := open(ctx, o.Dir)
+	l, err := gate.Open(ctx, o.Dir, o.DryRun)
 	if err != nil {
 		return nil, err
 	}

@@ -25,6 +25,15 @@ type Result struct {
 	Publishes []publish.RequestOutcome `json:"publishes,omitempty"`
 }
 
+// Open opens the ledger in dir for a gate: read-only for a dry run, which
+// records nothing and so runs on a ledger the user cannot write.
+func Open(ctx context.Context, dir string, dryRun bool) (*ledger.Ledger, error) {
+	if dryRun {
+		return ledger.OpenReadOnly(ctx, dir)
+	}
+	return ledger.Open(ctx, dir)
+}
+
 // Run decides the experiment of l under p (audit.Gate), then acts on the
 // publish requests waiting for the verdict's model (publish.AfterGate). A
 // failed publish is returned as the error beside the result, which holds

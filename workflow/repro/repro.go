@@ -11,7 +11,6 @@ import (
 	"io"
 	"strings"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/workflow/gate"
 )
@@ -43,11 +42,7 @@ func Run(ctx context.Context, dir string, o Options) ([]pipeline.Decision, error
 	if err != nil {
 		return nil, err
 	}
-	open := ledger.Open
-	if o.DryRun {
-		open = ledger.OpenReadOnly
-	}
-	l, err := open(ctx, dir)
+	l, err := gate.Open(ctx, dir, o.DryRun)
 	if err != nil {
 		return nil, err
 	}
