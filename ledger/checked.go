@@ -91,7 +91,7 @@ type checkedIndex struct {
 	derived map[string]bool
 	// series are each run's metric series by key, decoded when first
 	// read: a run's decoding waits for no other run's, nor for outcomes.
-	series Memo[map[string]*seriesPoints]
+	series Memo[*runSeries]
 	// lazy holds the entries of the lazy kinds as the walk read and
 	// checked them, by lazyKey: derived from these bytes when asked for,
 	// they are neither read nor hashed a second time.
@@ -100,11 +100,19 @@ type checkedIndex struct {
 
 func lazyKey(kind, run string) string { return kind + "\x00" + run }
 
+// runSeries are a run's metric entries as decoded (in ledger order), and
+// each key's series, made when the key is first asked for: a run logs
+// dozens of keys and the audits read a few, so most are never gathered.
+type runSeries struct {
+	entries []entryPoints
+	byKey   map[string]*seriesPoints
+}
+
 // seriesPoints are one key's points of a run in ledger order, with the
-// seq of the entry behind each: raw as the run's decoding left them, pts
-// and seqs once the key is first asked for.
+// seq of the entry behind each; ids holds the key's number in each entry
+// (-1 where the entry has no point of it).
 type seriesPoints struct {
-	raw  []lazyPoint
+	ids  []int32
 	once sync.Once
 	pts  []MetricPoint
 	seqs []int64
@@ -112,14 +120,14 @@ type seriesPoints struct {
 }
 
 // lazyPoint is a metric point whose value is parsed when its key is first
-// asked for: a run logs dozens of keys and the audits read a few, so most
-// values of an 800,000-point run are never parsed.
+// asked for, so most values of an 800,000-point run are never parsed. A
+// value still to parse is n bytes at off in its entry's body; n is 0 when
+// val holds it (null, or a number parsed at once because it might
+// overflow). Offsets instead of a slice keep a point at 24 bytes.
 type lazyPoint struct {
-	step, seq int64
-	// num is the value as the body writes it, or nil when val holds it
-	// (null, or a number parsed at once because it might overflow).
-	num []byte
-	val float64
+	step   int64
+	val    float64
+	off, n uint32
 }
 
 // lazyKinds are derived only when a run's rows are first asked for: a
@@ -394,18 +402,18 @@ func (l *Ledger) derive(ctx context.Context, kind, run string) error {
 
 // checkedSeries returns one key's points of run, in ledger order. The
 // first request for a run decodes its metrics entries, as the walk read
-// and checked them, and keeps every key's points: an audit or a report
-// asks for several keys of one run, often several names for one quantity.
+// and checked them, and keeps them: an audit or a report asks for several
+// keys of one run, often several names for one quantity. A key's series
+// is gathered from them when the key is first asked for.
 func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPoint, []int64, error) {
 	c := l.chk
-	byKey, err := c.series.Get(ctx, run, func() (map[string]*seriesPoints, error) {
-		// The entries decode on every core, and are gathered in ledger
-		// order.
+	rs, err := c.series.Get(ctx, run, func() (*runSeries, error) {
+		// The entries decode on every core, and are kept in ledger order.
 		es := c.lazy[lazyKey(records.KindMetrics, run)]
-		decoded := make([]entryPoints, len(es))
+		rs := &runSeries{entries: make([]entryPoints, len(es)), byKey: map[string]*seriesPoints{}}
 		err := ForEach(ctx, len(es), func(_ context.Context, i int) error {
 			var err error
-			if decoded[i], err = decodeLazy(es[i]); err != nil {
+			if rs.entries[i], err = decodeLazy(es[i]); err != nil {
 				return l.tampered(es[i].Seq, "cannot be read (%s): %v", es[i].Kind, err)
 			}
 			return nil
@@ -413,80 +421,97 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 		if err != nil {
 			return nil, err
 		}
-		// Each point's key is numbered first, so that every series is
-		// allocated once, at its size.
-		var order keyOrder
-		var counts []int
-		ids := make([][]int32, len(decoded))
-		for i, d := range decoded {
-			ids[i] = make([]int32, len(d.keys))
+		for i, d := range rs.entries {
 			for j, k := range d.keys {
-				ids[i][j] = order.of(k)
-				if int(ids[i][j]) == len(counts) {
-					counts = append(counts, 0)
+				s := rs.byKey[k]
+				if s == nil {
+					s = &seriesPoints{ids: make([]int32, len(rs.entries))}
+					for e := range s.ids {
+						s.ids[e] = -1
+					}
+					rs.byKey[k] = s
 				}
-			}
-			for _, k := range d.ids {
-				counts[ids[i][k]]++
+				s.ids[i] = int32(j)
 			}
 		}
-		series := make([]*seriesPoints, len(order.keys))
-		byKey := make(map[string]*seriesPoints, len(order.keys))
-		for i, k := range order.keys {
-			series[i] = &seriesPoints{raw: make([]lazyPoint, 0, counts[i])}
-			byKey[k] = series[i]
-		}
-		for i, d := range decoded {
-			for j, p := range d.pts {
-				s := series[ids[i][d.ids[j]]]
-				s.raw = append(s.raw, p)
-			}
-		}
-		return byKey, nil
+		return rs, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	s := byKey[key]
+	s := rs.byKey[key]
 	if s == nil {
 		return nil, nil, nil
 	}
-	s.once.Do(func() {
-		s.pts, s.seqs = make([]MetricPoint, len(s.raw)), make([]int64, len(s.raw))
-		for i, p := range s.raw {
-			v := p.val
-			if p.num != nil {
-				var ok bool
-				if v, ok = parseValue(p.num); !ok {
-					s.err = l.tampered(p.seq, "cannot be read (%s): value %q of %s", records.KindMetrics, p.num, key)
-					return
-				}
-			}
-			s.pts[i], s.seqs[i] = MetricPoint{Step: p.step, Key: key, Value: asRecorded(v)}, p.seq
-		}
-		s.raw = nil
-	})
+	s.once.Do(func() { s.err = l.gather(rs.entries, s, key) })
 	return s.pts, s.seqs, s.err
 }
 
+// gather makes s, the series of key, from the run's decoded entries: its
+// points counted first, so that the series is allocated once, at its
+// size, and each value parsed as it is gathered.
+func (l *Ledger) gather(entries []entryPoints, s *seriesPoints, key string) error {
+	n := 0
+	for i, d := range entries {
+		if id := s.ids[i]; id >= 0 {
+			for _, k := range d.ids {
+				if k == id {
+					n++
+				}
+			}
+		}
+	}
+	s.pts, s.seqs = make([]MetricPoint, 0, n), make([]int64, 0, n)
+	for i, d := range entries {
+		id := s.ids[i]
+		if id < 0 {
+			continue
+		}
+		for j, k := range d.ids {
+			if k != id {
+				continue
+			}
+			p := d.pts[j]
+			v, ok := d.value(p)
+			if !ok {
+				return l.tampered(d.seq, "cannot be read (%s): value %q of %s", records.KindMetrics, d.body[p.off:p.off+p.n], key)
+			}
+			s.pts, s.seqs = append(s.pts, MetricPoint{Step: p.step, Key: key, Value: asRecorded(v)}), append(s.seqs, d.seq)
+		}
+	}
+	s.ids = nil
+	return nil
+}
+
 // entryPoints are the points of one metrics entry: keys in the order they
-// first appear, and per point its key's index in keys.
+// first appear, and per point its key's index in keys; body and seq are
+// the entry's.
 type entryPoints struct {
+	seq  int64
+	body []byte
 	keys []string
 	ids  []int32
 	pts  []lazyPoint
+}
+
+// value is p's value, parsed from the body when it was left to parse.
+func (d *entryPoints) value(p lazyPoint) (float64, bool) {
+	if p.n == 0 {
+		return p.val, true
+	}
+	return parseValue(d.body[p.off : p.off+p.n])
 }
 
 // decodeLazy reads the points of metrics entry e without parsing values
 // that cannot fail to parse (see lazyPoint); a body that is not in
 // canonical() layout is read by decodeMetrics, as everywhere else.
 func decodeLazy(e Entry) (entryPoints, error) {
-	var d entryPoints
+	d := entryPoints{seq: e.Seq, body: e.Body}
 	var ms metricsScan
 	ok := ms.scan(e.Body, func(n int) {
 		d.ids, d.pts = make([]int32, 0, n), make([]lazyPoint, 0, n)
 	}, func(step int64, key int32, num []byte) bool {
-		p := lazyPoint{step: step, seq: e.Seq, num: num}
+		p := lazyPoint{step: step}
 		// Only a number with an exponent or hundreds of digits can lie
 		// outside float64, which decodeMetrics refuses: such a value is
 		// parsed now, so that the entry is refused whichever key is read.
@@ -495,7 +520,10 @@ func decodeLazy(e Entry) (entryPoints, error) {
 			if p.val, ok = parseValue(num); !ok {
 				return false
 			}
-			p.num = nil
+		} else {
+			// num is a slice of the body: its offset is what its
+			// capacity lacks of the body's.
+			p.off, p.n = uint32(cap(e.Body)-cap(num)), uint32(len(num))
 		}
 		d.ids, d.pts = append(d.ids, key), append(d.pts, p)
 		return true
@@ -509,9 +537,9 @@ func decodeLazy(e Entry) (entryPoints, error) {
 		return entryPoints{}, err
 	}
 	var keys keyOrder
-	d = entryPoints{ids: make([]int32, len(m.Points)), pts: make([]lazyPoint, len(m.Points))}
+	d.ids, d.pts = make([]int32, len(m.Points)), make([]lazyPoint, len(m.Points))
 	for i, p := range m.Points {
-		d.ids[i], d.pts[i] = keys.of(p.Key), lazyPoint{step: p.Step, seq: e.Seq, val: p.Value}
+		d.ids[i], d.pts[i] = keys.of(p.Key), lazyPoint{step: p.Step, val: p.Value}
 	}
 	d.keys = keys.keys
 	return d, nil

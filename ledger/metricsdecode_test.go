@@ -70,12 +70,9 @@ func checkScanMetrics(t *testing.T, body []byte) {
 	}
 	var lazy []MetricPoint
 	for i, p := range d.pts {
-		v, ok := p.val, true
-		if p.num != nil {
-			v, ok = parseValue(p.num)
-		}
-		if !ok || p.seq != 1 {
-			t.Fatalf("%s: point %d: value %q does not parse, or seq %d", body, i, p.num, p.seq)
+		v, ok := d.value(p)
+		if !ok || d.seq != 1 {
+			t.Fatalf("%s: point %d: value at %d+%d does not parse, or seq %d", body, i, p.off, p.n, d.seq)
 		}
 		lazy = append(lazy, MetricPoint{Step: p.step, Key: d.keys[d.ids[i]], Value: v})
 	}
