@@ -175,7 +175,7 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache
 			}
 			buf := blobBuffers.Get().(*bytes.Buffer)
 			defer blobBuffers.Put(buf)
-			if err := readBlob(l, d, buf); err != nil {
+			if err := l.ReadBlobInto(d, buf); err != nil {
 				return fmt.Errorf("read trajectories of %s: %w", run, err)
 			}
 			sc := scanScratches.Get().(*scanScratch)
@@ -221,19 +221,6 @@ var scanScratches = sync.Pool{New: func() any { return new(scanScratch) }}
 // fresh buffer each time is cleared and collected again. A scan keeps no
 // reference into a blob's bytes once it has read its episodes.
 var blobBuffers = sync.Pool{New: func() any { return new(bytes.Buffer) }}
-
-// readBlob reads blob d into buf, re-hashing it: the ledger's reader
-// refuses bytes that do not match the digest when it reaches the end.
-func readBlob(l *ledger.Ledger, d ledger.Digest, buf *bytes.Buffer) error {
-	r, err := l.OpenBlob(d)
-	if err != nil {
-		return err
-	}
-	defer r.Close()
-	buf.Reset()
-	_, err = buf.ReadFrom(r)
-	return err
-}
 
 // add reads the episode r names in its blob.
 func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {

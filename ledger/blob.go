@@ -127,19 +127,27 @@ func (l *Ledger) OpenBlob(d Digest) (io.ReadCloser, error) {
 
 // ReadBlob reads a whole blob and checks its digest.
 func (l *Ledger) ReadBlob(d Digest) ([]byte, error) {
-	r, err := l.OpenBlob(d)
-	if err != nil {
-		return nil, err
-	}
-	defer r.Close()
-	// Read into room for the whole blob: io.ReadAll's doubling would copy
-	// and clear a large blob several times over.
 	var b bytes.Buffer
-	b.Grow(int(r.(*verifyingReader).size) + bytes.MinRead)
-	if _, err := b.ReadFrom(r); err != nil {
+	if err := l.ReadBlobInto(d, &b); err != nil {
 		return nil, err
 	}
 	return b.Bytes(), nil
+}
+
+// ReadBlobInto reads a whole blob into buf, replacing what it held, and
+// checks its digest: a caller that reads many blobs reuses one buffer.
+// buf is grown to the blob's size first, as the doubling of a plain read
+// would copy and clear a large blob several times over.
+func (l *Ledger) ReadBlobInto(d Digest, buf *bytes.Buffer) error {
+	r, err := l.OpenBlob(d)
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	buf.Reset()
+	buf.Grow(int(r.(*verifyingReader).size) + bytes.MinRead)
+	_, err = buf.ReadFrom(r)
+	return err
 }
 
 type verifyingReader struct {

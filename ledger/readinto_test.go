@@ -1,4 +1,4 @@
-package audit
+package ledger_test
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 )
 
-// TestReadBlobReusesBufferAndVerifies reads blobs into one buffer, as the
-// scan's pooled buffers are: each read holds exactly its blob's bytes, and
-// a blob whose file was changed on disk is refused, not scanned.
-func TestReadBlobReusesBufferAndVerifies(t *testing.T) {
+// TestReadBlobIntoReusesBufferAndVerifies reads blobs into one buffer, as
+// the gold audit's pooled buffers are: each read holds exactly its blob's
+// bytes, and a blob whose file was changed on disk is refused, not read.
+func TestReadBlobIntoReusesBufferAndVerifies(t *testing.T) {
 	l, err := ledger.Init(context.Background(), t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +27,7 @@ func TestReadBlobReusesBufferAndVerifies(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := readBlob(l, d, &buf); err != nil || !bytes.Equal(buf.Bytes(), b) {
+		if err := l.ReadBlobInto(d, &buf); err != nil || !bytes.Equal(buf.Bytes(), b) {
 			t.Fatalf("read %d bytes back as %d bytes (%v)", len(b), buf.Len(), err)
 		}
 	}
@@ -45,7 +45,7 @@ func TestReadBlobReusesBufferAndVerifies(t *testing.T) {
 	if err := os.WriteFile(path, tampered, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := readBlob(l, d, &buf); !errors.Is(err, ledger.ErrBlobCorrupt) {
+	if err := l.ReadBlobInto(d, &buf); !errors.Is(err, ledger.ErrBlobCorrupt) {
 		t.Fatalf("a changed blob read with error %v, want %v", err, ledger.ErrBlobCorrupt)
 	}
 }
