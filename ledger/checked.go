@@ -62,7 +62,7 @@ func (l *Ledger) Checked(ctx context.Context, at int64) (*Ledger, error) {
 	}
 	db, err := sql.Open("sqlite", dsn(filepath.Join(scratch, dbName), "scratch"))
 	v := &Ledger{dir: l.dir, db: db, id: l.id, scratch: scratch, shown: l.location(), blobs: l.blobs,
-		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, lazy: map[string][]Entry{}}}
+		chk: &checkedIndex{src: src, at: at, derived: map[string]bool{}, kept: map[string][]Entry{}}}
 	if err == nil {
 		err = v.walk(ctx)
 	}
@@ -92,13 +92,13 @@ type checkedIndex struct {
 	// series are each run's metric series by key, decoded when first
 	// read: a run's decoding waits for no other run's, nor for outcomes.
 	series Memo[*runSeries]
-	// lazy holds the entries of the lazy kinds as the walk read and
-	// checked them, by lazyKey: derived from these bytes when asked for,
-	// they are neither read nor hashed a second time.
-	lazy map[string][]Entry
+	// kept holds the entries of the kept kinds as the walk read and
+	// checked them, by keptKey: derived and read from these bytes when
+	// asked for, they are neither read nor hashed a second time.
+	kept map[string][]Entry
 }
 
-func lazyKey(kind, run string) string { return kind + "\x00" + run }
+func keptKey(kind, run string) string { return kind + "\x00" + run }
 
 // runSeries are a run's metric entries as decoded (in ledger order), and
 // each key's series, made when the key is first asked for: a run logs
@@ -135,20 +135,26 @@ type lazyPoint struct {
 // (see checkedSeries).
 var lazyKinds = []string{records.KindOutcomes, records.KindMetrics}
 
-// walk reads the entries 1..at of the source once, checking each, and
-// derives the rows of every entry but the lazy kinds.
+// keptKinds are the kinds whose entries the view keeps as the walk read
+// them: the lazy kinds, and trajectories, which a gate reads whole for
+// every evaluation (the episodes' references into their blobs). Reading
+// them again from the source cost a tenth of a gate.
+var keptKinds = append([]string{records.KindTrajectories}, lazyKinds...)
+
+// walk reads the entries 1..at of the source once, checking each, keeps
+// those of the kept kinds, and derives the rows of every entry but the
+// lazy kinds.
 func (l *Ledger) walk(ctx context.Context) error {
 	if _, err := l.db.ExecContext(ctx, derivedDDL); err != nil {
 		return err
 	}
 	c := l.chk
 	return l.applyEntries(ctx, l.walkEntries(ctx), func(e *Entry) bool {
-		if !slices.Contains(lazyKinds, e.Kind) {
-			return true
+		if slices.Contains(keptKinds, e.Kind) {
+			k := keptKey(e.Kind, e.Run)
+			c.kept[k] = append(c.kept[k], *e)
 		}
-		k := lazyKey(e.Kind, e.Run)
-		c.lazy[k] = append(c.lazy[k], *e)
-		return false
+		return !slices.Contains(lazyKinds, e.Kind)
 	})
 }
 
@@ -329,11 +335,21 @@ func (l *Ledger) checkRead(e *Entry) error {
 	return nil
 }
 
-// checkedEntries yields the entries of the view that match f, each read
-// from the source and checked against the walk; an entry the source no
-// longer returns is an error too.
+// checkedEntries yields the entries of the view that match f: one run's
+// entries of a kept kind as the walk read them, others each read from the
+// source and checked against the walk; an entry the source no longer
+// returns is an error too.
 func (l *Ledger) checkedEntries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
 	c := l.chk
+	if f.Run != "" && slices.Contains(keptKinds, f.Kind) {
+		return func(yield func(Entry, error) bool) {
+			for _, e := range c.kept[keptKey(f.Kind, f.Run)] {
+				if e.Seq > f.AfterSeq && !yield(e, nil) {
+					return
+				}
+			}
+		}
+	}
 	return func(yield func(Entry, error) bool) {
 		var want []int64
 		flush := func() bool {
@@ -382,12 +398,12 @@ func (l *Ledger) derive(ctx context.Context, kind, run string) error {
 	c := l.chk
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	key := lazyKey(kind, run)
+	key := keptKey(kind, run)
 	if c.derived[key] {
 		return nil
 	}
 	entries := func(yield func(Entry, error) bool) {
-		for _, e := range c.lazy[key] {
+		for _, e := range c.kept[key] {
 			if !yield(e, nil) {
 				return
 			}
@@ -409,7 +425,7 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 	c := l.chk
 	rs, err := c.series.Get(ctx, run, func() (*runSeries, error) {
 		// The entries decode on every core, and are kept in ledger order.
-		es := c.lazy[lazyKey(records.KindMetrics, run)]
+		es := c.kept[keptKey(records.KindMetrics, run)]
 		rs := &runSeries{entries: make([]entryPoints, len(es)), byKey: map[string]*seriesPoints{}}
 		err := ForEach(ctx, len(es), func(_ context.Context, i int) error {
 			var err error
