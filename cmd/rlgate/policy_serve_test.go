@@ -26,7 +26,7 @@ func policyInit(t *testing.T, dir string, seed string) (string, string) {
 	if code != 0 {
 		t.Fatalf("train init: exit %d: %s", code, errOut)
 	}
-	var s trainSummary
+	var s train.Trained
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
