@@ -26,7 +26,9 @@ func newServePolicyCommand() *cli.Command {
 			"and exits with CMD's exit code; stdout is then CMD's alone (the listening line\n" +
 			"goes to stderr), so CMD's --json output can be piped; --addr 127.0.0.1:0 takes\n" +
 			"any free port:\n" +
-			"  rlgate serve-policy --ckpt ckpt/rl --addr 127.0.0.1:0 -- rlgate eval --endpoint {endpoint} ...\n\n" +
+			"  rlgate serve-policy --ckpt ckpt/rl --addr 127.0.0.1:0 -- rlgate eval --endpoint {endpoint} ...\n" +
+			"CMD is supervised as rlgate run supervises a stage: Ctrl-C sends it SIGTERM,\n" +
+			"then SIGKILL 10s later, and it is stopped if rlgate dies.\n\n" +
 			exitCodesHelp + " With CMD: CMD's exit code.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "ckpt", Required: true, Usage: "checkpoint `DIR` of the reference policy"},
