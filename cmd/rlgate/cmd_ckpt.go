@@ -9,7 +9,7 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
-	"github.com/rlgate/rlgate/workflow/ckpt"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/urfave/cli/v3"
 )
 
@@ -41,7 +41,7 @@ func newCkptDigestCommand() *cli.Command {
 			if cmd.Args().Len() != 1 {
 				return usagef("ckpt digest needs one DIR or FILE")
 			}
-			r, err := ckpt.Digest(ctx, ledgerDir(cmd), cmd.Args().First(), cmd.Bool("record"), cmd.String("name"))
+			r, err := digest.Checkpoint(ctx, ledgerDir(cmd), cmd.Args().First(), cmd.Bool("record"), cmd.String("name"))
 			if err != nil {
 				return err
 			}
@@ -50,7 +50,7 @@ func newCkptDigestCommand() *cli.Command {
 	}
 }
 
-func printCheckpoint(w io.Writer, r *ckpt.Digested) error {
+func printCheckpoint(w io.Writer, r *digest.CheckpointDigest) error {
 	fmt.Fprintf(w, "%s  %s  (model identity)\n", r.Identity, r.Path)
 	t := newTable(w, "file", "kind", "bytes", "digest")
 	for _, f := range r.Files {
@@ -96,7 +96,7 @@ func newCkptDiffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			r, err := ckpt.Diff(ctx, cmd.Args().Get(0), cmd.Args().Get(1), tol, cmd.Bool("hash"))
+			r, err := digest.Diff(ctx, cmd.Args().Get(0), cmd.Args().Get(1), tol, cmd.Bool("hash"))
 			if err != nil {
 				return err
 			}
@@ -122,7 +122,7 @@ func toleranceFrom(cmd *cli.Command) (manifests.Tolerance, error) {
 	return tol, nil
 }
 
-func printDiff(w io.Writer, r *ckpt.Diffed) error {
+func printDiff(w io.Writer, r *digest.Diffed) error {
 	t := newTable(w, "tensor", "dtype", "changed", "changed %", "mean |Δ|", "max |Δ|", "‖Δ‖", "‖Δ‖/‖A‖")
 	var nonFinite int64
 	for _, d := range slices.SortedStableFunc(slices.Values(r.Tensors), audit.CompareRelChange) {

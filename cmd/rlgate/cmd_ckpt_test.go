@@ -10,7 +10,7 @@ import (
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/manifests/manifeststest"
-	"github.com/rlgate/rlgate/workflow/ckpt"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/urfave/cli/v3"
 )
 
@@ -34,7 +34,7 @@ func TestCkptDigest(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("ckpt digest --json --record: exit %d: %s", code, errOut)
 	}
-	var got ckpt.Digested
+	var got digest.CheckpointDigest
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}

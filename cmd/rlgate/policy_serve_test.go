@@ -14,7 +14,7 @@ import (
 	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
-	"github.com/rlgate/rlgate/workflow/ckpt"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
@@ -110,7 +110,7 @@ func TestPolicyServeRunsCMD(t *testing.T) {
 		t.Fatalf("CMD saw %q; want the endpoint twice", out)
 	}
 	code, dig, _ := rlgate(t, "ckpt", "digest", "--json", base)
-	var m ckpt.Digested
+	var m digest.CheckpointDigest
 	if err := json.Unmarshal([]byte(dig), &m); code != 0 || err != nil {
 		t.Fatalf("ckpt digest: exit %d, %v", code, err)
 	}

@@ -1,4 +1,4 @@
-package ckpt
+package digest
 
 import (
 	"bytes"
@@ -19,10 +19,10 @@ import (
 // and float dtype; the tests derive the other checkpoints from it.
 const sampleCkpt = "../../testdata/safetensors/overall.safetensors"
 
-func TestDigest(t *testing.T) {
+func TestCheckpoint(t *testing.T) {
 	c := manifeststest.WriteCheckpoints(t, sampleCkpt)
 	l := ledgertest.New(t)
-	r, err := Digest(t.Context(), l.Dir(), c.Trained, true, "")
+	r, err := Checkpoint(t.Context(), l.Dir(), c.Trained, true, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +56,7 @@ func TestDigest(t *testing.T) {
 	}
 
 	// A re-sharded copy of the same weights has the same identity.
-	re, err := Digest(t.Context(), "", c.Resharded, false, "")
+	re, err := Checkpoint(t.Context(), "", c.Resharded, false, "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,15 +65,42 @@ func TestDigest(t *testing.T) {
 	}
 }
 
-func TestDigestErrors(t *testing.T) {
+func TestCheckpointErrors(t *testing.T) {
 	// The sample directory holds overall.safetensors beside one file per
 	// tensor, with no index to say which copy counts.
-	if _, err := Digest(t.Context(), "", "../../testdata/safetensors", false, ""); !errors.Is(err, manifests.ErrDuplicateTensor) {
+	if _, err := Checkpoint(t.Context(), "", "../../testdata/safetensors", false, ""); !errors.Is(err, manifests.ErrDuplicateTensor) {
 		t.Errorf("two files holding the same tensor: %v, want %v", err, manifests.ErrDuplicateTensor)
 	}
-	_, err := Digest(t.Context(), filepath.Join(t.TempDir(), "none"), sampleCkpt, true, "")
+	_, err := Checkpoint(t.Context(), filepath.Join(t.TempDir(), "none"), sampleCkpt, true, "")
 	if err == nil || !strings.Contains(err.Error(), "rlgate init") {
 		t.Errorf("recording without a ledger: %v, want a hint to rlgate init", err)
+	}
+}
+
+// TestTrees: each path is hashed; recorded, each manifest is a dataset
+// artifact named by its path's base name, its blob the manifest.
+func TestTrees(t *testing.T) {
+	l := ledgertest.New(t)
+	paths := []string{"../../testdata/spider/database", sampleCkpt}
+	got, err := Trees(t.Context(), l.Dir(), paths, true, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Files != 19 || got[0].Name != "database" || got[1].Files != 1 || got[1].Name != "overall.safetensors" {
+		t.Fatalf("trees: %+v", got)
+	}
+	for _, r := range got {
+		a, err := ledger.DecodeEntry[ledger.Artifact](t.Context(), l, r.Seq)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.Role != records.RoleDataset || a.Name != r.Name || a.Digest != r.Digest || a.Manifest == nil || *a.Manifest != *r.Manifest {
+			t.Errorf("entry %d: %+v, want the dataset %s %s", r.Seq, a, r.Name, r.Digest)
+		}
+	}
+	again, err := Trees(t.Context(), "", paths[:1], false, "")
+	if err != nil || len(again) != 1 || again[0].Digest != got[0].Digest || again[0].Seq != 0 {
+		t.Errorf("unrecorded: %+v, %v; want digest %s, no entry", again, err, got[0].Digest)
 	}
 }
 

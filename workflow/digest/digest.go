@@ -1,8 +1,9 @@
-// Package ckpt is rlgate ckpt: a checkpoint hashed (its per-tensor
-// manifest and model identity, manifests.BuildCheckpointManifest) and, on
-// request, recorded in the ledger as a checkpoint artifact; and two
-// checkpoints diffed tensor by tensor (manifests.DiffCheckpoints).
-package ckpt
+// Package digest is rlgate hash and rlgate ckpt: files and trees hashed
+// (manifests.HashTree) and a checkpoint hashed (its per-tensor manifest
+// and model identity, manifests.BuildCheckpointManifest), each recorded
+// in the ledger on request, as a dataset or a checkpoint artifact; and
+// two checkpoints diffed tensor by tensor (manifests.DiffCheckpoints).
+package digest
 
 import (
 	"context"
@@ -15,8 +16,8 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 )
 
-// Digested is a checkpoint's manifest, and where it was recorded.
-type Digested struct {
+// CheckpointDigest is a checkpoint's manifest, and where it was recorded.
+type CheckpointDigest struct {
 	*manifests.CheckpointManifest
 	Path     string         `json:"path"`
 	Name     string         `json:"name,omitempty"`     // when recorded
@@ -24,11 +25,11 @@ type Digested struct {
 	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, when recorded
 }
 
-// Digest hashes the checkpoint at path. With record, it stores the
+// Checkpoint hashes the checkpoint at path. With record, it stores the
 // manifest in the ledger in dir as the checkpoint artifact name (the
 // path's base name when empty); the ledger is opened first, so a missing
 // one is said before minutes of hashing.
-func Digest(ctx context.Context, dir, path string, record bool, name string) (*Digested, error) {
+func Checkpoint(ctx context.Context, dir, path string, record bool, name string) (*CheckpointDigest, error) {
 	var l *ledger.Ledger
 	if record {
 		var err error
@@ -41,7 +42,7 @@ func Digest(ctx context.Context, dir, path string, record bool, name string) (*D
 	if err != nil {
 		return nil, err
 	}
-	d := &Digested{CheckpointManifest: m, Path: path}
+	d := &CheckpointDigest{CheckpointManifest: m, Path: path}
 	if l == nil {
 		return d, nil
 	}
@@ -54,6 +55,53 @@ func Digest(ctx context.Context, dir, path string, record bool, name string) (*D
 	}
 	d.Seq, d.Manifest = e.Seq, &e.Blobs[0]
 	return d, nil
+}
+
+// TreeDigest is the manifest of a file or directory tree, and where it
+// was recorded.
+type TreeDigest struct {
+	*manifests.DatasetManifest
+	Name     string         `json:"name,omitempty"`     // when recorded
+	Seq      int64          `json:"seq,omitempty"`      // the dataset entry, when recorded
+	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, when recorded
+}
+
+// Trees hashes each of paths, a file or a directory tree. With record, it
+// stores each manifest in the ledger in dir as a dataset artifact, named
+// name (only with one path) or the path's base name; the ledger is opened
+// before any hashing.
+func Trees(ctx context.Context, dir string, paths []string, record bool, name string) ([]TreeDigest, error) {
+	var l *ledger.Ledger
+	if record {
+		var err error
+		if l, err = ledger.Open(ctx, dir); err != nil {
+			return nil, err
+		}
+		defer l.Close()
+	}
+	var out []TreeDigest
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		m, err := manifests.HashTree(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		r := TreeDigest{DatasetManifest: m}
+		if l != nil {
+			if r.Name = name; r.Name == "" {
+				r.Name = filepath.Base(filepath.Clean(p))
+			}
+			e, err := manifests.RecordDataset(ctx, l, r.Name, m)
+			if err != nil {
+				return nil, err
+			}
+			r.Seq, r.Manifest = e.Seq, &e.Blobs[0]
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 // Diffed is the tensor-by-tensor diff of checkpoints A and B.
