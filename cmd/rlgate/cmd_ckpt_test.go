@@ -24,7 +24,7 @@ func writeTestCheckpoints(t *testing.T) manifeststest.Checkpoints {
 	return manifeststest.WriteCheckpoints(t, sampleCkpt)
 }
 
-// TestCkptDigest checks what ckpt digest prints (workflow/ckpt tests
+// TestCkptDigest checks what ckpt digest prints (workflow/digest tests
 // what it computes and records): --json --record the manifest with where
 // it was recorded, and text the identity, every file and every tensor.
 func TestCkptDigest(t *testing.T) {
