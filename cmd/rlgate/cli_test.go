@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/urfave/cli/v3"
 )
 
@@ -55,7 +56,7 @@ func TestLedgerCommandsEndToEnd(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("hash --record: exit %d", code)
 	}
-	var hashed []hashResult
+	var hashed []digest.TreeDigest
 	if err := json.Unmarshal([]byte(out), &hashed); err != nil {
 		t.Fatal(err)
 	}

@@ -2,16 +2,14 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/urfave/cli/v3"
 )
 
@@ -43,58 +41,16 @@ func newCkptDigestCommand() *cli.Command {
 			if cmd.Args().Len() != 1 {
 				return usagef("ckpt digest needs one DIR or FILE")
 			}
-			opts := ckptDigestOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Record: cmd.Bool("record"), Name: cmd.String("name"), Path: cmd.Args().First()}
-			_, err := runCkptDigest(ctx, opts, cmd.Root().Writer)
-			return err
+			r, err := digest.Checkpoint(ctx, ledgerDir(cmd), cmd.Args().First(), cmd.Bool("record"), cmd.String("name"))
+			if err != nil {
+				return err
+			}
+			return emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printCheckpoint(w, r) })
 		},
 	}
 }
 
-type ckptDigestOptions struct {
-	Dir    string
-	JSON   bool
-	Record bool
-	Name   string
-	Path   string
-}
-
-type ckptDigestResult struct {
-	*manifests.CheckpointManifest
-	Path     string         `json:"path"`
-	Name     string         `json:"name,omitempty"`     // with --record
-	Seq      int64          `json:"seq,omitempty"`      // the artifact entry, with --record
-	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, with --record
-}
-
-func runCkptDigest(ctx context.Context, opts ckptDigestOptions, w io.Writer) (*ckptDigestResult, error) {
-	var l *ledger.Ledger
-	if opts.Record { // before hashing, which can take minutes
-		var err error
-		if l, err = ledger.Open(ctx, opts.Dir); err != nil {
-			return nil, err
-		}
-		defer l.Close()
-	}
-	m, err := manifests.BuildCheckpointManifest(ctx, opts.Path)
-	if err != nil {
-		return nil, err
-	}
-	r := &ckptDigestResult{CheckpointManifest: m, Path: opts.Path}
-	if l != nil {
-		r.Name = opts.Name
-		if r.Name == "" {
-			r.Name = filepath.Base(filepath.Clean(opts.Path))
-		}
-		e, err := manifests.RecordCheckpoint(ctx, l, r.Name, r.CheckpointManifest)
-		if err != nil {
-			return nil, err
-		}
-		r.Seq, r.Manifest = e.Seq, &e.Blobs[0]
-	}
-	return r, emit(w, opts.JSON, r, func(w io.Writer) error { return printCheckpoint(w, r) })
-}
-
-func printCheckpoint(w io.Writer, r *ckptDigestResult) error {
+func printCheckpoint(w io.Writer, r *digest.CheckpointDigest) error {
 	fmt.Fprintf(w, "%s  %s  (model identity)\n", r.Identity, r.Path)
 	t := newTable(w, "file", "kind", "bytes", "digest")
 	for _, f := range r.Files {
@@ -140,9 +96,11 @@ func newCkptDiffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			opts := ckptDiffOptions{A: cmd.Args().Get(0), B: cmd.Args().Get(1), Tolerance: tol, Hash: cmd.Bool("hash"), JSON: cmd.Bool("json")}
-			_, err = runCkptDiff(ctx, opts, cmd.Root().Writer)
-			return err
+			r, err := digest.Diff(ctx, cmd.Args().Get(0), cmd.Args().Get(1), tol, cmd.Bool("hash"))
+			if err != nil {
+				return err
+			}
+			return emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printDiff(w, r) })
 		},
 	}
 }
@@ -164,49 +122,7 @@ func toleranceFrom(cmd *cli.Command) (manifests.Tolerance, error) {
 	return tol, nil
 }
 
-type ckptDiffOptions struct {
-	A, B      string
-	Tolerance manifests.Tolerance
-	Hash      bool
-	JSON      bool
-}
-
-type ckptDiffResult struct {
-	A string `json:"a"`
-	B string `json:"b"`
-	// IdentityA and IdentityB are the model identities, with --hash.
-	IdentityA *ledger.Digest `json:"model_identity_a,omitempty"`
-	IdentityB *ledger.Digest `json:"model_identity_b,omitempty"`
-	*manifests.CheckpointDiff
-}
-
-func runCkptDiff(ctx context.Context, opts ckptDiffOptions, w io.Writer) (*ckptDiffResult, error) {
-	r := &ckptDiffResult{A: opts.A, B: opts.B}
-	a, b := manifests.CheckpointRef{Path: opts.A}, manifests.CheckpointRef{Path: opts.B}
-	if opts.Hash {
-		for _, ref := range []*manifests.CheckpointRef{&a, &b} {
-			m, err := manifests.BuildCheckpointManifest(ctx, ref.Path)
-			if err != nil {
-				return nil, err
-			}
-			ref.Manifest = m
-		}
-		r.IdentityA, r.IdentityB = &a.Manifest.Identity, &b.Manifest.Identity
-	}
-	d, err := manifests.DiffCheckpoints(ctx, a, b, opts.Tolerance)
-	var mismatch *manifests.TensorMismatchError
-	if errors.As(err, &mismatch) {
-		return nil, fmt.Errorf("ckpt diff: A (%s) and B (%s) do not hold the same tensors; %d mismatches:\n  %s",
-			opts.A, opts.B, len(mismatch.Mismatches), strings.Join(mismatch.Mismatches, "\n  "))
-	}
-	if err != nil {
-		return nil, err
-	}
-	r.CheckpointDiff = d
-	return r, emit(w, opts.JSON, r, func(w io.Writer) error { return printDiff(w, r) })
-}
-
-func printDiff(w io.Writer, r *ckptDiffResult) error {
+func printDiff(w io.Writer, r *digest.Diffed) error {
 	t := newTable(w, "tensor", "dtype", "changed", "changed %", "mean |Δ|", "max |Δ|", "‖Δ‖", "‖Δ‖/‖A‖")
 	var nonFinite int64
 	for _, d := range slices.SortedStableFunc(slices.Values(r.Tensors), audit.CompareRelChange) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/workflow/data"
 	"github.com/urfave/cli/v3"
 )
 
@@ -29,10 +30,19 @@ func newDataCommand() *cli.Command {
 		"an error naming the file and line or item.\n\n" + exitCodesHelp
 	action := func(kind string) cli.ActionFunc {
 		return func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runDataImport(ctx, dataImportOptions{Kind: kind, Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"),
-				Name: cmd.String("name"), DBRoot: cmd.String("db-root"), Dev: cmd.String("dev"), Gold: cmd.String("gold"),
-				Tables: cmd.String("tables"), Parquet: cmd.String("parquet"), Force: cmd.Bool("force")}, cmd.Root().Writer)
-			return err
+			s, err := data.Import(ctx, ledgerDir(cmd), data.ImportOptions{Kind: kind, Out: cmd.String("out"), Name: cmd.String("name"), DBRoot: cmd.String("db-root"),
+				Dev: cmd.String("dev"), Gold: cmd.String("gold"), Tables: cmd.String("tables"), Parquet: cmd.String("parquet"), Force: cmd.Bool("force")})
+			if err != nil {
+				return err
+			}
+			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
+				fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", s.Dataset, s.Tasks.Count, s.Out, s.Tasks.Digest, s.Gold.Digest)
+				if n := len(s.Skipped); n > 0 {
+					fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %s\n", n, cmd.String("db-root"), skippedByDB(s.Skipped))
+				}
+				_, err := fmt.Fprintf(w, "  recorded as dataset entry %d\n", s.Seq)
+				return err
+			})
 		}
 	}
 	return &cli.Command{
@@ -80,59 +90,6 @@ func variantCommands(help string, action func(kind string) cli.ActionFunc, flags
 			Action: action(string(v))})
 	}
 	return cmds
-}
-
-type dataImportOptions struct {
-	Kind, Dir, Out, Name, DBRoot, Dev, Gold, Tables, Parquet string
-	JSON, Force                                              bool
-}
-
-type dataImportSummary struct {
-	dataset.Manifest
-	Out string `json:"out"`
-	Seq int64  `json:"seq"` // the dataset entry
-}
-
-func runDataImport(ctx context.Context, o dataImportOptions, w io.Writer) (*dataImportSummary, error) {
-	l, err := ledger.Open(ctx, o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	if err := dataset.CheckOut(o.Out, o.Force); err != nil {
-		return nil, err
-	}
-	var im *dataset.Imported
-	switch o.Kind {
-	case "spider":
-		im, err = dataset.ImportSpider(ctx, dataset.SpiderOptions{Name: o.Name, Dev: o.Dev, Gold: o.Gold, Tables: o.Tables, DBRoot: o.DBRoot})
-	case "bird":
-		im, err = dataset.ImportBird(ctx, dataset.BirdOptions{Name: o.Name, Dev: o.Dev, DBRoot: o.DBRoot})
-	case "skyrl":
-		im, err = dataset.ImportSkyRL(ctx, dataset.SkyRLOptions{Name: o.Name, Parquet: o.Parquet, DBRoot: o.DBRoot})
-	default:
-		im, err = dataset.ImportSpiderVariant(ctx, dataset.VariantOptions{Variant: dataset.SpiderVariant(o.Kind), Name: o.Name, Dev: o.Dev, Tables: o.Tables, DBRoot: o.DBRoot})
-	}
-	if err != nil {
-		return nil, err
-	}
-	if err := im.WriteDir(o.Out, o.Force); err != nil {
-		return nil, err
-	}
-	m := im.Manifest
-	e, err := m.Record(ctx, l, o.Out)
-	if err != nil {
-		return nil, err
-	}
-	s := &dataImportSummary{Manifest: m, Out: o.Out, Seq: e.Seq}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", m.Dataset, m.Tasks.Count, o.Out, m.Tasks.Digest, m.Gold.Digest)
-		if n := len(m.Skipped); n > 0 {
-			fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %s\n", n, o.DBRoot, skippedByDB(m.Skipped))
-		}
-		_, err := fmt.Fprintf(w, "  recorded as dataset entry %d\n", s.Seq)
-		return err
-	})
 }
 
 // skippedByDB lists the skipped questions per database, in the order the

@@ -6,11 +6,8 @@ import (
 	"fmt"
 	"io"
 
-	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
-	"github.com/rlgate/rlgate/stages/jsonl"
-	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/data"
 	"github.com/urfave/cli/v3"
 )
 
@@ -35,83 +32,18 @@ func newDataRenderCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Required: true, Usage: "JSON lines `FILE` to write"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runDataRender(ctx, dataRenderOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Tasks: cmd.String("tasks"),
-				Protocol: cmd.String("protocol"), DropExamples: cmd.Bool("drop-examples"), Out: cmd.String("out")}, cmd.Root().Writer)
-			return err
+			s, err := data.Render(ctx, ledgerDir(cmd), data.RenderOptions{Tasks: cmd.String("tasks"), Protocol: cmd.String("protocol"),
+				DropExamples: cmd.Bool("drop-examples"), Out: cmd.String("out")})
+			if errors.Is(err, dataset.ErrTaskSource) {
+				return usagef("%v", err)
+			}
+			if err != nil {
+				return err
+			}
+			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "rendered %d prompts to %s %s (protocol %s); recorded as entry %d\n", s.Tasks, s.Out, s.Digest, s.ProtocolDigest, s.Seq)
+				return err
+			})
 		},
 	}
-}
-
-type dataRenderOptions struct {
-	Dir, Tasks, Protocol, Out string
-	JSON, DropExamples        bool
-}
-
-// renderedPrompt is one line of rlgate data render's output.
-type renderedPrompt struct {
-	ID       string            `json:"id"`
-	DBID     string            `json:"db_id"`
-	Messages []rollout.Message `json:"messages"`
-}
-
-// dataRenderSummary is what data render reports; it is also the manifest
-// recorded with the file.
-type dataRenderSummary struct {
-	Out            string        `json:"out"`
-	Digest         ledger.Digest `json:"digest"`
-	Tasks          int           `json:"tasks"`
-	TasksDigest    ledger.Digest `json:"tasks_digest"`
-	ProtocolDigest ledger.Digest `json:"protocol_digest"`
-	DropExamples   bool          `json:"drop_examples"`
-	Seq            int64         `json:"seq"`
-}
-
-func runDataRender(ctx context.Context, o dataRenderOptions, w io.Writer) (*dataRenderSummary, error) {
-	p := rollout.DefaultProtocol()
-	if o.Protocol != "" {
-		var err error
-		if p, err = rollout.LoadProtocol(o.Protocol); err != nil {
-			return nil, err
-		}
-	}
-	if o.DropExamples {
-		p = p.WithoutExamples()
-	}
-	// The database root is not needed to render; "-" stands in for it.
-	src, err := dataset.LoadTasks(o.Tasks, "-", 0)
-	if errors.Is(err, dataset.ErrTaskSource) {
-		return nil, usagef("%v", err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	l, err := ledger.Open(ctx, o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	out := make([]renderedPrompt, len(src.Tasks))
-	for i := range src.Tasks {
-		t := &src.Tasks[i]
-		out[i] = renderedPrompt{ID: t.ID, DBID: t.DBID, Messages: p.Messages(t)}
-	}
-	if err := jsonl.WriteFile(o.Out, func(w io.Writer) error { return jsonl.Write(w, out) }); err != nil {
-		return nil, err
-	}
-	s := &dataRenderSummary{Out: o.Out, Tasks: len(out), TasksDigest: src.Digest, DropExamples: o.DropExamples}
-	if s.ProtocolDigest, err = p.Digest(); err != nil {
-		return nil, err
-	}
-	if s.Digest, _, err = manifests.HashFile(ctx, o.Out); err != nil {
-		return nil, err
-	}
-	e, err := manifests.RecordFile(ctx, l, "render", s.Digest, s)
-	if err != nil {
-		return nil, err
-	}
-	s.Seq = e.Seq
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "rendered %d prompts to %s %s (protocol %s); recorded as entry %d\n", s.Tasks, s.Out, s.Digest, s.ProtocolDigest, s.Seq)
-		return err
-	})
 }

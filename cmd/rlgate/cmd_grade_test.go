@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/data"
 )
 
 // TestImportGradeCompare runs the offline evaluation flow a user runs:
@@ -30,7 +31,7 @@ func TestImportGradeCompare(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("import: %s", errOut)
 	}
-	var imp dataImportSummary
+	var imp data.Imported
 	if err := json.Unmarshal([]byte(stdout), &imp); err != nil || imp.Tasks.Count != 140 || len(imp.Skipped) != 360 || imp.Seq == 0 {
 		t.Fatalf("import summary %+v, %v", imp, err)
 	}

@@ -5,13 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
-	"github.com/rlgate/rlgate/publish"
-	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/stage"
 	"github.com/urfave/cli/v3"
 )
 
@@ -62,11 +59,7 @@ func newRunCommand() *cli.Command {
 			"the publish if the verdict passed, and says the publish is withheld if it\n" +
 			"failed; the request waits for a later gate.\n\n" + exitCodesHelp +
 			"\nA stage that exits non-zero: its own exit code.",
-		Flags: []cli.Flag{jsonFlag,
-			&cli.StringFlag{Name: "stage", Validator: ledger.CheckName, Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
-			&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
-			&cli.StringSliceFlag{Name: "in", Usage: "input `NAME=PATH` (repeatable)"},
-			&cli.StringSliceFlag{Name: "out", Usage: "output `NAME=PATH` (repeatable)"},
+		Flags: append(stageFlags(),
 			&cli.StringSliceFlag{Name: "param", Usage: "parameter `KEY=VALUE` (repeatable)"},
 			&cli.StringSliceFlag{Name: "config", Usage: "config `FILE` (YAML/JSON get a canonical form; repeatable)"},
 			&cli.StringSliceFlag{Name: "metrics", Usage: "metrics `FILE[:FORMAT]` to ingest while the stage runs (FORMAT auto or none: detected; repeatable)"},
@@ -76,161 +69,67 @@ func newRunCommand() *cli.Command {
 			&cli.BoolFlag{Name: "skip-preflight", Usage: "start the stage without the pre-flight reward check of its imported dataset (recorded)"},
 			&cli.StringFlag{Name: "publish-to", Usage: "publish the output checkpoint to new or empty `DIR` once a gate passes for it"},
 			&cli.StringFlag{Name: "publish-key", Value: defaultKey, Usage: "signing key `FILE` for --publish-to (rlgate keygen)"},
-		},
+		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			spec, err := runSpec(cmd)
 			if err != nil {
 				return err
 			}
-			o := runOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Spec: spec}
+			var pub *stage.Publish
 			if to := cmd.String("publish-to"); to != "" {
-				r, err := publish.CheckRequest(to, cmd.String("publish-key"))
-				if err != nil {
-					return fmt.Errorf("--publish-to: %w", err)
-				}
-				o.PublishTo = &r
+				pub = &stage.Publish{To: to, Key: cmd.String("publish-key")}
 			}
-			_, err = runRun(ctx, o, cmd.Root().Writer)
-			return err
+			r, err := stage.Run(ctx, ledgerDir(cmd), spec, pub)
+			if err != nil {
+				return err
+			}
+			if err := emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printStage(w, r, pub) }); err != nil {
+				return err
+			}
+			return stageError(r.Result)
 		},
 	}
 }
 
-// runSpec turns the command line into a stage spec.
-func runSpec(cmd *cli.Command) (runner.Spec, error) {
-	spec := runner.Spec{Stage: cmd.String("stage"), Run: cmd.String("run"), Argv: cmd.Args().Slice(),
-		Configs: cmd.StringSlice("config"), Timeout: cmd.Duration("timeout"), FlushEvery: cmd.Duration("flush"),
-		SkipPreflight: cmd.Bool("skip-preflight"), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter}
-	if len(spec.Argv) == 0 {
-		return spec, usagef("run: give the stage's command after --")
+// printStage prints a stage's result and what became of its publish
+// request.
+func printStage(w io.Writer, r *stage.Result, pub *stage.Publish) error {
+	if p := r.Preflight; p != nil && p.Passed {
+		fmt.Fprintf(w, "rlgate: pre-flight (entry %d): %d databases present and as imported under %s; gold graded against itself scored 1 on %d of %d sampled tasks\n",
+			r.PreflightSeq, p.Needed, p.DBRoot, p.SelfGrade.Passed, p.SelfGrade.Sample)
 	}
-	var err error
-	if spec.Inputs, err = namedPaths("in", cmd.StringSlice("in")); err != nil {
-		return spec, err
+	fmt.Fprintf(w, "rlgate: run %s (stage %s) %s", r.Run, r.Stage, r.Status)
+	if r.Reason != "" {
+		fmt.Fprintf(w, ": %s", r.Reason)
 	}
-	if spec.Outputs, err = namedPaths("out", cmd.StringSlice("out")); err != nil {
-		return spec, err
+	fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points, %.1fs\n", r.StartSeq, r.EndSeq, r.MetricPoints, r.DurationS)
+	if n := len(r.MetricFindings); n > 0 {
+		fmt.Fprintf(w, "rlgate: %d metrics warning(s) recorded in run.end (metric_findings); the training audit will see them\n", n)
 	}
-	if ps := cmd.StringSlice("param"); len(ps) > 0 {
-		spec.Params = map[string]string{}
-		for _, p := range ps {
-			k, v, ok := strings.Cut(p, "=")
-			if !ok || k == "" {
-				return spec, usagef("--param %q: want KEY=VALUE", p)
-			}
-			spec.Params[k] = v
-		}
+	for name, d := range r.Outputs {
+		fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
 	}
-	for _, m := range cmd.StringSlice("metrics") {
-		path, format, err := metrics.ParseSpec(m)
-		if err != nil {
-			return spec, usagef("--metrics %q: %v", m, err)
-		}
-		spec.Metrics = append(spec.Metrics, runner.MetricFile{Path: path, Format: format})
+	if p := r.PublishRequest; p != nil {
+		fmt.Fprintf(w, "rlgate: publish to %s requested (entry %d); it happens when a gate passes for model %s\n", p.To, p.Seq, p.ModelIdentity)
+	} else if pub != nil {
+		fmt.Fprintf(w, "rlgate: the stage did not succeed; no publish to %s was requested\n", pub.To)
 	}
-	switch cmd.String("gpu") {
-	case "auto":
-		spec.GPU = true
-	case "off":
-	default:
-		return spec, usagef("--gpu %q: want auto or off", cmd.String("gpu"))
-	}
-	return spec, nil
+	return nil
 }
 
-func namedPaths(flag string, vals []string) ([]runner.Named, error) {
-	var out []runner.Named
-	for _, v := range vals {
-		k, p, ok := strings.Cut(v, "=")
-		if !ok || k == "" || p == "" {
-			return nil, usagef("--%s %q: want NAME=PATH", flag, v)
-		}
-		if err := ledger.CheckName(k); err != nil {
-			return nil, usagef("--%s: name %q %v", flag, k, err)
-		}
-		out = append(out, runner.Named{Name: k, Path: p})
-	}
-	return out, nil
-}
-
-type runOptions struct {
-	Dir  string
-	JSON bool
-	Spec runner.Spec
-	// PublishTo, when set, is recorded as a publish request if the stage
-	// succeeds.
-	PublishTo *publish.Request
-}
-
-// runSummary is what rlgate run --json prints: the stage's result and
-// the publish request recorded with it.
-type runSummary struct {
-	*runner.Result
-	PublishRequest *publishRequested `json:"publish_request,omitempty"`
-}
-
-type publishRequested struct {
-	Seq           int64         `json:"seq"`
-	To            string        `json:"to"`
-	ModelIdentity ledger.Digest `json:"model_identity"`
-}
-
-func runRun(ctx context.Context, opts runOptions, w io.Writer) (*runner.Result, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	if opts.JSON {
-		opts.Spec.Stdout = nil // keep stdout clean for the JSON; the output is in the ledger
-	}
-	res, err := runner.Execute(ctx, l, opts.Spec)
-	if err != nil {
-		return nil, err
-	}
-	sum := runSummary{Result: res}
-	if opts.PublishTo != nil && res.Status == records.StatusOK {
-		e, id, err := publish.RecordRequest(ctx, l, res.Run, *opts.PublishTo)
-		if err != nil {
-			return res, fmt.Errorf("--publish-to: %w", err)
-		}
-		sum.PublishRequest = &publishRequested{Seq: e.Seq, To: opts.PublishTo.To, ModelIdentity: id}
-	}
-	err = emit(w, opts.JSON, sum, func(w io.Writer) error {
-		if p := res.Preflight; p != nil && p.Passed {
-			fmt.Fprintf(w, "rlgate: pre-flight (entry %d): %d databases present and as imported under %s; gold graded against itself scored 1 on %d of %d sampled tasks\n",
-				res.PreflightSeq, p.Needed, p.DBRoot, p.SelfGrade.Passed, p.SelfGrade.Sample)
-		}
-		fmt.Fprintf(w, "rlgate: run %s (stage %s) %s", res.Run, res.Stage, res.Status)
-		if res.Reason != "" {
-			fmt.Fprintf(w, ": %s", res.Reason)
-		}
-		fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points, %.1fs\n", res.StartSeq, res.EndSeq, res.MetricPoints, res.DurationS)
-		if n := len(res.MetricFindings); n > 0 {
-			fmt.Fprintf(w, "rlgate: %d metrics warning(s) recorded in run.end (metric_findings); the training audit will see them\n", n)
-		}
-		for name, d := range res.Outputs {
-			fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
-		}
-		if p := sum.PublishRequest; p != nil {
-			fmt.Fprintf(w, "rlgate: publish to %s requested (entry %d); it happens when a gate passes for model %s\n", p.To, p.Seq, p.ModelIdentity)
-		} else if opts.PublishTo != nil {
-			fmt.Fprintf(w, "rlgate: the stage did not succeed; no publish to %s was requested\n", opts.PublishTo.To)
-		}
-		return nil
-	})
-	if err != nil {
-		return res, err
-	}
-	switch res.Status {
+// stageError is how rlgate exits for a stage's status: 0 when it
+// succeeded, 130 when it was interrupted, the stage's own exit code when
+// it exited non-zero, else 1.
+func stageError(r *runner.Result) error {
+	switch r.Status {
 	case records.StatusOK:
-		return res, nil
+		return nil
 	case records.StatusInterrupted:
-		return res, context.Canceled
+		return context.Canceled
 	}
-	msg := fmt.Sprintf("stage %s failed (%s); its record is run %s", res.Stage, res.Reason, res.Run)
-	if code := res.StageExit(); code > 0 {
-		return res, stageExited{msg: msg, code: code}
+	msg := fmt.Sprintf("stage %s failed (%s); its record is run %s", r.Stage, r.Reason, r.Run)
+	if code := r.StageExit(); code > 0 {
+		return stageExited{msg: msg, code: code}
 	}
-	return res, errors.New(msg)
+	return errors.New(msg)
 }

@@ -2,18 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"os"
-	"os/exec"
-	"strings"
-	"time"
 
-	"github.com/rlgate/rlgate/lab/refpolicy"
-	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/workflow/serve"
 	"github.com/urfave/cli/v3"
 )
 
@@ -34,108 +26,46 @@ func newServePolicyCommand() *cli.Command {
 			"and exits with CMD's exit code; stdout is then CMD's alone (the listening line\n" +
 			"goes to stderr), so CMD's --json output can be piped; --addr 127.0.0.1:0 takes\n" +
 			"any free port:\n" +
-			"  rlgate serve-policy --ckpt ckpt/rl --addr 127.0.0.1:0 -- rlgate eval --endpoint {endpoint} ...\n\n" +
+			"  rlgate serve-policy --ckpt ckpt/rl --addr 127.0.0.1:0 -- rlgate eval --endpoint {endpoint} ...\n" +
+			"CMD is supervised as rlgate run supervises a stage: Ctrl-C sends it SIGTERM,\n" +
+			"then SIGKILL 10s later, and it is stopped if rlgate dies.\n\n" +
 			exitCodesHelp + " With CMD: CMD's exit code.",
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringFlag{Name: "ckpt", Required: true, Usage: "checkpoint `DIR` of the reference policy"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8200", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runServePolicy(ctx, servePolicyOptions{JSON: cmd.Bool("json"), Ckpt: cmd.String("ckpt"), Addr: cmd.String("addr"),
-				Cmd: cmd.Args().Slice(), Stderr: cmd.Root().ErrWriter}, cmd.Root().Writer)
-			return err
+			return runServePolicy(ctx, cmd.String("ckpt"), cmd.String("addr"), cmd.Bool("json"), cmd.Args().Slice(), cmd.Root().Writer, cmd.Root().ErrWriter)
 		},
 	}
 }
 
-type servePolicyOptions struct {
-	JSON   bool
-	Ckpt   string
-	Addr   string
-	Cmd    []string  // run while serving; empty: serve until ctx ends
-	Stderr io.Writer // CMD's stderr, and where the listening line goes when CMD runs
-}
-
-// servePolicySummary is printed once the endpoint listens.
-type servePolicySummary struct {
-	Ckpt          string `json:"ckpt"`
-	Model         string `json:"model"`
-	ModelIdentity string `json:"model_identity"`
-	URL           string `json:"url"`                 // the OpenAI base URL to give rlgate rollout/eval --endpoint
-	ExitCode      *int   `json:"exit_code,omitempty"` // CMD's, when one ran
-}
-
 // runServePolicy serves until ctx ends (then returns ctx's error) or,
-// with o.Cmd, until the command ends; a command that exits non-zero is a
-// stageExited error carrying its code.
-func runServePolicy(ctx context.Context, o servePolicyOptions, w io.Writer) (*servePolicySummary, error) {
-	weights, err := refpolicy.Load(o.Ckpt)
+// with argv, while argv runs; stdout is then argv's alone, and an argv
+// that exits non-zero is a stageExited error carrying its code.
+func runServePolicy(ctx context.Context, ckpt, addr string, asJSON bool, argv []string, stdout, stderr io.Writer) error {
+	s, err := serve.Listen(ctx, ckpt, addr)
 	if err != nil {
-		return nil, err
-	}
-	man, err := manifests.BuildCheckpointManifest(ctx, o.Ckpt)
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("serve policy: %w. Try: another --addr, or 127.0.0.1:0 for any free port", err)
-	}
-	s := &servePolicySummary{Ckpt: o.Ckpt, Model: refpolicy.ModelName, ModelIdentity: man.Identity.String(), URL: "http://" + ln.Addr().String() + "/v1"}
-	srv := &http.Server{Handler: refpolicy.Handler(&refpolicy.Model{W: weights}, s.ModelIdentity), ReadHeaderTimeout: 30 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	defer func() {
-		shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-		defer cancel()
-		srv.Shutdown(shutdown)
-	}()
-	if len(o.Cmd) > 0 {
-		fmt.Fprintf(o.Stderr, "rlgate: serving %s (model identity %s) at %s for %s\n", o.Ckpt, s.ModelIdentity, s.URL, o.Cmd[0])
-		return s, runWithEndpoint(ctx, o, s, w)
-	}
-	err = emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "rlgate: serving %s as %s at %s\nmodel identity: %s\nstop with Ctrl-C\n", o.Ckpt, s.Model, s.URL, s.ModelIdentity)
 		return err
-	})
-	if err != nil {
-		return s, err
 	}
-	select {
-	case err := <-served:
-		return s, fmt.Errorf("serve policy: %w", err)
-	case <-ctx.Done():
-		return s, ctx.Err()
-	}
-}
-
-// runWithEndpoint runs o.Cmd with {endpoint} replaced and the endpoint in
-// its environment, its stdout to w and stderr to o.Stderr.
-func runWithEndpoint(ctx context.Context, o servePolicyOptions, s *servePolicySummary, w io.Writer) error {
-	args := make([]string, len(o.Cmd))
-	for i, a := range o.Cmd {
-		args[i] = strings.ReplaceAll(a, "{endpoint}", s.URL)
-	}
-	c := exec.CommandContext(ctx, args[0], args[1:]...)
-	c.Env = append(os.Environ(), "RLGATE_ENDPOINT="+s.URL, "RLGATE_MODEL_IDENTITY="+s.ModelIdentity)
-	c.Stdin, c.Stdout, c.Stderr = os.Stdin, w, o.Stderr
-	err := c.Run()
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	var ee *exec.ExitError
-	switch {
-	case errors.As(err, &ee):
-		code := ee.ExitCode()
-		s.ExitCode = &code
-		if code < 0 { // killed by a signal
-			code = exitError
+	defer s.Close()
+	if len(argv) == 0 {
+		err := emit(stdout, asJSON, s.Endpoint, func(w io.Writer) error {
+			_, err := fmt.Fprintf(w, "rlgate: serving %s as %s at %s\nmodel identity: %s\nstop with Ctrl-C\n", ckpt, s.Model, s.URL, s.ModelIdentity)
+			return err
+		})
+		if err != nil {
+			return err
 		}
-		return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", args[0], ee.ExitCode()), code: code}
-	case err != nil:
-		return fmt.Errorf("serve-policy: run %s: %w", args[0], err)
+		return s.Wait(ctx)
 	}
-	code := 0
-	s.ExitCode = &code
-	return nil
+	fmt.Fprintf(stderr, "rlgate: serving %s (model identity %s) at %s for %s\n", ckpt, s.ModelIdentity, s.URL, argv[0])
+	code, err := s.Run(ctx, argv, stdout, stderr)
+	switch {
+	case err != nil, code == 0:
+		return err
+	case code < 0: // killed by a signal
+		return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", argv[0], code), code: exitError}
+	}
+	return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", argv[0], code), code: code}
 }

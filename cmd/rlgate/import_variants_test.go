@@ -13,6 +13,7 @@ import (
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/tasks"
+	"github.com/rlgate/rlgate/workflow/data"
 )
 
 const variantsData = "../../testdata/spider-variants"
@@ -87,7 +88,7 @@ func TestImportSpiderVariantsThroughCLI(t *testing.T) {
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
-			var s dataImportSummary
+			var s data.Imported
 			if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 				t.Fatal(err)
 			}

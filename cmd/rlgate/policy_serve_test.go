@@ -14,6 +14,7 @@ import (
 	"github.com/rlgate/rlgate/lab/refpolicy/train"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/digest"
 	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
@@ -26,7 +27,7 @@ func policyInit(t *testing.T, dir string, seed string) (string, string) {
 	if code != 0 {
 		t.Fatalf("train init: exit %d: %s", code, errOut)
 	}
-	var s trainSummary
+	var s train.Trained
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func TestPolicyServeRunsCMD(t *testing.T) {
 		t.Fatalf("CMD saw %q; want the endpoint twice", out)
 	}
 	code, dig, _ := rlgate(t, "ckpt", "digest", "--json", base)
-	var m ckptDigestResult
+	var m digest.CheckpointDigest
 	if err := json.Unmarshal([]byte(dig), &m); code != 0 || err != nil {
 		t.Fatalf("ckpt digest: exit %d, %v", code, err)
 	}

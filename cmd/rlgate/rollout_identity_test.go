@@ -17,6 +17,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+	"github.com/rlgate/rlgate/workflow/serve"
 )
 
 // servePolicy runs rlgate serve-policy --ckpt ckpt on a free port until
@@ -31,7 +32,7 @@ func servePolicy(t *testing.T, ckpt string) string {
 		w.Close()
 	}()
 	t.Cleanup(func() { stop(); <-done })
-	var s servePolicySummary
+	var s serve.Endpoint
 	err := json.NewDecoder(r).Decode(&s)
 	go io.Copy(io.Discard, r)
 	if err != nil {

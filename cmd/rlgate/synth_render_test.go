@@ -15,6 +15,7 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/tasks"
+	"github.com/rlgate/rlgate/workflow/data"
 )
 
 // TestDataRenderIsWhatRolloutSends renders the Spider tasks with a
@@ -22,7 +23,7 @@ import (
 // the first request a rollout under the same protocol recorded; with
 // --drop-examples the block is gone and nothing else changes.
 func TestDataRenderIsWhatRolloutSends(t *testing.T) {
-	ldir, data := spiderLedger(t)
+	ldir, imp := spiderLedger(t)
 	dir := t.TempDir()
 	proto := filepath.Join(dir, "protocol.yaml")
 	const example = "Example:\n<think>count them</think>\n<solution>SELECT count(*) FROM singer</solution>"
@@ -33,7 +34,7 @@ func TestDataRenderIsWhatRolloutSends(t *testing.T) {
 	srv := rollouttest.New(t, func(*rollouttest.Request) rollouttest.Reply {
 		return rollouttest.Reply{Content: "<think>t</think><solution>SELECT 1</solution>"}
 	})
-	if code, _, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", srv.URL+"/v1", "--model", "m", "--run", "r",
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", imp, "--endpoint", srv.URL+"/v1", "--model", "m", "--run", "r",
 		"--protocol", proto, "--limit", "50"); code != 0 {
 		t.Fatalf("rollout: exit %d: %s", code, errOut)
 	}
@@ -56,19 +57,19 @@ func TestDataRenderIsWhatRolloutSends(t *testing.T) {
 	}
 
 	out := filepath.Join(dir, "prompts.jsonl")
-	code, stdout, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", data, "--protocol", proto, "--out", out, "--json")
+	code, stdout, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", imp, "--protocol", proto, "--out", out, "--json")
 	if code != 0 {
 		t.Fatalf("data render: exit %d: %s", code, errOut)
 	}
-	var s dataRenderSummary
+	var s data.Rendered
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil {
 		t.Fatal(err)
 	}
-	rendered, err := jsonl.Read[renderedPrompt](out, nil)
+	rendered, err := jsonl.Read[data.Prompt](out, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	all, err := tasks.Read(filepath.Join(data, dataset.TasksFile))
+	all, err := tasks.Read(filepath.Join(imp, dataset.TasksFile))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,10 +86,10 @@ func TestDataRenderIsWhatRolloutSends(t *testing.T) {
 	}
 
 	dropped := filepath.Join(dir, "sft-prompts.jsonl")
-	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", data, "--protocol", proto, "--drop-examples", "--out", dropped); code != 0 {
+	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "render", "--tasks", imp, "--protocol", proto, "--drop-examples", "--out", dropped); code != 0 {
 		t.Fatalf("data render --drop-examples: exit %d: %s", code, errOut)
 	}
-	without, err := jsonl.Read[renderedPrompt](dropped, nil)
+	without, err := jsonl.Read[data.Prompt](dropped, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,13 +20,13 @@ import (
 
 // trainRun runs one train subcommand through the CLI and returns its
 // summary.
-func trainRun(t *testing.T, args ...string) trainSummary {
+func trainRun(t *testing.T, args ...string) train.Trained {
 	t.Helper()
 	code, out, errOut := rlgate(t, append(append([]string{"train"}, args...), "--json")...)
 	if code != 0 {
 		t.Fatalf("train %v: exit %d: %s", args, code, errOut)
 	}
-	var s trainSummary
+	var s train.Trained
 	if err := json.Unmarshal([]byte(out), &s); err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -307,18 +306,11 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 		runCtx, cancel = context.WithTimeout(ctx, spec.Timeout)
 		defer cancel()
 	}
-	cmd := exec.CommandContext(runCtx, spec.Argv[0], spec.Argv[1:]...)
-	if p, ok := LookPathIn(spec.Environ, spec.Argv[0]); ok {
-		cmd.Path, cmd.Err = p, nil
-	}
+	cmd := Command(runCtx, spec.Argv, spec.Environ)
 	cmd.Dir = spec.Dir
-	cmd.Env = spec.Environ
 	for k, v := range spec.Params {
 		cmd.Env = append(cmd.Env, ParamEnv(k)+"="+v)
 	}
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
-	cmd.WaitDelay = killGrace
-	setDeathSignal(cmd)
 	var warn io.Writer // the stage's stderr and rlgate's warnings, one at a time
 	if spec.Stderr != nil {
 		warn = &syncWriter{w: spec.Stderr}
