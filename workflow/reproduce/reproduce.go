@@ -127,17 +127,17 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 		o.Environ = os.Environ()
 	}
 	for _, run := range runs {
-		rec, err := runner.ReadRecording(ctx, l, run)
+		r, err := l.RunStatus(ctx, run)
 		if err != nil {
 			return results, fmt.Errorf("reproduce: %w", err)
 		}
-		if !rec.Run.EndedOK() {
-			return results, fmt.Errorf("reproduce: run %s ended %s: only a run that ended ok has outputs to prove. Try: another run", run, rec.Run.Status)
+		if !r.EndedOK() {
+			return results, fmt.Errorf("reproduce: run %s is %s: only a run that ended ok has outputs to prove. Try: another run", run, r.Status)
 		}
 		if o.Starting != nil {
-			o.Starting(rec.Run.Stage, run)
+			o.Starting(r.Stage, run)
 		}
-		b, err := reproduceRun(ctx, l, rec, work, o)
+		b, err := reproduceOne(ctx, l, r, work, o)
 		if err != nil {
 			return results, fmt.Errorf("reproduce %s: %w", run, err)
 		}
@@ -151,6 +151,19 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 		}
 	}
 	return results, nil
+}
+
+// reproduceOne reproduces one run: a grading by grading its rollout
+// again, any other by running its recorded command again.
+func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work string, o Options) (Body, error) {
+	if r.Stage == StageGrade {
+		return reproduceGrading(ctx, l, r)
+	}
+	rec, err := runner.ReadRecording(ctx, l, r.Run)
+	if err != nil {
+		return Body{}, err
+	}
+	return reproduceRun(ctx, l, rec, work, o)
 }
 
 // selectRuns resolves the runs, stages and pipeline opts names to runs.
