@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/evaluate"
 )
 
 // compareOutputs gives the verdict on each output rec recorded, against
@@ -41,25 +43,49 @@ func compareOutputs(ctx context.Context, l *ledger.Ledger, rec *runner.Recording
 			o.Verdict, o.Reproduced = Identical, &d
 		default:
 			o.Verdict, o.Reproduced = Differs, &d
-			dst, _ := lo.place(art.Path)
-			moved, err := relocate(ctx, l, art, lo, dst)
-			switch {
-			case err != nil:
-				return nil, fmt.Errorf("output %s: %w", name, err)
-			case moved:
-				o.Verdict, o.Relocated = Identical, true
-			case art.Kind == records.ArtifactCheckpoint:
-				o.At, err = diffCheckpoint(ctx, l, art, lo.recorded(art.Path), dst)
-			default:
-				o.At, err = diffTree(ctx, l, art, lo.recorded(art.Path), dst)
-			}
-			if err != nil {
+			if err := explain(ctx, l, art, lo, &o); err != nil {
 				return nil, fmt.Errorf("output %s: %w", name, err)
 			}
 		}
 		out = append(out, o)
 	}
 	return out, nil
+}
+
+// explain compares a differing output further: identical once relocated
+// or as rlgate's own outcomes, or where it first differs.
+func explain(ctx context.Context, l *ledger.Ledger, art runner.ArtifactBody, lo layout, o *Output) error {
+	src := lo.recorded(art.Path)
+	dst, _ := lo.place(art.Path)
+	moved, err := relocate(ctx, l, art, lo, dst)
+	if err != nil || moved {
+		if moved {
+			o.Verdict, o.Relocated = Identical, true
+		}
+		return err
+	}
+	at, outcomes, err := evalOutcomes(ctx, art, src, dst)
+	switch {
+	case err != nil:
+		return err
+	case outcomes:
+		o.At, o.As = at, AsOutcomes
+		if at == "" {
+			// The stages after it read the recorded summary, as for a
+			// relocated output; the reproduced one is the new run's.
+			o.Verdict = Identical
+			raw, err := os.ReadFile(src)
+			if err != nil {
+				return err
+			}
+			return os.WriteFile(dst, raw, 0o644)
+		}
+	case art.Kind == records.ArtifactCheckpoint:
+		o.At, err = diffCheckpoint(ctx, l, art, src, dst)
+	default:
+		o.At, err = diffTree(ctx, l, art, src, dst)
+	}
+	return err
 }
 
 // relocateLimit bounds the files relocate reads whole.
@@ -344,4 +370,56 @@ func seriesDiff(key string, a, b []ledger.MetricPoint) string {
 		}
 	}
 	return ""
+}
+
+// AsOutcomes marks an output compared as rlgate's own outcomes (Output.As).
+const AsOutcomes = "outcomes"
+
+// evalOutcomes compares a file written by rlgate eval --json with the
+// recorded one as rlgate's own outcomes, task by task (each item: task,
+// verdict, correct, reward, the chosen episode's stop reason, turns and
+// tokens), with the totals: the summary also
+// holds the rollout's timings and the ledger entries' numbers, which no
+// second run repeats. ok is false when either file is not such a summary
+// or the recorded one is no longer at its recorded path with its recorded
+// digest; then the file is compared by its bytes.
+func evalOutcomes(ctx context.Context, art runner.ArtifactBody, src, dst string) (at string, ok bool, err error) {
+	read := func(p string) *evaluate.EvalSummary {
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return nil
+		}
+		var s evaluate.EvalSummary
+		if json.Unmarshal(raw, &s) != nil || s.TrajectorySummary == nil || s.RolloutSummary == nil || s.Run == "" || s.Rollout == "" {
+			return nil
+		}
+		return &s
+	}
+	if d, err := digestOf(ctx, src); err != nil || d != art.Digest.String() {
+		return "", false, err
+	}
+	was, now := read(src), read(dst)
+	if was == nil || now == nil {
+		return "", false, nil
+	}
+	for i := range max(len(was.Items), len(now.Items)) {
+		if i >= len(was.Items) || i >= len(now.Items) {
+			return fmt.Sprintf("%d tasks graded, reproduced %d", len(was.Items), len(now.Items)), true, nil
+		}
+		a, err := json.Marshal(was.Items[i])
+		if err != nil {
+			return "", false, err
+		}
+		b, err := json.Marshal(now.Items[i])
+		if err != nil {
+			return "", false, err
+		}
+		if !bytes.Equal(a, b) {
+			return fmt.Sprintf("task %s: recorded %s, reproduced %s", was.Items[i].TaskID, a, b), true, nil
+		}
+	}
+	if was.Correct != now.Correct || was.Total != now.Total {
+		return fmt.Sprintf("%d of %d correct, reproduced %d of %d", was.Correct, was.Total, now.Correct, now.Total), true, nil
+	}
+	return "", true, nil
 }

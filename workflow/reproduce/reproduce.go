@@ -17,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
@@ -37,6 +38,10 @@ const (
 // directory since removed.
 const StagePrefix = "reproduce."
 
+// StageLedger is the folder of the work directory that holds the ledger
+// the reproduced stages' own rlgate commands record into.
+const StageLedger = ".rlgate-reproduce"
+
 // Output is the verdict on one recorded output of a run.
 type Output struct {
 	Name    string `json:"name"`
@@ -47,7 +52,10 @@ type Output struct {
 	At string `json:"at,omitempty"`
 	// Relocated: identical once the work directory's path written in it is
 	// read as the stage's recorded directory (docs/REPRODUCE.md).
-	Relocated  bool           `json:"relocated,omitempty"`
+	Relocated bool `json:"relocated,omitempty"`
+	// As is how the output was compared when not by its bytes: AsOutcomes
+	// for a summary rlgate eval --json wrote.
+	As         string         `json:"as,omitempty"`
 	Recorded   *ledger.Digest `json:"recorded,omitempty"`
 	Reproduced *ledger.Digest `json:"reproduced,omitempty"`
 }
@@ -93,9 +101,9 @@ type Options struct {
 	WorkDir string
 	Keep    bool
 	// Environ is the environment the recorded one is laid over: it gives
-	// what the recording left out (PATH, HOME), the ledger the stages
-	// record into (RLGATE_LEDGER, RLGATE_BLOBS) and the secrets the
-	// recording redacted. nil: rlgate's own.
+	// what the recording left out (PATH, HOME) and the secrets the
+	// recording redacted. nil: rlgate's own. Its RLGATE_LEDGER and
+	// RLGATE_BLOBS are replaced by the work directory's StageLedger.
 	Environ        []string
 	Stdout, Stderr io.Writer // the stages' output; nil: ledger only
 	// Warn hears each warning (a changed code version) as it is found.
@@ -126,6 +134,17 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 	if o.Environ == nil {
 		o.Environ = os.Environ()
 	}
+	// The rlgate commands a stage runs record into a ledger of the
+	// reproduction's own, so that one that records a run under a fixed id
+	// (rlgate eval --run eval-base) runs again as it first did.
+	sl, err := ledger.Init(ctx, filepath.Join(work, StageLedger))
+	if err != nil {
+		return nil, fmt.Errorf("reproduce: the stages' ledger: %w", err)
+	}
+	sl.Close()
+	o.Environ = append(slices.DeleteFunc(slices.Clone(o.Environ), func(kv string) bool {
+		return strings.HasPrefix(kv, ledger.EnvLedger+"=") || strings.HasPrefix(kv, ledger.EnvBlobs+"=")
+	}), ledger.EnvLedger+"="+filepath.Join(work, StageLedger))
 	for _, run := range runs {
 		r, err := l.RunStatus(ctx, run)
 		if err != nil {

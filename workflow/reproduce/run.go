@@ -151,8 +151,8 @@ func prepare(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, work 
 
 // environ returns the reproduction's environment and parameters: base
 // without the variables a run records, and with PWD the work directory,
-// then the recorded ones, except the
-// ledger's (the reproduction records where base says); a recorded value
+// then the recorded ones, except the ledger's (the stages record where
+// base says: the reproduction's StageLedger); a recorded value
 // that was redacted, and a redacted parameter, must be given again in
 // base (NAME, and RLGATE_PARAM_<KEY> for a parameter), and each one that
 // is not is named in the refusal. A redacted argument cannot be given
