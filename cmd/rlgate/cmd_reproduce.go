@@ -24,13 +24,16 @@ func newReproduceCommand() *cli.Command {
 			"matches, or from the blob store); a missing or changed one is named with both\n" +
 			"digests and the stage is not run. A stage reads what the stages reproduced\n" +
 			"before it wrote. The recorded command runs through rlgate run with the\n" +
-			"recorded params and environment, laid over this one (which gives PATH, the\n" +
-			"ledger, and the secrets the recording redacted: one that is missing is\n" +
-			"named, and the stage is not run). A changed code version is warned about and\n" +
-			"recorded. Every output is then compared with the recorded one: files and\n" +
-			"trees by digest, down to the first differing byte; checkpoints tensor by\n" +
+			"recorded params and environment, laid over this one (which gives PATH and the\n" +
+			"secrets the recording redacted: one that is missing is named, and the stage\n" +
+			"is not run); the rlgate commands a stage runs record into a ledger of the\n" +
+			"reproduction's own in the work directory. A changed code version is warned\n" +
+			"about and recorded. Every output is then compared with the recorded one: files\n" +
+			"and trees by digest, down to the first differing byte; checkpoints tensor by\n" +
 			"tensor (the first differing tensor, its max |Δ| and how many elements\n" +
-			"differ); metric series point by point. A reproduce entry records the verdict\n" +
+			"differ); metric series point by point; an rlgate eval --json summary task by\n" +
+			"task. A grading run is reproduced by grading its rollout's recorded\n" +
+			"trajectories again, outcomes task by task. A reproduce entry records the verdict\n" +
 			"of each run; the new run's stage is reproduce.STAGE. The work directory\n" +
 			"(--workdir, new or empty) is removed at the end unless --keep.\n" +
 			"See docs/REPRODUCE.md. Exits 3 unless every output reproduced.\n\n" + exitCodesHelp,
