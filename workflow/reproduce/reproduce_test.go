@@ -3,6 +3,7 @@ package reproduce
 import (
 	"bytes"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -201,5 +202,73 @@ func TestSecretNamedNeverRecorded(t *testing.T) {
 				t.Errorf("entry %d (%s): blob %s holds the secret", e.Seq, e.Kind, d)
 			}
 		}
+	}
+}
+
+// TestInputFromBlobStore: an input tree deleted since the run is laid out
+// file by file from the blob store when the store holds every file (as it
+// holds an import's tasks, gold and manifest); one it lacks is named as
+// missing.
+func TestInputFromBlobStore(t *testing.T) {
+	l := ledgertest.New(t)
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "data", "tasks.jsonl"), "{\"id\":1}\n")
+	write(t, filepath.Join(dir, "data", "gold.jsonl"), "{\"sql\":\"SELECT 1\"}\n")
+	run := record(t, l, dir, "use", "cat data/tasks.jsonl data/gold.jsonl > out.txt",
+		[]runner.Named{{Name: "data", Path: "data"}}, []runner.Named{{Name: "out", Path: "out.txt"}})
+	for _, f := range []string{"tasks.jsonl", "gold.jsonl"} {
+		raw, err := os.ReadFile(filepath.Join(dir, "data", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := l.PutBlobBytes(raw); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.RemoveAll(filepath.Join(dir, "data")); err != nil {
+		t.Fatal(err)
+	}
+	if r := one(t, l, Options{Runs: []string{run}}); !r.Reproduced {
+		t.Errorf("from the blob store: %+v", r)
+	}
+
+	write(t, filepath.Join(dir, "other", "x.txt"), "not stored\n")
+	run = record(t, l, dir, "other", "cp other/x.txt x.txt",
+		[]runner.Named{{Name: "other", Path: "other"}}, []runner.Named{{Name: "x", Path: "x.txt"}})
+	if err := os.RemoveAll(filepath.Join(dir, "other")); err != nil {
+		t.Fatal(err)
+	}
+	if r := one(t, l, Options{Runs: []string{run}}); r.Reproduced || !strings.Contains(r.Refused, "input other") || !strings.Contains(r.Refused, "now missing") {
+		t.Errorf("want input other named as missing: %+v", r)
+	}
+}
+
+// TestCodeChangeWarnedAndRecorded: a stage recorded at one commit and
+// reproduced at another reproduces, with a warning and the entry naming
+// both code versions.
+func TestCodeChangeWarnedAndRecorded(t *testing.T) {
+	l := ledgertest.New(t)
+	dir := t.TempDir()
+	git := func(args ...string) {
+		t.Helper()
+		cmd := exec.Command("git", append([]string{"-c", "user.name=t", "-c", "user.email=t@example.com"}, args...)...)
+		cmd.Dir = dir
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("git %v: %v\n%s", args, err, out)
+		}
+	}
+	git("init", "-q")
+	write(t, filepath.Join(dir, "train.sh"), "printf trained > out.txt\n")
+	git("add", "train.sh")
+	git("commit", "-qm", "one")
+	run := record(t, l, dir, "train", "sh train.sh", []runner.Named{{Name: "trainer", Path: "train.sh"}}, []runner.Named{{Name: "out", Path: "out.txt"}})
+	write(t, filepath.Join(dir, "README"), "two\n")
+	git("add", "README")
+	git("commit", "-qm", "two")
+
+	var warned []string
+	r := one(t, l, Options{Runs: []string{run}, Warn: func(s string) { warned = append(warned, s) }})
+	if !r.Reproduced || !strings.HasPrefix(r.Code, "recorded commit ") || !strings.Contains(r.Code, ", now commit ") || len(warned) != 1 || !strings.Contains(warned[0], r.Code) {
+		t.Errorf("want the code change recorded and warned: %+v, warnings %q", r, warned)
 	}
 }
