@@ -45,12 +45,8 @@ func newReproduceCommand() *cli.Command {
 			&cli.BoolFlag{Name: "keep", Usage: "keep the work directory"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			env, err := stageEnviron(cmd)
-			if err != nil {
-				return err
-			}
 			o := reproduce.Options{Runs: cmd.Args().Slice(), Stages: cmd.StringSlice("stage"), WorkDir: cmd.String("workdir"),
-				Keep: cmd.Bool("keep"), Environ: env}
+				Keep: cmd.Bool("keep")}
 			if cmd.Bool("pipeline") {
 				o.Pipeline = cmd.String("file")
 			}

@@ -99,7 +99,7 @@ func reproduceRun(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, 
 func prepare(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, work string, o Options) (runner.Spec, error) {
 	st := rec.Start
 	lo := layout{dir: st.Dir, work: work}
-	spec := runner.Spec{Stage: StagePrefix + rec.Run.Stage, Argv: st.Argv, Dir: work, Metrics: nil,
+	spec := runner.Spec{Stage: StagePrefix + rec.Run.Stage, Argv: st.Argv, Dir: work,
 		GPU: rec.End.GPUState != "", Timeout: time.Duration(st.TimeoutS * float64(time.Second)),
 		SkipPreflight: st.SkipPreflight, Stdout: o.Stdout, Stderr: o.Stderr}
 	if fi, err := os.Stat(st.Dir); err == nil && fi.IsDir() {
