@@ -33,7 +33,9 @@ func newReproduceCommand() *cli.Command {
 			"tensor (the first differing tensor, its max |Δ| and how many elements\n" +
 			"differ); metric series point by point; an rlgate eval --json summary task by\n" +
 			"task. A grading run is reproduced by grading its rollout's recorded\n" +
-			"trajectories again, outcomes task by task. A reproduce entry records the verdict\n" +
+			"trajectories again, outcomes task by task; a rollout by playing it again\n" +
+			"against its replay (as serve-replay serves it), every request byte for byte.\n" +
+			"A reproduce entry records the verdict\n" +
 			"of each run; the new run's stage is reproduce.STAGE. The work directory\n" +
 			"(--workdir, new or empty) is removed at the end unless --keep.\n" +
 			"See docs/REPRODUCE.md. Exits 3 unless every output reproduced.\n\n" + exitCodesHelp,

@@ -18,7 +18,8 @@ import (
 // reproduces all 14 stages (the imports relocated, the evaluations as
 // outcomes, every other output bit for bit, the training stages' metric
 // series point by point) and records an entry for each; then the RL
-// evaluation's grading reproduces by grading its trajectories again.
+// evaluation's grading reproduces by grading its trajectories again, and
+// its rollout, played against its replay, sends the recorded requests.
 func demoReproduce(t *testing.T, done, exe string) {
 	dir := demoCopy(t, done)
 	ldir := filepath.Join(dir, ledger.DefaultDir)
@@ -55,8 +56,12 @@ func demoReproduce(t *testing.T, done, exe string) {
 			}
 		}
 	}
-	rs, _ = run(labdemo.Options{Seed: 1}.GradingRun("rl"))
-	if len(rs) != 1 || !rs[0].Reproduced || len(rs[0].Outputs) != 1 || rs[0].Outputs[0].Name != "outcomes" {
+	o := labdemo.Options{Seed: 1}
+	rs, _ = run(o.GradingRun("rl"), o.EvalRun("rl"))
+	if len(rs) != 2 || !rs[0].Reproduced || len(rs[0].Outputs) != 1 || rs[0].Outputs[0].Name != "outcomes" {
 		t.Errorf("the RL evaluation's grading: %+v", rs)
+	}
+	if len(rs) == 2 && (!rs[1].Reproduced || len(rs[1].Outputs) != 1 || rs[1].Outputs[0].Name != "requests") {
+		t.Errorf("the RL evaluation's rollout against its replay: %+v", rs[1])
 	}
 }

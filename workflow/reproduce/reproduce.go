@@ -173,10 +173,14 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 }
 
 // reproduceOne reproduces one run: a grading by grading its rollout
-// again, any other by running its recorded command again.
+// again, a rollout by playing it against its replay, any other by running
+// its recorded command again.
 func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work string, o Options) (Body, error) {
-	if r.Stage == StageGrade {
+	switch r.Stage {
+	case StageGrade:
 		return reproduceGrading(ctx, l, r)
+	case StageRollout:
+		return reproduceRollout(ctx, l, r)
 	}
 	rec, err := runner.ReadRecording(ctx, l, r.Run)
 	if err != nil {
