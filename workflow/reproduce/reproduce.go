@@ -22,6 +22,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/pipeline"
+	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
@@ -179,7 +180,7 @@ func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work stri
 	switch r.Stage {
 	case StageGrade:
 		return reproduceGrading(ctx, l, r)
-	case StageRollout:
+	case rollout.Stage:
 		return reproduceRollout(ctx, l, r)
 	}
 	rec, err := runner.ReadRecording(ctx, l, r.Run)

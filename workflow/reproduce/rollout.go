@@ -15,9 +15,6 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 
-// StageRollout is the stage of a rollout run.
-const StageRollout = "rollout"
-
 // reproduceRollout reproduces a rollout without a model server: it is
 // played again, as a new rollout run, with the recorded protocol, model,
 // tasks (which must still have the recorded digest) and databases,
