@@ -19,8 +19,8 @@ type Recording struct {
 }
 
 // ReadRecording reads run's recording. A run that has not ended, or that
-// no rlgate run executed (an imported run, a rollout, a grading), is
-// refused by name, since there is no command to run again.
+// no rlgate run executed (an imported run, a rollout, a grading, a
+// synthesis), is refused by name, since there is no command to run again.
 func ReadRecording(ctx context.Context, l *ledger.Ledger, run string) (*Recording, error) {
 	r, err := l.RunStatus(ctx, run)
 	if err != nil {
@@ -37,7 +37,7 @@ func ReadRecording(ctx context.Context, l *ledger.Ledger, run string) (*Recordin
 		return nil, fmt.Errorf("run %s: %w", run, err)
 	}
 	if len(rec.Start.Argv) == 0 {
-		return nil, fmt.Errorf("run %s (stage %s) recorded no command: rlgate run did not execute it (an imported run, a rollout or a grading has none to run again)", run, r.Stage)
+		return nil, fmt.Errorf("run %s (stage %s) recorded no command: rlgate run did not execute it (an imported run, a synthesis or an export has none to run again). Try: the stage that ran it", run, r.Stage)
 	}
 	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindArtifact, Run: run}) {
 		if err != nil {
