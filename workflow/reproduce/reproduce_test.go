@@ -272,3 +272,30 @@ func TestCodeChangeWarnedAndRecorded(t *testing.T) {
 		t.Errorf("want the code change recorded and warned: %+v, warnings %q", r, warned)
 	}
 }
+
+// TestConfigs: a config deleted since the run is laid out from the blob
+// store; one whose secrets the ledger masked can only come from its file,
+// and once that changed the stage is refused, naming the config.
+func TestConfigs(t *testing.T) {
+	l := ledgertest.New(t)
+	dir := t.TempDir()
+	plain, secret := filepath.Join(dir, "train.yaml"), filepath.Join(dir, "wandb.yaml")
+	write(t, plain, "lr: 1e-6\nbatch: 8\n")
+	write(t, secret, "project: p\napi_key: 0123456789abcdef0123456789abcdef\n")
+	res, err := runner.Execute(t.Context(), l, runner.Spec{Stage: "cfg", Argv: []string{"sh", "-c", "cat train.yaml > out.txt && test -s wandb.yaml"},
+		Dir: dir, Configs: []string{plain, secret}, Outputs: []runner.Named{{Name: "out", Path: filepath.Join(dir, "out.txt")}},
+		Environ: os.Environ(), SkipPreflight: true})
+	if err != nil || res.Status != records.StatusOK {
+		t.Fatalf("%v %+v", err, res)
+	}
+	if err := os.Remove(plain); err != nil {
+		t.Fatal(err)
+	}
+	if r := one(t, l, Options{Runs: []string{res.Run}}); !r.Reproduced {
+		t.Errorf("train.yaml from the blob store: %+v", r)
+	}
+	write(t, secret, "project: q\napi_key: 0123456789abcdef0123456789abcdef\n")
+	if r := one(t, l, Options{Runs: []string{res.Run}}); r.Reproduced || !strings.Contains(r.Refused, "config "+secret) || !strings.Contains(r.Refused, "api_key") {
+		t.Errorf("want wandb.yaml named: %+v", r)
+	}
+}
