@@ -35,9 +35,9 @@ func newReproduceCommand() *cli.Command {
 			"task. A grading run is reproduced by grading its rollout's recorded\n" +
 			"trajectories again, outcomes task by task; a rollout by playing it again\n" +
 			"against its replay (as serve-replay serves it), every request byte for byte.\n" +
-			"A reproduce entry records the verdict\n" +
-			"of each run; the new run's stage is reproduce.STAGE. The work directory\n" +
-			"(--workdir, new or empty) is removed at the end unless --keep.\n" +
+			"A reproduce entry records the verdict of each run; the new run's stage is\n" +
+			"reproduce.STAGE. The work directory (--workdir, new or empty) is removed at\n" +
+			"the end unless --keep.\n" +
 			"See docs/REPRODUCE.md. Exits 3 unless every output reproduced.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag,
 			&cli.StringSliceFlag{Name: "stage", Usage: "reproduce `STAGE`'s latest run that ended ok (repeatable)"},
