@@ -52,9 +52,6 @@ func newReproduceCommand() *cli.Command {
 			if cmd.Bool("pipeline") {
 				o.Pipeline = cmd.String("file")
 			}
-			if len(o.Runs) == 0 && len(o.Stages) == 0 && o.Pipeline == "" {
-				return usageError{msg: "reproduce: name runs, --stage or --pipeline", cmd: "rlgate reproduce"}
-			}
 			return runReproduce(ctx, ledgerDir(cmd), o, cmd.Bool("json"), cmd.Root().Writer, cmd.Root().ErrWriter)
 		},
 	}
@@ -71,6 +68,9 @@ func runReproduce(ctx context.Context, dir string, o reproduce.Options, asJSON b
 		return err
 	}
 	defer l.Close()
+	if len(o.Runs) == 0 && len(o.Stages) == 0 && o.Pipeline == "" {
+		return usageError{msg: "reproduce: name runs, --stage or --pipeline", cmd: "rlgate reproduce"}
+	}
 	rs, err := reproduce.Run(ctx, l, o)
 	if err != nil {
 		return err
