@@ -111,6 +111,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newImportRunCommand(),
 			newMetricsCommand(),
 			newReproCommand(),
+			newReproduceCommand(),
 			newCompareCommand(),
 			newGateCommand(),
 			newReportCommand(),

@@ -104,7 +104,11 @@ def main():
     p.add_argument("--metrics", help="veRL-style JSONL metrics file to append to")
     args = p.parse_args()
 
+    # Deterministic under its seed, so rlgate reproduce gives the same
+    # weights bit for bit (docs/REPRODUCE.md, "GPU stages"): one seed for
+    # everything random, and only deterministic kernels.
     torch.manual_seed(args.seed)
+    torch.use_deterministic_algorithms(True)
     vocab = vocabulary()
     model = TinyLM(len(vocab))
     if args.init:

@@ -26,6 +26,7 @@ const (
 	KindVerdict      = "gate.verdict"    // the gate's decision
 	KindRequest      = "publish.request" // a publish waiting for a passing verdict
 	KindPublish      = "publish"         // a published bundle
+	KindReproduce    = "reproduce"       // a recorded run run again and its outputs compared
 )
 
 // AuditPrefix begins the kind of every ledger audit's report: the kind is

@@ -14,6 +14,8 @@ import (
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
+	// The reproduce entry's body type registers from the workflow that writes it.
+	_ "github.com/rlgate/rlgate/workflow/reproduce"
 )
 
 // repoRoot is the repository, seen from this package's directory.

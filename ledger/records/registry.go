@@ -20,6 +20,7 @@ var versions = map[string][]int{
 	KindGold: {1}, KindSplit: {1}, KindBudget: {1}, KindReward: {1},
 	KindTraining: {1}, KindIdentity: {1}, KindWeights: {1},
 	KindComparison: {1}, KindVerdict: {1}, KindRequest: {1}, KindPublish: {1},
+	KindReproduce: {1},
 }
 
 // VersionField is the top-level body field that names a body's version

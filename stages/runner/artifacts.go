@@ -13,10 +13,10 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 )
 
-// artifactBody is the body of the artifact entries a run writes: the
+// ArtifactBody is the body of the artifact entries a run writes: the
 // fields the ledger derives, plus where the bytes were and where they came
 // from.
-type artifactBody struct {
+type ArtifactBody struct {
 	ledger.Artifact
 	Path      string         `json:"path"`
 	Files     int            `json:"files,omitempty"`
@@ -78,8 +78,8 @@ func DigestPath(ctx context.Context, path string) (Digested, error) {
 }
 
 // hashArtifact digests path and stores its manifest as a blob.
-func hashArtifact(ctx context.Context, l *ledger.Ledger, role records.Role, name, path string) (artifactBody, ledger.Digest, error) {
-	a := artifactBody{Artifact: ledger.Artifact{Role: role, Name: name}, Path: path}
+func hashArtifact(ctx context.Context, l *ledger.Ledger, role records.Role, name, path string) (ArtifactBody, ledger.Digest, error) {
+	a := ArtifactBody{Artifact: ledger.Artifact{Role: role, Name: name}, Path: path}
 	dg, err := DigestPath(ctx, path)
 	if err != nil {
 		return a, ledger.Digest{}, fmt.Errorf("%s %s: %w", role, name, err)
@@ -99,8 +99,8 @@ func hashArtifact(ctx context.Context, l *ledger.Ledger, role records.Role, name
 
 // hashInputs digests a run's declared inputs with their lineage, records
 // their digests in start, and returns their artifact bodies and blobs.
-func hashInputs(ctx context.Context, l *ledger.Ledger, inputs []Named, start *StartBody) ([]artifactBody, []ledger.Digest, error) {
-	var arts []artifactBody
+func hashInputs(ctx context.Context, l *ledger.Ledger, inputs []Named, start *StartBody) ([]ArtifactBody, []ledger.Digest, error) {
+	var arts []ArtifactBody
 	var blobs []ledger.Digest
 	if len(inputs) > 0 {
 		start.Inputs = map[string]ledger.Digest{}

@@ -191,23 +191,23 @@ func ConfigKey(dir, path string) string {
 // configArtifact stores a config's bytes and canonical form as blobs,
 // redacted (loadConfig); the secrets removed join red, so that the stage's
 // output is masked of them too.
-func configArtifact(l *ledger.Ledger, path string, red *ledger.Redactor) (artifactBody, []ledger.Digest, error) {
+func configArtifact(l *ledger.Ledger, path string, red *ledger.Redactor) (ArtifactBody, []ledger.Digest, error) {
 	c, err := loadConfig(path)
 	if err != nil {
-		return artifactBody{}, nil, err
+		return ArtifactBody{}, nil, err
 	}
 	red.Absorb(&c.red)
 	rawBlob, err := l.PutBlobBytes(c.raw)
 	if err != nil {
-		return artifactBody{}, nil, err
+		return ArtifactBody{}, nil, err
 	}
-	a := artifactBody{Artifact: ledger.Artifact{Role: records.RoleConfig, Name: path, Kind: records.ArtifactConfig, Digest: rawBlob}, Path: path,
+	a := ArtifactBody{Artifact: ledger.Artifact{Role: records.RoleConfig, Name: path, Kind: records.ArtifactConfig, Digest: rawBlob}, Path: path,
 		Original: c.original, Redacted: c.red.Fields()}
 	blobs := []ledger.Digest{rawBlob}
 	if c.canon != nil {
 		d, err := l.PutBlobBytes(c.canon)
 		if err != nil {
-			return artifactBody{}, nil, err
+			return ArtifactBody{}, nil, err
 		}
 		a.Canonical = &d
 		blobs = append(blobs, d)
@@ -216,7 +216,7 @@ func configArtifact(l *ledger.Ledger, path string, red *ledger.Redactor) (artifa
 }
 
 // canonicalDigest is what makes two configs "the same" for repro.
-func (a artifactBody) canonicalDigest() ledger.Digest {
+func (a ArtifactBody) canonicalDigest() ledger.Digest {
 	if a.Canonical != nil {
 		return *a.Canonical
 	}

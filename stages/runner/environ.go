@@ -38,7 +38,7 @@ func captureEnv(r *ledger.Redactor, environ []string) map[string]string {
 		if !ok {
 			continue
 		}
-		if !allowed(name) {
+		if !EnvRecorded(name) {
 			r.Value("", name, value)
 			continue
 		}
@@ -47,7 +47,10 @@ func captureEnv(r *ledger.Redactor, environ []string) map[string]string {
 	return out
 }
 
-func allowed(name string) bool {
+// EnvRecorded reports whether a run records the environment variable name
+// (the allow-list above): a reproduction sets exactly these from the
+// recording.
+func EnvRecorded(name string) bool {
 	if slices.Contains(envNames, name) {
 		return true
 	}

@@ -157,7 +157,7 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 // config: the config after the redaction rule, noted in red),
 // tracker-summary.json and tracker-console.log (role output: the console
 // output, the config's secrets masked). path is where they were read.
-func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.TrackerRun, path string) ([]artifactBody, []ledger.Digest, error) {
+func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.TrackerRun, path string) ([]ArtifactBody, []ledger.Digest, error) {
 	config := redactConfig(red, tr.Config)
 	sides := []struct {
 		role records.Role
@@ -168,7 +168,7 @@ func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.Tracke
 		{records.RoleOutput, "tracker-summary.json", jsonBytes(tr.Summary)},
 		{records.RoleOutput, "tracker-console.log", maskOutput(red, tr.Output)},
 	}
-	var arts []artifactBody
+	var arts []ArtifactBody
 	var blobs []ledger.Digest
 	for _, s := range sides {
 		if s.data == nil {
@@ -182,7 +182,7 @@ func trackerArtifacts(l *ledger.Ledger, red *ledger.Redactor, tr *metrics.Tracke
 		if s.role == records.RoleConfig {
 			kind = records.ArtifactConfig
 		}
-		arts = append(arts, artifactBody{Artifact: ledger.Artifact{Role: s.role, Name: s.name, Kind: kind, Digest: d}, Path: path, Bytes: int64(len(s.data))})
+		arts = append(arts, ArtifactBody{Artifact: ledger.Artifact{Role: s.role, Name: s.name, Kind: kind, Digest: d}, Path: path, Bytes: int64(len(s.data))})
 		blobs = append(blobs, d)
 	}
 	return arts, blobs, nil

@@ -39,7 +39,7 @@ func TestImportRedactsTrackerConfig(t *testing.T) {
 	}
 	names := map[string]ledger.Digest{}
 	for seq := res.StartSeq + 1; seq < res.EndSeq; seq++ {
-		var a artifactBody
+		var a ArtifactBody
 		if e, err := l.EntryBySeq(ctx, seq); err != nil {
 			t.Fatal(err)
 		} else if e.Kind != records.KindArtifact {

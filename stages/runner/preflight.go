@@ -40,8 +40,8 @@ type Preflight struct {
 // preflight checks the gold of the first input of arts that is an
 // imported dataset directory, as the stage would grade it; nil when no
 // input is one. An error means the check could not be made.
-func preflight(ctx context.Context, l *ledger.Ledger, spec Spec, dir string, arts []artifactBody) (*Preflight, error) {
-	var in *artifactBody
+func preflight(ctx context.Context, l *ledger.Ledger, spec Spec, dir string, arts []ArtifactBody) (*Preflight, error) {
+	var in *ArtifactBody
 	var man *dataset.Manifest
 	for i := range arts {
 		if arts[i].Role != records.RoleInput || arts[i].Kind == records.ArtifactCheckpoint {

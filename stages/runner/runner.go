@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -50,6 +51,10 @@ type Spec struct {
 	// SkipPreflight starts the stage without the pre-flight check of its
 	// training data (Preflight); run.start records that it was skipped.
 	SkipPreflight bool
+	// CodeDir is the git work tree whose state run.start records as the
+	// code version; empty: Dir. A reproduction runs in a scratch directory
+	// but with the code of the directory the stage was recorded in.
+	CodeDir string
 }
 
 // DefaultFlush bounds what a crash of rlgate itself can lose.
@@ -192,7 +197,7 @@ func Execute(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) 
 		start.Configs[ConfigKey(spec.Dir, c)] = a.canonicalDigest()
 		arts, blobs = append(arts, a), append(blobs, bs...)
 	}
-	if start.Code, err = captureCode(ctx, l, spec.Dir, red.Masker()); err != nil {
+	if start.Code, err = captureCode(ctx, l, cmp.Or(spec.CodeDir, spec.Dir), red.Masker()); err != nil {
 		return nil, fmt.Errorf("record code version: %w", err)
 	}
 	start.Host = DescribeHost(ctx)
@@ -244,7 +249,7 @@ func Execute(ctx context.Context, l *ledger.Ledger, spec Spec) (*Result, error) 
 // skips it; when the check fails or is interrupted it sets res's status
 // and reason, and the stage must not start. An error means the ledger
 // could not record it.
-func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir string, arts []artifactBody, res *Result) error {
+func checkBeforeStart(ctx, rec context.Context, l *ledger.Ledger, spec Spec, dir string, arts []ArtifactBody, res *Result) error {
 	if spec.SkipPreflight {
 		return nil
 	}

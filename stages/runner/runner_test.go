@@ -183,7 +183,7 @@ func TestLineageLinksInputToProducingRun(t *testing.T) {
 		t.Fatalf("%v %+v", err, rl)
 	}
 	for _, e := range entriesOf(t, l, rl.Run, records.KindArtifact) {
-		var a artifactBody
+		var a ArtifactBody
 		json.Unmarshal(e.Body, &a)
 		if a.Role == "input" && (a.ProducedBy == nil || a.ProducedBy.Run != sft.Run) {
 			t.Errorf("input %s produced_by %+v, want run %s", a.Name, a.ProducedBy, sft.Run)

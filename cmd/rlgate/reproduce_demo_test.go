@@ -1,0 +1,67 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	labdemo "github.com/rlgate/rlgate/lab/demo"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/reproduce"
+)
+
+// demoReproduce: in a copy of a finished demo, rlgate reproduce --pipeline
+// reproduces all 14 stages (the imports relocated, the evaluations as
+// outcomes, every other output bit for bit, the training stages' metric
+// series point by point) and records an entry for each; then the RL
+// evaluation's grading reproduces by grading its trajectories again, and
+// its rollout, played against its replay, sends the recorded requests.
+func demoReproduce(t *testing.T, done, exe string) {
+	dir := demoCopy(t, done)
+	ldir := filepath.Join(dir, ledger.DefaultDir)
+	run := func(args ...string) ([]reproduce.Result, string) {
+		t.Helper()
+		cmd := exec.Command(exe, append([]string{"--ledger", ldir, "reproduce", "--json"}, args...)...)
+		cmd.Dir = dir
+		cmd.Env = append(slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "PATH=") }),
+			"PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("reproduce %v: %v\n%s\n%s", args, err, out, stderr.String())
+		}
+		var rs []reproduce.Result
+		if err := json.Unmarshal(out, &rs); err != nil {
+			t.Fatalf("reproduce %v: %v: %s", args, err, out)
+		}
+		return rs, stderr.String()
+	}
+	rs, stderr := run("--pipeline", "-f", filepath.Join(dir, labdemo.PipelineFile))
+	if len(rs) != 14 {
+		t.Fatalf("%d stages reproduced, want 14\n%s", len(rs), stderr)
+	}
+	for _, r := range rs {
+		if !r.Reproduced || r.Seq == 0 {
+			t.Errorf("stage %s: %+v", r.Stage, r)
+		}
+		for _, o := range r.Outputs {
+			wantAs := map[bool]string{true: reproduce.AsOutcomes}[strings.HasPrefix(r.Stage, "eval_")]
+			if o.As != wantAs || o.Relocated != strings.HasPrefix(r.Stage, "import_") {
+				t.Errorf("stage %s output %s: compared as %q, relocated %v", r.Stage, o.Name, o.As, o.Relocated)
+			}
+		}
+	}
+	o := labdemo.Options{Seed: 1}
+	rs, _ = run(o.GradingRun("rl"), o.EvalRun("rl"))
+	if len(rs) != 2 || !rs[0].Reproduced || len(rs[0].Outputs) != 1 || rs[0].Outputs[0].Name != "outcomes" {
+		t.Errorf("the RL evaluation's grading: %+v", rs)
+	}
+	if len(rs) == 2 && (!rs[1].Reproduced || len(rs[1].Outputs) != 1 || rs[1].Outputs[0].Name != "requests") {
+		t.Errorf("the RL evaluation's rollout against its replay: %+v", rs[1])
+	}
+}
