@@ -1,6 +1,9 @@
+//go:build reproduce
+
 package main
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -11,17 +14,32 @@ import (
 
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/demo"
 	"github.com/rlgate/rlgate/workflow/reproduce"
 )
 
-// demoReproduce: in a copy of a finished demo, rlgate reproduce --pipeline
+// TestDemoReproduces runs the demo (seed 1) and then proves it with
+// rlgate reproduce (demoReproduce). It holds a second full run of every
+// stage, about a minute of two cores, so it is behind the reproduce tag
+// (.ci/run runs it); workflow/reproduce tests each kind of output, and
+// each way a reproduction differs, on small real stages in go test ./...
+// (TestDemo proves that seed 1 trains the same models again).
+func TestDemoReproduces(t *testing.T) {
+	exe := demoExe(t)
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, err := demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: exe}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	demoReproduce(t, dir, exe)
+}
+
+// demoReproduce: in a finished demo directory, rlgate reproduce --pipeline
 // reproduces all 14 stages (the imports relocated, the evaluations as
 // outcomes, every other output bit for bit, the training stages' metric
 // series point by point) and records an entry for each; then the RL
 // evaluation's grading reproduces by grading its trajectories again, and
 // its rollout, played against its replay, sends the recorded requests.
-func demoReproduce(t *testing.T, done, exe string) {
-	dir := demoCopy(t, done)
+func demoReproduce(t *testing.T, dir, exe string) {
 	ldir := filepath.Join(dir, ledger.DefaultDir)
 	run := func(args ...string) ([]reproduce.Result, string) {
 		t.Helper()
