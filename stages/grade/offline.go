@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -12,7 +13,6 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/ledger/untrusted"
-	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/progress"
@@ -114,7 +114,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err != nil {
 		return nil, err
 	}
-	golds, err := readGold(ctx, o.Dataset, man)
+	golds, err := readGold(o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}
@@ -209,18 +209,19 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 
 // readGold reads the dataset's gold.jsonl and refuses it unless it is the
 // file the import wrote (its digest in man): a gold file cut short, edited
-// or copied from another import would otherwise grade quietly.
-func readGold(ctx context.Context, dir string, man *dataset.Manifest) ([]gold.Gold, error) {
+// or copied from another import would otherwise grade quietly. The
+// digest is of the bytes parsed, read once.
+func readGold(dir string, man *dataset.Manifest) ([]gold.Gold, error) {
 	path := filepath.Join(dir, dataset.GoldFile)
-	golds, err := gold.Read(path)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read gold %w", err)
+	}
+	golds, err := gold.Parse(path, data)
 	if err != nil {
 		return nil, err
 	}
-	d, _, err := manifests.HashFile(ctx, path)
-	if err != nil {
-		return nil, err
-	}
-	if d != man.Gold.Digest {
+	if d := ledger.Sum(data); d != man.Gold.Digest {
 		return nil, &ledger.Error{Op: "read gold", Path: path, Err: fmt.Errorf("%w: digest %s with %d entries, but the import recorded %s with %d", ErrGoldChanged, d, len(golds), man.Gold.Digest, man.Gold.Count),
 			Hint: "rlgate data import --force into " + dir + " to write it again"}
 	}
