@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf16"
 	"unicode/utf8"
+	"unsafe"
 )
 
 // CanonicalJSON encodes v as RFC 8785 (JCS) canonical JSON: object keys
@@ -65,37 +66,52 @@ func Canonicalize(raw []byte) ([]byte, error) {
 // Names are compared after unescaping, so "a" and "\u0061" are the same.
 // It is one pass over raw, which encoding/json has already checked, so
 // every '"' outside a string opens one and every escape is complete.
+// Unescaped names are read in place, and the name sets are reused from one
+// object to the next at the same depth: the bodies it checks hold
+// thousands of small objects (an outcomes batch).
 func checkIJSON(raw []byte) error {
 	if !utf8.Valid(raw) {
 		return fmt.Errorf("text is not valid UTF-8 (I-JSON)")
 	}
-	type object struct {
-		expectName bool
-		names      map[string]bool
-	}
-	var stack []*object // nil for an array
-	for i := 0; i < len(raw); i++ {
-		switch raw[i] {
+	// raw is not written while this runs, and no name outlives it but in
+	// the error, which copies it.
+	text := unsafe.String(unsafe.SliceData(raw), len(raw))
+	type level struct{ object, expectName bool }
+	var stack []level
+	var names []map[string]bool // by depth: the names of the open object there
+	for i := 0; i < len(text); i++ {
+		switch text[i] {
 		case '{':
-			stack = append(stack, &object{expectName: true})
+			stack = append(stack, level{object: true, expectName: true})
+			switch d := len(stack) - 1; {
+			case d == len(names):
+				names = append(names, map[string]bool{})
+			case names[d] == nil: // an array's depth until now
+				names[d] = map[string]bool{}
+			default:
+				clear(names[d])
+			}
 		case '[':
-			stack = append(stack, nil)
+			stack = append(stack, level{})
+			if len(stack) > len(names) {
+				names = append(names, nil)
+			}
 		case '}', ']':
 			stack = stack[:len(stack)-1]
 		case ',':
-			if o := stack[len(stack)-1]; o != nil {
+			if o := &stack[len(stack)-1]; o.object {
 				o.expectName = true
 			}
 		case '"':
 			start := i
 			escaped := false
-			for i++; raw[i] != '"'; i++ {
-				if raw[i] != '\\' {
+			for i++; text[i] != '"'; i++ {
+				if text[i] != '\\' {
 					continue
 				}
 				escaped = true
 				i++
-				if raw[i] == 'u' {
+				if text[i] == 'u' {
 					n, err := checkSurrogate(raw[i-1:])
 					if err != nil {
 						return err
@@ -106,22 +122,20 @@ func checkIJSON(raw []byte) error {
 			if len(stack) == 0 {
 				continue
 			}
-			o := stack[len(stack)-1]
-			if o == nil || !o.expectName {
+			o := &stack[len(stack)-1]
+			if !o.object || !o.expectName {
 				continue
 			}
 			o.expectName = false
-			name := string(raw[start+1 : i])
+			name := text[start+1 : i]
 			if escaped {
 				json.Unmarshal(raw[start:i+1], &name) // valid: encoding/json read it
 			}
-			if o.names[name] {
+			seen := names[len(stack)-1]
+			if seen[name] {
 				return fmt.Errorf("member name %q occurs twice in one object (RFC 8785 needs I-JSON, which forbids it)", name)
 			}
-			if o.names == nil {
-				o.names = map[string]bool{}
-			}
-			o.names[name] = true
+			seen[name] = true
 		}
 	}
 	return nil
@@ -182,7 +196,7 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 		for k := range x {
 			keys = append(keys, k)
 		}
-		sort.Slice(keys, func(i, j int) bool { return lessUTF16(keys[i], keys[j]) })
+		slices.SortFunc(keys, compareUTF16)
 		buf.WriteByte('{')
 		for i, k := range keys {
 			if i > 0 {
@@ -201,16 +215,44 @@ func writeCanonical(buf *bytes.Buffer, v any) error {
 	return nil
 }
 
-// lessUTF16 orders strings by their UTF-16 code units, as RFC 8785 requires;
-// this differs from byte order for characters above U+FFFF.
-func lessUTF16(a, b string) bool {
-	ua, ub := utf16.Encode([]rune(a)), utf16.Encode([]rune(b))
-	for i := 0; i < len(ua) && i < len(ub); i++ {
-		if ua[i] != ub[i] {
-			return ua[i] < ub[i]
+// compareUTF16 orders strings by their UTF-16 code units, as RFC 8785
+// requires; this differs from byte order for characters above U+FFFF. It
+// compares rune by rune without converting (every object's keys are
+// sorted with it, so a conversion per comparison was most of the
+// allocations of encoding an outcomes batch): the first differing runes
+// decide, by their first code units, which differ unless both runes lie
+// above U+FFFF, where code point order is code unit order. Bytes that are
+// not UTF-8 read as U+FFFD, as a conversion to UTF-16 reads them.
+func compareUTF16(a, b string) int {
+	for a != "" && b != "" {
+		if a[0] < utf8.RuneSelf && b[0] < utf8.RuneSelf {
+			if a[0] != b[0] {
+				return int(a[0]) - int(b[0])
+			}
+			a, b = a[1:], b[1:]
+			continue
 		}
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			if ra > 0xffff && rb > 0xffff {
+				return int(ra) - int(rb)
+			}
+			return int(firstUnit(ra)) - int(firstUnit(rb))
+		}
+		a, b = a[na:], b[nb:]
 	}
-	return len(ua) < len(ub)
+	return len(a) - len(b)
+}
+
+// firstUnit is the first UTF-16 code unit of r: r itself, or the high
+// surrogate of a rune above U+FFFF.
+func firstUnit(r rune) rune {
+	if r > 0xffff {
+		hi, _ := utf16.EncodeRune(r)
+		return hi
+	}
+	return r
 }
 
 func writeCanonicalString(buf *bytes.Buffer, s string) {

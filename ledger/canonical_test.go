@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"testing"
+	"unicode/utf16"
 )
 
 func TestCanonicalJSON(t *testing.T) {
@@ -33,6 +35,7 @@ func TestCanonicalJSON(t *testing.T) {
 		{"values equal to names", `{"a":"a","b":"a","c":["a","a"]}`, `{"a":"a","b":"a","c":["a","a"]}`},
 		{"names ending in an escaped backslash", `{"a\\":1,"a":2,"\"":3}`, `{"\"":3,"a":2,"a\\":1}`},
 		{"utf16 key order", `{"\ufb33":1,"\ud83d\ude00":2,"a":3}`, "{\"a\":3,\"\U0001F600\":2,\"\uFB33\":1}"},
+		{"names reused at one depth", `[{"a":1,"b":{"c":1}},[{"c":1}],{"b":2,"c":{"c":1}}]`, `[{"a":1,"b":{"c":1}},[{"c":1}],{"b":2,"c":{"c":1}}]`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -65,6 +68,8 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 		"duplicate after a nested object":         `{"a":{"b":1},"a":2}`,
 		"duplicate name with an escaped quote":    `{"a\"b":1,"a\"b":2}`,
 		"nested duplicate member name":            `[{"x":{"k":1,"k":1}}]`,
+		"duplicate where an array was before":     `[[1],{"a":1,"a":2}]`,
+		"duplicate in a later sibling object":     `[{"a":1},{"b":1,"b":2}]`,
 		"lone high surrogate":                     `["\ud800"]`,
 		"lone low surrogate":                      `["\udc00"]`,
 		"high surrogate then a non-surrogate":     `["\ud800\u0041"]`,
@@ -78,6 +83,29 @@ func TestCanonicalJSONRefuses(t *testing.T) {
 				t.Errorf("Canonicalize(%s) = %s, want an error", in, out)
 			}
 		})
+	}
+}
+
+// TestCompareUTF16 checks the key order against a conversion to UTF-16
+// code units, the order RFC 8785 defines, on strings built from runes
+// around the boundaries where UTF-16 and code point order part (U+FFFF,
+// the surrogates' range, U+E000), invalid bytes included.
+func TestCompareUTF16(t *testing.T) {
+	runes := []string{"", "a", "b", "\x7f", "\u0080", "é", "\ud7ff", "\ue000", "\ufb33", "\uffff", "\U00010000", "\U0001F600", "\U0001F601", "\U0010FFFF", "\xff", "\xed\xa0\x80"}
+	rng := rand.New(rand.NewPCG(5, 6))
+	word := func() string {
+		var b []byte
+		for range rng.IntN(4) {
+			b = append(b, runes[rng.IntN(len(runes))]...)
+		}
+		return string(b)
+	}
+	for range 100000 {
+		a, b := word(), word()
+		want := slices.Compare(utf16.Encode([]rune(a)), utf16.Encode([]rune(b)))
+		if got := compareUTF16(a, b); (got > 0) != (want > 0) || (got < 0) != (want < 0) {
+			t.Fatalf("compareUTF16(%q, %q) = %d, want the sign of %d", a, b, got, want)
+		}
 	}
 }
 

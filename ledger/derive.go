@@ -78,19 +78,28 @@ func (d *deriver) flush() error {
 	sort.Strings(tables)
 	for _, table := range tables {
 		rows := d.pending[table]
-		for start := 0; start < len(rows); start += flushChunk {
-			chunk := rows[start:min(start+flushChunk, len(rows))]
-			one := "(" + strings.TrimSuffix(strings.Repeat("?, ", len(chunk[0])), ", ") + ")"
-			args := make([]any, 0, len(chunk)*len(chunk[0]))
-			for _, r := range chunk {
-				args = append(args, r...)
-			}
-			if _, err := d.exec("INSERT INTO "+table+" VALUES "+strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)), ", "), args...); err != nil {
-				return fmt.Errorf("derive %s: %w", table, err)
-			}
+		args := make([]any, 0, len(rows)*len(rows[0]))
+		for _, r := range rows {
+			args = append(args, r...)
+		}
+		if err := d.insertRows(table, len(rows[0]), args); err != nil {
+			return fmt.Errorf("derive %s: %w", table, err)
 		}
 	}
 	d.pending = nil
+	return nil
+}
+
+// insertRows writes rows of width values each, laid end to end in args,
+// into table (its name and columns), flushChunk rows to a statement.
+func (d *deriver) insertRows(table string, width int, args []any) error {
+	one := "(" + strings.TrimSuffix(strings.Repeat("?, ", width), ", ") + ")"
+	for start := 0; start < len(args); start += flushChunk * width {
+		chunk := args[start:min(start+flushChunk*width, len(args))]
+		if _, err := d.exec("INSERT INTO "+table+" VALUES "+strings.TrimSuffix(strings.Repeat(one+", ", len(chunk)/width), ", "), chunk...); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 

@@ -298,6 +298,46 @@ func TestOutcomesDerivedAndDuplicatesRefused(t *testing.T) {
 	}
 }
 
+// TestEndWith checks that a run's last records and its end are appended
+// together, in order, or not at all.
+func TestEndWith(t *testing.T) {
+	l := ledgertest.New(t)
+	r, err := l.StartRun(ctx, "grade-1", ledger.RunStart{Stage: "grade"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := []ledger.Record{{Kind: records.KindOutcomes, Run: "grade-1", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: ""}}}}}
+	if _, err := r.EndWith(ctx, bad, ledger.RunEnd{Status: "ok"}); err == nil {
+		t.Fatal("an outcome without a task id was accepted")
+	}
+	if st, _ := l.RunStatus(ctx, "grade-1"); st.Status != "running" {
+		t.Errorf("after a refused EndWith: %+v, want the run still running", st)
+	}
+	recs := []ledger.Record{
+		{Kind: records.KindArtifact, Run: "grade-1", Body: ledger.Artifact{Role: records.RoleInput, Name: "predictions", Kind: records.ArtifactFile, Digest: ledger.Sum([]byte("p"))}},
+		{Kind: records.KindOutcomes, Run: "grade-1", Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "t1", Correct: true}}}},
+	}
+	end, err := r.EndWith(ctx, recs, ledger.RunEnd{Status: "ok"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if end.Kind != records.KindRunEnd || end.Seq != r.Seq+3 {
+		t.Errorf("end entry %s at %d, want run.end at %d", end.Kind, end.Seq, r.Seq+3)
+	}
+	for i, kind := range []string{records.KindArtifact, records.KindOutcomes} {
+		if e, err := l.EntryBySeq(ctx, r.Seq+1+int64(i)); err != nil || e.Kind != kind {
+			t.Errorf("entry %d: %s, %v; want %s", r.Seq+1+int64(i), e.Kind, err, kind)
+		}
+	}
+	if st, _ := l.RunStatus(ctx, "grade-1"); st.Status != "ok" {
+		t.Errorf("after EndWith: %+v", st)
+	}
+	// The run's lock file goes with its end.
+	if locks, err := os.ReadDir(filepath.Join(l.Dir(), "locks")); err != nil || len(locks) != 0 {
+		t.Errorf("lock files after EndWith: %v, %v", locks, err)
+	}
+}
+
 func TestResumeRun(t *testing.T) {
 	l := ledgertest.New(t)
 	r, err := l.StartRun(ctx, "rollout-1", ledger.RunStart{Stage: "rollout"})

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 )
 
@@ -315,32 +316,32 @@ func redactURLs(s string) (string, []string) {
 // start at a word boundary with its vendor's prefix and be as long as its
 // vendor makes them; a NAME=VALUE needs a secret NAME and an unquoted VALUE
 // right after the "=" (SQL's "password = 'x'" is left alone).
-var (
+const (
 	// tokenShape: OpenAI and Anthropic keys (sk-), GitHub tokens (ghp_,
 	// gho_, ghu_, ghs_, ghr_, github_pat_), Hugging Face tokens (hf_),
 	// Slack tokens (xoxb-, xoxp-, ...), AWS access key ids (AKIA, ASIA) and
 	// JSON Web Tokens.
-	tokenShape = regexp.MustCompile(`(?:^|[^A-Za-z0-9_])(` +
+	tokenShape = `(?:^|[^A-Za-z0-9_])(` +
 		`sk-[A-Za-z0-9_-]{16,}` +
 		`|gh[pousr]_[A-Za-z0-9]{20,}|github_pat_[A-Za-z0-9_]{20,}` +
 		`|hf_[A-Za-z0-9]{20,}` +
 		`|xox[abposr]-[A-Za-z0-9-]{10,}` +
 		`|(?:AKIA|ASIA)[0-9A-Z]{16}` +
-		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`)
+		`|eyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,})`
 	// bearer: the credentials of an HTTP Authorization header, with or
 	// without the header's name.
-	bearer        = regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`)
-	authorization = regexp.MustCompile(`(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:basic|bearer|token|digest|apikey)\s+)?([^\s"',;\\]{4,})`)
+	bearer        = `(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`
+	authorization = `(?i)\b(?:proxy-)?authorization["']?\s*[:=]\s*["']?(?:(?:basic|bearer|token|digest|apikey)\s+)?([^\s"',;\\]{4,})`
 	// webhook: the secret path of a chat webhook URL.
-	webhook = regexp.MustCompile(`(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/|webhook\.office\.com/webhookb2/)([A-Za-z0-9/_@.-]+)`)
+	webhook = `(?:hooks\.slack\.com/(?:services|workflows|triggers)/|discord(?:app)?\.com/api/webhooks/|webhook\.office\.com/webhookb2/)([A-Za-z0-9/_@.-]+)`
 	// assignment: NAME=VALUE (a shell variable, a flag, a query
 	// parameter), NAME secret.
-	assignment = regexp.MustCompile("(?:^|[^A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_-]*)=([^\\s\"'&\\\\<>`]+)")
+	assignment = "(?:^|[^A-Za-z0-9_.])([A-Za-z_][A-Za-z0-9_-]*)=([^\\s\"'&\\\\<>`]+)"
 	// jsonMember: "NAME": "VALUE" in JSON text, NAME secret.
-	jsonMember = regexp.MustCompile(`"([A-Za-z0-9_.-]+)"\s*:\s*"((?:[^"\\]|\\.)+)"`)
+	jsonMember = `"([A-Za-z0-9_.-]+)"\s*:\s*"((?:[^"\\]|\\.)+)"`
 	// header: Header-Name: VALUE of an HTTP header echoed in text (a name
 	// of several words joined by "-"), the name secret: X-Api-Key.
-	header = regexp.MustCompile(`\b([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)\s*:\s*([^\s"',;\\]+)`)
+	header = `\b([A-Za-z][A-Za-z0-9]*(?:-[A-Za-z0-9]+)+)\s*:\s*([^\s"',;\\]+)`
 )
 
 // valueRules are the expressions above with what text must hold for
@@ -348,18 +349,23 @@ var (
 // text: a stage's output and every recorded body pass through them.
 // named: the expression's first group is a name, which must be secret
 // (SecretName), and its second the value.
-var valueRules = []struct {
+// They are compiled when first used, not at every rlgate start.
+var valueRules = sync.OnceValue(func() []valueRule {
+	return []valueRule{
+		{regexp.MustCompile(tokenShape), false, containsAny("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "eyj")},
+		{regexp.MustCompile(bearer), false, containsAny("bearer")},
+		{regexp.MustCompile(authorization), false, containsAny("authorization")},
+		{regexp.MustCompile(webhook), false, containsAny("hooks.slack.com", "discord", "webhook.office.com")},
+		{regexp.MustCompile(assignment), true, secretWordIn("=")},
+		{regexp.MustCompile(jsonMember), true, secretWordIn(`":`, `" :`)},
+		{regexp.MustCompile(header), true, secretWordIn(":")},
+	}
+})
+
+type valueRule struct {
 	re    *regexp.Regexp
 	named bool
 	may   func(lower string) bool
-}{
-	{tokenShape, false, containsAny("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "eyj")},
-	{bearer, false, containsAny("bearer")},
-	{authorization, false, containsAny("authorization")},
-	{webhook, false, containsAny("hooks.slack.com", "discord", "webhook.office.com")},
-	{assignment, true, secretWordIn("=")},
-	{jsonMember, true, secretWordIn(`":`, `" :`)},
-	{header, true, secretWordIn(":")},
 }
 
 func containsAny(subs ...string) func(string) bool {
@@ -407,7 +413,7 @@ func maskLine(s string) (string, []string) {
 		}
 	}
 	lower := strings.ToLower(s)
-	for _, r := range valueRules {
+	for _, r := range valueRules() {
 		if !r.may(lower) {
 			continue
 		}

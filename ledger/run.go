@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/rlgate/rlgate/ledger/records"
 )
@@ -145,12 +146,25 @@ func (l *Ledger) RunStatus(ctx context.Context, run string) (Run, error) {
 // End appends the run.end entry (body must carry the RunEnd fields) and
 // releases the run's lock.
 func (r *ActiveRun) End(ctx context.Context, body any, blobs ...Digest) (Entry, error) {
-	es, err := r.l.Append(ctx, Record{Kind: records.KindRunEnd, Run: r.ID, Body: body, Blobs: blobs})
+	return r.end(ctx, nil, Record{Kind: records.KindRunEnd, Run: r.ID, Body: body, Blobs: blobs})
+}
+
+// EndWith appends recs and then the run.end entry (body, as for End) in one
+// transaction, and releases the run's lock: a command whose records are
+// all ready when it ends (a grading's input and outcomes) commits them
+// once, one fsync instead of one per Append, and the run's results and
+// its end are recorded together or not at all.
+func (r *ActiveRun) EndWith(ctx context.Context, recs []Record, body any) (Entry, error) {
+	return r.end(ctx, recs, Record{Kind: records.KindRunEnd, Run: r.ID, Body: body})
+}
+
+func (r *ActiveRun) end(ctx context.Context, recs []Record, end Record) (Entry, error) {
+	es, err := r.l.Append(ctx, append(slices.Clip(recs), end)...)
 	if err != nil {
 		return Entry{}, fmt.Errorf("end run %q: %w", r.ID, err)
 	}
 	r.unlock(true)
-	return es[0], nil
+	return es[len(es)-1], nil
 }
 
 // FailedBody is the run.end body Fail writes.

@@ -1,12 +1,13 @@
 package publish
 
 import (
-	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
+	"net/url"
 	"sync"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
 // schemaFS holds the OMS v1.0 JSON Schemas (schemas/README.md says whence).
@@ -20,31 +21,38 @@ const (
 	statementSchemaID = "https://model_signing/statement/v1.0/schema"
 )
 
-// omsSchemas compiles the bundle and statement schemas once, by $id; the
-// files refer to each other by $id, so all four are added first.
-var omsSchemas = sync.OnceValues(func() (map[string]*jsonschema.Schema, error) {
-	c := jsonschema.NewCompiler()
-	for _, name := range []string{"bundle", "envelope", "statement", "predicate"} {
-		raw, err := schemaFS.ReadFile("schemas/" + name + ".schema.json")
+// omsSchemas resolves the bundle and statement schemas once. The files
+// refer to each other by $id, so each is loaded by its $id, a fresh copy
+// for each resolution. (github.com/google/jsonschema-go, which builds
+// nothing at package init: the validator used before compiled every
+// draft's meta-schemas in its init, ~10 ms of every rlgate command.)
+var omsSchemas = sync.OnceValues(func() (map[string]*jsonschema.Resolved, error) {
+	load := func(id string) (*jsonschema.Schema, error) {
+		for _, name := range []string{"bundle", "envelope", "statement", "predicate"} {
+			raw, err := schemaFS.ReadFile("schemas/" + name + ".schema.json")
+			if err != nil {
+				return nil, err
+			}
+			s := new(jsonschema.Schema)
+			if err := json.Unmarshal(raw, s); err != nil {
+				return nil, fmt.Errorf("oms schema %s: %w", name, err)
+			}
+			if s.ID == id {
+				return s, nil
+			}
+		}
+		return nil, fmt.Errorf("oms schema %s: not among the embedded schemas", id)
+	}
+	loader := func(u *url.URL) (*jsonschema.Schema, error) { return load(u.String()) }
+	out := map[string]*jsonschema.Resolved{}
+	for _, id := range []string{bundleSchemaID, statementSchemaID} {
+		s, err := load(id)
 		if err != nil {
 			return nil, err
 		}
-		doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
-		if err != nil {
-			return nil, fmt.Errorf("oms schema %s: %w", name, err)
-		}
-		id, _ := doc.(map[string]any)["$id"].(string)
-		if err := c.AddResource(id, doc); err != nil {
-			return nil, fmt.Errorf("oms schema %s: %w", name, err)
-		}
-	}
-	out := map[string]*jsonschema.Schema{}
-	for _, id := range []string{bundleSchemaID, statementSchemaID} {
-		s, err := c.Compile(id)
-		if err != nil {
+		if out[id], err = s.Resolve(&jsonschema.ResolveOptions{Loader: loader}); err != nil {
 			return nil, fmt.Errorf("oms schema %s: %w", id, err)
 		}
-		out[id] = s
 	}
 	return out, nil
 })
@@ -55,8 +63,8 @@ func validateJSON(id string, doc []byte) error {
 	if err != nil {
 		return err
 	}
-	v, err := jsonschema.UnmarshalJSON(bytes.NewReader(doc))
-	if err != nil {
+	var v any
+	if err := json.Unmarshal(doc, &v); err != nil {
 		return fmt.Errorf("not JSON: %w", err)
 	}
 	return ss[id].Validate(v)

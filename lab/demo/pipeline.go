@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"sync"
 	"text/template"
 )
 
@@ -77,12 +78,12 @@ func Files(o Options) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	var b bytes.Buffer
-	if err := pipelineTemplate.Execute(&b, o); err != nil {
+	if err := pipelineTemplate().Execute(&b, o); err != nil {
 		return nil, err
 	}
 	out[PipelineFile] = b.Bytes()
 	b = bytes.Buffer{}
-	if err := policyTemplate.Execute(&b, o); err != nil {
+	if err := policyTemplate().Execute(&b, o); err != nil {
 		return nil, err
 	}
 	out[PolicyFile] = b.Bytes()
@@ -113,7 +114,10 @@ var funcs = template.FuncMap{
 	"stageOf":     func(label string) string { return TrainStages[label] },
 }
 
-var pipelineTemplate = template.Must(template.New(PipelineFile).Funcs(funcs).Parse(`# rlgate demo (seed {{.Seed}}{{if .Inject}}, with the defect --inject {{.Inject}}{{end}}): the whole
+// The templates are parsed when first used: parsed at package init, they
+// cost every rlgate command their time.
+var pipelineTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New(PipelineFile).Funcs(funcs).Parse(`# rlgate demo (seed {{.Seed}}{{if .Inject}}, with the defect --inject {{.Inject}}{{end}}): the whole
 # pipeline on the embedded Spider dev benchmark (spider/: eval on databases
 # of its own, sft and rl on the others) with the reference policy (rlgate
 # serve-policy) and trainer (rlgate train). Written by rlgate demo, which
@@ -251,8 +255,10 @@ stages:
     gate: gate.yaml
     gpu: off
 `))
+})
 
-var policyTemplate = template.Must(template.New(PolicyFile).Funcs(funcs).Parse(`# The demo's gate: the built-in paper-grade-sft policy, for RL that
+var policyTemplate = sync.OnceValue(func() *template.Template {
+	return template.Must(template.New(PolicyFile).Funcs(funcs).Parse(`# The demo's gate: the built-in paper-grade-sft policy, for RL that
 # follows SFT (claims rl > sft, rl > noupdate and sft > base; every audit;
 # bootstrap 95% interval above 0 and exact McNemar p < 0.05 after Holm)
 # over the four evaluations of rlgate.yaml. The training runs are named by
@@ -270,3 +276,4 @@ train:
   {{.}}: {{stageOf .}}
 {{- end}}
 `))
+})

@@ -192,7 +192,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	s.Databases = dbs
 
 	// The gold is read only now, with the rollout frozen.
-	golds, err := readGold(ctx, o.Dataset, man)
+	golds, err := readGold(o.Dataset, man)
 	if err != nil {
 		return nil, err
 	}

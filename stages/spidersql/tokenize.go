@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -13,20 +14,26 @@ import (
 // tokenizer refuses ("Unexpected quote").
 var ErrQuote = errors.New("unexpected quote: an odd number of quotes")
 
-// The splitting rules of nltk 3.8's NLTKWordTokenizer that can apply once
-// every quote is gone (they all became string tokens), in its order.
-var (
-	startQuotes  = regexp.MustCompile("([«“‘„]|[`]+)")
-	endingQuotes = regexp.MustCompile("([»”’])")
-	contractions = []*regexp.Regexp{
+// nltkRules are the splitting rules of nltk 3.8's NLTKWordTokenizer that
+// wordTokenize leaves to regular expressions, in its order; they apply
+// once every quote is gone (they all became string tokens). Few queries
+// need them, so they are compiled when first needed.
+var nltkRules = sync.OnceValue(func() (r struct {
+	startQuotes, endingQuotes, wanna *regexp.Regexp
+	contractions                     []*regexp.Regexp
+}) {
+	r.startQuotes = regexp.MustCompile("([«“‘„]|[`]+)")
+	r.endingQuotes = regexp.MustCompile("([»”’])")
+	r.contractions = []*regexp.Regexp{
 		regexp.MustCompile(`(?i)\b(can)(not)\b`),
 		regexp.MustCompile(`(?i)\b(gim)(me)\b`),
 		regexp.MustCompile(`(?i)\b(gon)(na)\b`),
 		regexp.MustCompile(`(?i)\b(got)(ta)\b`),
 		regexp.MustCompile(`(?i)\b(lem)(me)\b`),
 	}
-	wanna = regexp.MustCompile(`(?i)\b(wan)(na)(\s)`)
-)
+	r.wanna = regexp.MustCompile(`(?i)\b(wan)(na)(\s)`)
+	return r
+})
 
 // Tokenize splits q into the official tokenizer's tokens: string values
 // (with their double quotes, case kept) and lower-cased words.
@@ -141,7 +148,7 @@ func spaceApart(s string) string {
 func wordTokenize(s string) []string {
 	ascii := isASCII(s)
 	if !ascii || strings.IndexByte(s, '`') >= 0 {
-		s = startQuotes.ReplaceAllString(s, " $1 ")
+		s = nltkRules().startQuotes.ReplaceAllString(s, " $1 ")
 	}
 	s = finalPeriod(s)
 	s = commaColon(s)
@@ -150,13 +157,14 @@ func wordTokenize(s string) []string {
 	s = strings.ReplaceAll(s, "--", " -- ")
 	s = " " + s + " "
 	if !ascii {
-		s = endingQuotes.ReplaceAllString(s, " $1 ")
+		s = nltkRules().endingQuotes.ReplaceAllString(s, " $1 ")
 	}
 	if hasContraction(s) {
-		for _, re := range contractions {
+		r := nltkRules()
+		for _, re := range r.contractions {
 			s = re.ReplaceAllString(s, " $1 $2 ")
 		}
-		s = wanna.ReplaceAllString(s, " $1 $2 $3")
+		s = r.wanna.ReplaceAllString(s, " $1 $2 $3")
 	}
 	return strings.Fields(strings.ToLower(s))
 }
