@@ -201,13 +201,40 @@ type Filter struct {
 	Kind     string
 	Run      string
 	AfterSeq int64
+	// Limit, when above 0, stops after that many entries, and no more
+	// are read: a viewer showing one page of a run's entries holds that
+	// page's bodies, not a thousand.
+	Limit int
 }
 
 // Entries yields the entries that match f in seq order, reading a page at a
 // time, so it can walk a large ledger in little memory.
 func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
+	page := entryPage
+	if f.Limit > 0 {
+		page = min(page, f.Limit)
+	}
+	all := l.entries(ctx, f, page)
+	if f.Limit <= 0 {
+		return all
+	}
+	return func(yield func(Entry, error) bool) {
+		n := 0
+		for e, err := range all {
+			if !yield(e, err) || err != nil {
+				return
+			}
+			if n++; n == f.Limit {
+				return
+			}
+		}
+	}
+}
+
+// entries is Entries reading pageSize entries at a time.
+func (l *Ledger) entries(ctx context.Context, f Filter, pageSize int) iter.Seq2[Entry, error] {
 	if l.chk != nil {
-		return l.checkedEntries(ctx, f)
+		return l.checkedEntries(ctx, f, pageSize)
 	}
 	return func(yield func(Entry, error) bool) {
 		after := f.AfterSeq
@@ -222,7 +249,7 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 				where += " AND run = ?"
 				args = append(args, f.Run)
 			}
-			page, err := queryEntries(ctx, l.db, where+" ORDER BY seq LIMIT ?", append(args, entryPage)...)
+			page, err := queryEntries(ctx, l.db, where+" ORDER BY seq LIMIT ?", append(args, pageSize)...)
 			if err != nil {
 				yield(Entry{}, err)
 				return
@@ -232,7 +259,7 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 					return
 				}
 			}
-			if len(page) < entryPage {
+			if len(page) < pageSize {
 				return
 			}
 			after = page[len(page)-1].Seq

@@ -37,6 +37,7 @@ var funcs = template.FuncMap{
 	"short":    shortDigest,
 	"pageURL":  pageURL,
 	"add":      func(a, b int) int { return a + b },
+	"list":     func(b blobCheck) []blobCheck { return []blobCheck{b} },
 }
 
 // runURL is the address of run id's page; the id goes in the query, where

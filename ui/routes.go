@@ -10,4 +10,5 @@ func (s *Server) route() {
 		return nil
 	})
 	s.handle("/runs", s.runs)
+	s.handle("/run", s.run)
 }
