@@ -11,4 +11,6 @@ func (s *Server) route() {
 	})
 	s.handle("/runs", s.runs)
 	s.handle("/run", s.run)
+	s.handle("/entry/{ref}", s.entry)
+	s.handle("/entry/{ref}/body", s.entryJSON)
 }
