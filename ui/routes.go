@@ -13,4 +13,7 @@ func (s *Server) route() {
 	s.handle("/run", s.run)
 	s.handle("/entry/{ref}", s.entry)
 	s.handle("/entry/{ref}/body", s.entryJSON)
+	s.handle("/verdicts", s.verdicts)
+	s.handle("/verdict/{seq}", s.verdict)
+	s.handle("/lineage", s.lineage)
 }
