@@ -155,22 +155,24 @@ func atoi(t *testing.T, s string) int {
 }
 
 // TestUI serves TestReport's experiment and holds each page's figures to
-// what rlgate report --format json and rlgate runs --json state on the
-// same ledger.
+// what rlgate report --format json, runs --json and show --json state on
+// the same ledger.
 func TestUI(t *testing.T) {
 	x := buildReportExperiment(t)
-	ts := uiServe(t, x.ledger)
-	for _, c := range []struct{ name, dir string }{
-		{"failed", reportWrite(t, x.ledger, "--format", "json")},
-		{"passed", reportWrite(t, x.ledger, "--format", "json", "--runs", x.runs, "--train", x.cleanTrain)},
-	} {
-		t.Run(c.name, func(t *testing.T) { uiVerdict(t, ts, reportJSON(t, c.dir)) })
-	}
-	rep := reportJSON(t, reportWrite(t, x.ledger, "--format", "json", "--runs", x.runs, "--train", x.cleanTrain))
-	t.Run("runs", func(t *testing.T) { uiRuns(t, ts, x.ledger) })
-	t.Run("run", func(t *testing.T) { uiRun(t, ts, rep) })
-	t.Run("lineage", func(t *testing.T) { uiLineage(t, ts, rep) })
-	t.Run("entry", func(t *testing.T) { uiEntry(t, ts, x.ledger) })
+	uiPages(t, x, x.ledger)
+}
+
+// uiPages checks the pages of x's ledger, at loc (a directory, or a
+// PostgreSQL copy), against the commands run on loc.
+func uiPages(t *testing.T, x *reportExperiment, loc string) {
+	ts := uiServe(t, loc)
+	passed := reportJSON(t, reportWrite(t, loc, "--format", "json", "--runs", x.runs, "--train", x.cleanTrain))
+	t.Run("verdict-failed", func(t *testing.T) { uiVerdict(t, ts, reportJSON(t, reportWrite(t, loc, "--format", "json"))) })
+	t.Run("verdict-passed", func(t *testing.T) { uiVerdict(t, ts, passed) })
+	t.Run("runs", func(t *testing.T) { uiRuns(t, ts, loc) })
+	t.Run("run", func(t *testing.T) { uiRun(t, ts, passed) })
+	t.Run("lineage", func(t *testing.T) { uiLineage(t, ts, passed) })
+	t.Run("entry", func(t *testing.T) { uiEntry(t, ts, loc) })
 }
 
 // uiVerdict: the verdict page shows the checks and claims of the verdict
