@@ -1,10 +1,12 @@
 package ui
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
@@ -38,6 +40,7 @@ type lineageNode struct {
 // run wrote) and another read (In, its entry), by digest.
 type lineageEdge struct {
 	From, To       string // node ids
+	FromRun        string // the run From is, or "" for a digest
 	Name           string
 	Digest         ledger.Digest
 	Out, In        int64
@@ -153,9 +156,11 @@ func (s *Server) lineageGraph(ctx context.Context, rep *reports.Report, b *linea
 			continue
 		}
 		id := "digest " + in.Digest.String()
-		if nodes[id] == nil {
+		if n := nodes[id]; n == nil {
 			nodes[id] = &lineageNode{ID: id, Seq: in.Seq, Title: in.Name, Sub: in.Digest.String()}
 			b.Nodes = append(b.Nodes, nodes[id])
+		} else if !slices.Contains(strings.Split(n.Title, ", "), in.Name) {
+			n.Title += ", " + in.Name // read under several names: a base checkpoint is also a model's identity
 		}
 		edge(lineageEdge{From: id, To: in.Run, Name: in.Name, Digest: in.Digest, In: in.Seq})
 	}
@@ -172,8 +177,10 @@ func (s *Server) lineageGraph(ctx context.Context, rep *reports.Report, b *linea
 }
 
 // layout places each node in the column of its longest path from a node
-// nothing feeds, in seq order down the column, and each edge between
-// its boxes.
+// nothing feeds, orders each column so that arrows cross little (each
+// run below the mean row of what feeds it, then each source beside the
+// mean row of what it feeds, then the runs again), and draws each edge
+// between its boxes.
 func layout(b *lineageBody) {
 	byID := map[string]*lineageNode{}
 	for _, n := range b.Nodes {
@@ -192,22 +199,50 @@ func layout(b *lineageBody) {
 			break
 		}
 	}
-	slices.SortStableFunc(b.Nodes, func(x, y *lineageNode) int {
-		if x.Layer != y.Layer {
-			return x.Layer - y.Layer
+	slices.SortStableFunc(b.Nodes, func(x, y *lineageNode) int { return cmp.Or(x.Layer-y.Layer, cmp.Compare(x.Seq, y.Seq)) })
+	row := map[string]float64{}
+	number := func() {
+		n := map[int]int{}
+		for _, x := range b.Nodes {
+			row[x.ID] = float64(n[x.Layer])
+			n[x.Layer]++
 		}
-		return int(x.Seq - y.Seq)
-	})
+	}
+	// order sorts the nodes of the layers sel picks by the mean row of
+	// their neighbours on the side from (true: what feeds them).
+	order := func(sel func(layer int) bool, from bool) {
+		key := map[string]float64{}
+		for _, x := range b.Nodes {
+			sum, n := 0.0, 0
+			for _, e := range b.Edges {
+				if from && e.To == x.ID {
+					sum, n = sum+row[e.From], n+1
+				} else if !from && e.From == x.ID {
+					sum, n = sum+row[e.To], n+1
+				}
+			}
+			key[x.ID] = row[x.ID]
+			if n > 0 && sel(x.Layer) {
+				key[x.ID] = sum / float64(n)
+			}
+		}
+		slices.SortStableFunc(b.Nodes, func(x, y *lineageNode) int { return cmp.Or(x.Layer-y.Layer, cmp.Compare(key[x.ID], key[y.ID])) })
+		number()
+	}
+	number()
+	later, first := func(l int) bool { return l > 0 }, func(l int) bool { return l == 0 }
+	order(later, true)
+	order(first, false)
+	order(later, true)
 	b.NodeW, b.NodeH = lineageNodeW, lineageNodeH
-	rows := map[int]int{}
 	for _, n := range b.Nodes {
-		n.X, n.Y = lineagePad+n.Layer*lineageColW, lineagePad+rows[n.Layer]*lineageRowH
-		rows[n.Layer]++
+		n.X, n.Y = lineagePad+n.Layer*lineageColW, lineagePad+int(row[n.ID])*lineageRowH
 		b.W, b.H = max(b.W, n.X+lineageNodeW+lineagePad), max(b.H, n.Y+lineageNodeH+lineagePad)
 	}
 	for i := range b.Edges {
 		e := &b.Edges[i]
 		f, t := byID[e.From], byID[e.To]
 		e.X1, e.Y1, e.X2, e.Y2 = f.X+lineageNodeW, f.Y+lineageNodeH/2, t.X, t.Y+lineageNodeH/2
+		e.FromRun = f.Run
 	}
 }
