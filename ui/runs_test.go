@@ -66,7 +66,7 @@ func TestRunsPages(t *testing.T) {
 		t.Errorf("page 4: %v", runs)
 	}
 	runs, page := read("/runs?stage=grade&status=failed")
-	if !slices.Equal(runs, failedGrades) || !regexp.MustCompile(`<span id="runs-total">` + fmt.Sprint(len(failedGrades)) + `</span>`).MatchString(page) {
+	if !slices.Equal(runs, failedGrades) || !regexp.MustCompile(`<span id="runs-total">`+fmt.Sprint(len(failedGrades))+`</span>`).MatchString(page) {
 		t.Errorf("failed grades: %v, want %v", runs, failedGrades)
 	}
 	if !regexp.MustCompile(`reason of r003`).MatchString(page) {
