@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	grading "github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // Group is a set of official difficulty levels (grading.Difficulties)
@@ -42,11 +43,19 @@ func (g Group) Levels() []string { return strings.Split(string(g), "+") }
 
 // TaskDetail is where a graded task sits, as its grading recorded it
 // beside the outcome: its database and its gold's difficulty ("" when the
-// gold gives none).
+// gold gives none); and how it was graded: the grading verdict, whether
+// the verdict is fragile, and how the graded episode stopped (empty for a
+// grading of a predictions file, which has no episodes).
 type TaskDetail struct {
-	DBID       string `json:"db_id"`
-	Difficulty string `json:"difficulty"`
+	DBID       string             `json:"db_id"`
+	Difficulty string             `json:"difficulty"`
+	Verdict    grading.Verdict    `json:"verdict"`
+	Fragile    bool               `json:"fragile"`
+	StopReason rollout.StopReason `json:"stop_reason"`
 }
+
+// unfinished reports whether the graded episode was left unfinished.
+func (d TaskDetail) unfinished() bool { return leftUnfinished(d.StopReason) }
 
 // TaskDetails reads, from the outcomes entries rows came from (one run's),
 // where each task of the greedy sample sits. The derived outcome rows keep
