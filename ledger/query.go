@@ -201,13 +201,40 @@ type Filter struct {
 	Kind     string
 	Run      string
 	AfterSeq int64
+	// Limit, when above 0, stops after that many entries, and no more
+	// are read: a viewer showing one page of a run's entries holds that
+	// page's bodies, not a thousand.
+	Limit int
 }
 
 // Entries yields the entries that match f in seq order, reading a page at a
 // time, so it can walk a large ledger in little memory.
 func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
+	page := entryPage
+	if f.Limit > 0 {
+		page = min(page, f.Limit)
+	}
+	all := l.entries(ctx, f, page)
+	if f.Limit <= 0 {
+		return all
+	}
+	return func(yield func(Entry, error) bool) {
+		n := 0
+		for e, err := range all {
+			if !yield(e, err) || err != nil {
+				return
+			}
+			if n++; n == f.Limit {
+				return
+			}
+		}
+	}
+}
+
+// entries is Entries reading pageSize entries at a time.
+func (l *Ledger) entries(ctx context.Context, f Filter, pageSize int) iter.Seq2[Entry, error] {
 	if l.chk != nil {
-		return l.checkedEntries(ctx, f)
+		return l.checkedEntries(ctx, f, pageSize)
 	}
 	return func(yield func(Entry, error) bool) {
 		after := f.AfterSeq
@@ -222,7 +249,7 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 				where += " AND run = ?"
 				args = append(args, f.Run)
 			}
-			page, err := queryEntries(ctx, l.db, where+" ORDER BY seq LIMIT ?", append(args, entryPage)...)
+			page, err := queryEntries(ctx, l.db, where+" ORDER BY seq LIMIT ?", append(args, pageSize)...)
 			if err != nil {
 				yield(Entry{}, err)
 				return
@@ -232,7 +259,7 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 					return
 				}
 			}
-			if len(page) < entryPage {
+			if len(page) < pageSize {
 				return
 			}
 			after = page[len(page)-1].Seq
@@ -254,7 +281,69 @@ type Run struct {
 
 // Runs lists every run in start order.
 func (l *Ledger) Runs(ctx context.Context) ([]Run, error) {
-	rows, err := l.db.QueryContext(ctx, "SELECT run, stage, status, started_seq, started_at, ended_seq, COALESCE(ended_at, ''), exit_code FROM runs ORDER BY started_seq")
+	return l.queryRuns(ctx, "ORDER BY started_seq")
+}
+
+// RunFilter selects rows of the runs table; zero fields match every run.
+type RunFilter struct {
+	Stage  string
+	Status records.Status
+}
+
+// where is f as a WHERE clause (or "") and its arguments.
+func (f RunFilter) where() (string, []any) {
+	var conds []string
+	var args []any
+	if f.Stage != "" {
+		conds, args = append(conds, "stage = ?"), append(args, f.Stage)
+	}
+	if f.Status != "" {
+		conds, args = append(conds, "status = ?"), append(args, string(f.Status))
+	}
+	if len(conds) == 0 {
+		return "", nil
+	}
+	return "WHERE " + strings.Join(conds, " AND ") + " ", args
+}
+
+// RunsPage lists at most limit of the runs f selects, in start order,
+// after skipping the first offset: one page of the runs table, read
+// without the rest, so a viewer's memory is bounded by its page.
+func (l *Ledger) RunsPage(ctx context.Context, f RunFilter, offset, limit int) ([]Run, error) {
+	where, args := f.where()
+	return l.queryRuns(ctx, where+"ORDER BY started_seq LIMIT ? OFFSET ?", append(args, limit, offset)...)
+}
+
+// CountRuns counts the runs f selects.
+func (l *Ledger) CountRuns(ctx context.Context, f RunFilter) (int, error) {
+	where, args := f.where()
+	var n int
+	err := l.db.QueryRowContext(ctx, "SELECT COUNT(*) FROM runs "+where, args...).Scan(&n)
+	return n, err
+}
+
+// RunStages lists the distinct stages of the runs table, sorted.
+func (l *Ledger) RunStages(ctx context.Context) ([]string, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT DISTINCT stage FROM runs ORDER BY stage")
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var out []string
+	for rows.Next() {
+		var s string
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, rows.Err()
+}
+
+// queryRuns reads the rows of the runs table that rest, a WHERE and
+// ORDER BY tail, selects.
+func (l *Ledger) queryRuns(ctx context.Context, rest string, args ...any) ([]Run, error) {
+	rows, err := l.db.QueryContext(ctx, "SELECT run, stage, status, started_seq, started_at, ended_seq, COALESCE(ended_at, ''), exit_code FROM runs "+rest, args...)
 	if err != nil {
 		return nil, err
 	}

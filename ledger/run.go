@@ -130,16 +130,14 @@ func (l *Ledger) ResumeRun(ctx context.Context, run string, body any) (*ActiveRu
 
 // RunStatus returns a run's row, or ErrNotFound.
 func (l *Ledger) RunStatus(ctx context.Context, run string) (Run, error) {
-	runs, err := l.Runs(ctx)
+	runs, err := l.queryRuns(ctx, "WHERE run = ?", run)
 	if err != nil {
 		return Run{}, err
 	}
-	for _, r := range runs {
-		if r.Run == run {
-			return r, nil
-		}
+	if len(runs) == 0 {
+		return Run{}, fmt.Errorf("run %q: %w", run, ErrNotFound)
 	}
-	return Run{}, fmt.Errorf("run %q: %w", run, ErrNotFound)
+	return runs[0], nil
 }
 
 // End appends the run.end entry (body must carry the RunEnd fields) and

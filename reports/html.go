@@ -209,15 +209,24 @@ var curveTitles = map[string]string{"reward": "Reward (mean)", "kl": "KL", "lr":
 // per run; "" when none logged it.
 func (r *Report) curveChart(metric string) template.HTML {
 	var cs []Curve
-	var x0, x1, y0, y1 float64
 	for _, c := range r.Curves {
-		if c.Metric != metric {
-			continue
+		if c.Metric == metric {
+			cs = append(cs, c)
 		}
-		if len(cs) == 0 {
+	}
+	return CurveChart(curveTitles[metric], metric, cs)
+}
+
+// CurveChart draws curves cs in one SVG figure captioned "TITLE by step",
+// one line per curve with its label in the legend and its run as the
+// label's tooltip; "" when cs is empty. The report draws its training
+// metrics with it and rlgate ui a run's metrics, so both look alike.
+func CurveChart(title, metric string, cs []Curve) template.HTML {
+	var x0, x1, y0, y1 float64
+	for i, c := range cs {
+		if i == 0 {
 			x0, x1, y0, y1 = c.Points[0][0], c.Points[0][0], c.Min, c.Max
 		}
-		cs = append(cs, c)
 		x0, x1 = min(x0, c.Points[0][0]), max(x1, c.Points[len(c.Points)-1][0])
 		y0, y1 = min(y0, c.Min), max(y1, c.Max)
 	}
@@ -240,7 +249,7 @@ func (r *Report) curveChart(metric string) template.HTML {
 	py := func(v float64) float64 { return 10 + (y1-v)/(y1-y0)*float64(plotH-10) }
 	h := curveH + legendH
 	var b strings.Builder
-	fmt.Fprintf(&b, `<figure><figcaption>%s by step</figcaption>`, template.HTMLEscapeString(curveTitles[metric]))
+	fmt.Fprintf(&b, `<figure><figcaption>%s by step</figcaption>`, template.HTMLEscapeString(title))
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" role="img" aria-label="%s">`, curveW, h, curveW, h, template.HTMLEscapeString(metric))
 	fmt.Fprintf(&b, `<rect x="%d" y="10" width="%d" height="%d" fill="none" stroke="#8a93a3"/>`, curveLeft, curveW-curveLeft-curveRight, plotH-10)
 	for _, v := range []float64{y0, (y0 + y1) / 2, y1} {

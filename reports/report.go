@@ -617,16 +617,23 @@ func (r *Report) artifacts(ctx context.Context, l *ledger.Ledger, lr audit.Label
 	return rows, trained, nil
 }
 
-// curve summarises a series logged up to the report's head and keeps at
-// most maxCurvePoints of its points; nil when nothing was logged.
+// curve summarises a series logged up to the report's head (NewCurve).
 func (r *Report) curve(lr audit.LabeledRun, name string, s *audit.Series) *Curve {
+	return NewCurve(lr, name, s, r.Head.Seq)
+}
+
+// NewCurve summarises series s of run lr as curve name: the points logged
+// in entries up to seq head that are finite, at most maxCurvePoints of
+// them kept; nil when there are none. The report and rlgate ui (a run's
+// metrics) draw what it returns with CurveChart.
+func NewCurve(lr audit.LabeledRun, name string, s *audit.Series, head int64) *Curve {
 	if s == nil {
 		return nil
 	}
 	var pts []ledger.MetricPoint
 	seqs := map[int64]bool{}
 	for i, p := range s.Points {
-		if s.Seqs[i] <= r.Head.Seq && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
+		if s.Seqs[i] <= head && !math.IsNaN(p.Value) && !math.IsInf(p.Value, 0) {
 			pts = append(pts, p)
 			seqs[s.Seqs[i]] = true
 		}

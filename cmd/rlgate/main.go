@@ -246,6 +246,7 @@ func newApp(stdout, stderr io.Writer) *cli.Command {
 			newKeygenCommand(),
 			newPublishCommand(),
 			newVerifyBundleCommand(),
+			newUICommand(),
 		},
 		Before:         withDataRoots,
 		ExitErrHandler: func(context.Context, *cli.Command, error) {}, // run() maps errors to exit codes
