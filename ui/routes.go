@@ -11,4 +11,7 @@ func (s *Server) route() {
 	})
 	s.handle("/runs", s.runs)
 	s.handle("/run", s.run)
+	s.handle("/compare", s.compare)
+	s.handle("/trajectory", s.trajectory)
+	s.handle("/trajectory/raw", s.trajectoryRaw)
 }
