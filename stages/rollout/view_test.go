@@ -90,3 +90,36 @@ func TestViewShowsTheRecordedTurns(t *testing.T) {
 		t.Errorf("unknown part: %v", err)
 	}
 }
+
+// TestViewOfAnUnfinishedEpisode: an episode every attempt of which failed
+// is shown unfinished, with its error, until a resume finishes it; then
+// the finished one is shown.
+func TestViewOfAnUnfinishedEpisode(t *testing.T) {
+	l := ledgertest.New(t)
+	first := spiderTasks(t)[0].ID
+	failing := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		if r.TaskID == first {
+			return rollouttest.Reply{Status: 503}
+		}
+		return rollouttest.ThreeTurns(nil)(r)
+	})
+	o := options(t, "r1", failing.URL, 2)
+	o.Client.MaxAttempts = 2
+	if _, err := rollout.Play(ctx, l, o); !errors.Is(err, rollout.ErrIncomplete) {
+		t.Fatalf("play: %v, want ErrIncomplete", err)
+	}
+	v, err := rollout.ReadView(ctx, l, "r1", first, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.Finished || v.StopReason != rollout.StopTransport || v.Error == "" || len(v.Turns) != 1 || v.Turns[0].Retries != 1 || v.Turns[0].Error == "" {
+		t.Errorf("unfinished view %+v", v)
+	}
+	o.Endpoint = rollouttest.New(t, rollouttest.ThreeTurns(nil)).URL
+	if _, err := rollout.Play(ctx, l, o); err != nil {
+		t.Fatal(err)
+	}
+	if v, err = rollout.ReadView(ctx, l, "r1", first, 0); err != nil || !v.Finished || v.StopReason != rollout.StopSolution || len(v.Turns) != 3 {
+		t.Errorf("after the resume: %v, %+v", err, v)
+	}
+}
