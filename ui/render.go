@@ -28,7 +28,7 @@ type navItem struct{ Name, Path string }
 
 // nav is the navigation bar: one item per kind of page a reader starts
 // from.
-var nav = []navItem{{"Runs", "/runs"}}
+var nav = []navItem{{"Runs", "/runs"}, {"Head", "/entry/head"}}
 
 // funcs are the helpers every template may call.
 var funcs = template.FuncMap{
@@ -38,6 +38,7 @@ var funcs = template.FuncMap{
 	"pageURL":  pageURL,
 	"add":      func(a, b int) int { return a + b },
 	"list":     func(b blobCheck) []blobCheck { return []blobCheck{b} },
+	"add64":    func(a, b int64) int64 { return a + b },
 }
 
 // runURL is the address of run id's page; the id goes in the query, where

@@ -11,6 +11,8 @@ func (s *Server) route() {
 	})
 	s.handle("/runs", s.runs)
 	s.handle("/run", s.run)
+	s.handle("/entry/{ref}", s.entry)
+	s.handle("/entry/{ref}/body", s.entryJSON)
 	s.handle("/compare", s.compare)
 	s.handle("/trajectory", s.trajectory)
 	s.handle("/trajectory/raw", s.trajectoryRaw)
