@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -245,11 +246,16 @@ func TestTrajectoryPage(t *testing.T) {
 	ts := serve(t, l, Options{Loopback: true})
 	p := pages{t, ts}
 	ctx := context.Background()
-	recs, err := rollout.ReadRecorded(ctx, l, "roll-rl")
+	// A task base answered wrong, with markup.
+	recs, err := rollout.ReadRecorded(ctx, l, "roll-base")
 	if err != nil {
 		t.Fatal(err)
 	}
-	task := recs[0].TaskID
+	i := slices.IndexFunc(recs, func(r rollout.Recorded) bool { return strings.Contains(r.FinalSQL, "<b>wrong</b>") })
+	if i < 0 {
+		t.Fatal("base answered every task with its gold")
+	}
+	task := recs[i].TaskID
 	tg, err := grade.ReadTaskGrading(ctx, l, runs[0].Run, task)
 	if err != nil {
 		t.Fatal(err)
