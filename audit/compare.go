@@ -117,11 +117,23 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 	if err != nil {
 		return nil, err
 	}
+	var details []map[string]TaskDetail
+	if opts.ByDifficulty {
+		if details, err = readDetails(ctx, l, rows); err != nil {
+			return nil, err
+		}
+	}
+	return compareRead(opts, rows, details)
+}
+
+// compareRead is Compare on the outcome rows and, with ByDifficulty,
+// the task details of the runs, already read.
+func compareRead(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) (*Comparison, error) {
 	c, err := CompareOutcomes(opts, rows)
 	if err != nil || !opts.ByDifficulty {
 		return c, err
 	}
-	c.ByDifficulty, err = byDifficulty(ctx, l, opts, rows)
+	c.ByDifficulty, err = byDifficulty(opts, rows, details)
 	return c, err
 }
 
@@ -139,8 +151,8 @@ func outcomeRows(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([][]
 
 // byDifficulty compares the runs on the tasks of each difficulty level
 // their gradings recorded, in the official order.
-func byDifficulty(ctx context.Context, l *ledger.Ledger, opts CompareOptions, rows [][]ledger.OutcomeRow) ([]DifficultyRow, error) {
-	level, count, err := difficulties(ctx, l, opts.Runs, rows)
+func byDifficulty(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) ([]DifficultyRow, error) {
+	level, count, err := difficulties(opts.Runs, details)
 	if err != nil {
 		return nil, err
 	}

@@ -90,19 +90,32 @@ func TaskDetails(ctx context.Context, l *ledger.Ledger, rows []ledger.OutcomeRow
 	return out, nil
 }
 
+// readDetails reads TaskDetails for each run's outcome rows (rows[i]
+// those of one run), the runs at the same time: decoding the entries is
+// most of what a comparison of large evaluations costs.
+func readDetails(ctx context.Context, l *ledger.Ledger, rows [][]ledger.OutcomeRow) ([]map[string]TaskDetail, error) {
+	out := make([]map[string]TaskDetail, len(rows))
+	err := ledger.ForEach(ctx, len(rows), func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = TaskDetails(ctx, l, rows[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // difficulties reads each task's difficulty as the gradings of runs
-// recorded it (rows[i] the outcomes of runs[i]), and counts the tasks at
+// recorded it (details[i] those of runs[i]), and counts the tasks at
 // each level. A task two gradings put at different levels is refused:
 // graded against different gold, a group would not hold the same tasks
 // for both.
-func difficulties(ctx context.Context, l *ledger.Ledger, runs []LabeledRun, rows [][]ledger.OutcomeRow) (map[string]string, map[string]int, error) {
+func difficulties(runs []LabeledRun, details []map[string]TaskDetail) (map[string]string, map[string]int, error) {
 	out := map[string]string{}
 	from := map[string]LabeledRun{}
 	for i, r := range runs {
-		ds, err := TaskDetails(ctx, l, rows[i])
-		if err != nil {
-			return nil, nil, err
-		}
+		ds := details[i]
 		for _, task := range slices.Sorted(maps.Keys(ds)) {
 			d := ds[task].Difficulty
 			if prev, ok := out[task]; ok && prev != d {
@@ -137,7 +150,11 @@ func compareOn(ctx context.Context, l *ledger.Ledger, opts CompareOptions, g Gro
 	if err != nil {
 		return nil, err
 	}
-	level, count, err := difficulties(ctx, l, opts.Runs, rows)
+	details, err := readDetails(ctx, l, rows)
+	if err != nil {
+		return nil, err
+	}
+	level, count, err := difficulties(opts.Runs, details)
 	if err != nil {
 		return nil, err
 	}

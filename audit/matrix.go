@@ -113,6 +113,36 @@ func TaskMatrix(ctx context.Context, l *ledger.Ledger, o MatrixOptions) (*Matrix
 	if err != nil {
 		return nil, err
 	}
+	details, err := readDetails(ctx, l, rows)
+	if err != nil {
+		return nil, err
+	}
+	return taskMatrix(o, rows, details)
+}
+
+// CompareWithMatrix is Compare of opts and TaskMatrix of the same runs
+// and baseline under filter, on the outcomes read once: what the
+// comparison page shows.
+func CompareWithMatrix(ctx context.Context, l *ledger.Ledger, opts CompareOptions, filter MatrixFilter, offset, limit int) (*Comparison, *Matrix, error) {
+	rows, err := outcomeRows(ctx, l, opts.Runs)
+	if err != nil {
+		return nil, nil, err
+	}
+	details, err := readDetails(ctx, l, rows)
+	if err != nil {
+		return nil, nil, err
+	}
+	c, err := compareRead(opts, rows, details)
+	if err != nil {
+		return nil, nil, err
+	}
+	m, err := taskMatrix(MatrixOptions{Runs: opts.Runs, Baseline: opts.Baseline, Filter: filter, Offset: offset, Limit: limit}, rows, details)
+	return c, m, err
+}
+
+// taskMatrix is TaskMatrix on the outcome rows and task details of
+// o.Runs, already read.
+func taskMatrix(o MatrixOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) (*Matrix, error) {
 	p, err := pairOutcomes(CompareOptions{Runs: o.Runs, Baseline: o.Baseline}, rows)
 	if err != nil {
 		return nil, err
@@ -133,12 +163,6 @@ func TaskMatrix(ctx context.Context, l *ledger.Ledger, o MatrixOptions) (*Matrix
 		return nil, fmt.Errorf("task matrix: limit %d: want 1 to %d, or 0 for %d", o.Limit, MaxMatrixPage, DefaultMatrixPage)
 	case o.Limit == 0:
 		o.Limit = DefaultMatrixPage
-	}
-	details := make([]map[string]TaskDetail, len(o.Runs))
-	for i := range o.Runs {
-		if details[i], err = TaskDetails(ctx, l, rows[i]); err != nil {
-			return nil, err
-		}
 	}
 	m := &Matrix{Runs: o.Runs, Baseline: p.opts.Baseline, Filter: o.Filter, Tasks: len(p.tasks), Offset: o.Offset, Limit: o.Limit,
 		Pairs: []MatrixPair{}, Databases: []string{}, Difficulties: []string{}, Rows: []MatrixRow{}}

@@ -13,8 +13,8 @@ import (
 )
 
 // compareBody is the comparison page: the paired table as rlgate compare
-// prints it (audit.Compare, the same function) and a page of the per-task
-// matrix (audit.TaskMatrix) under the filter the query names.
+// prints it (audit.Compare's, through audit.CompareWithMatrix) and a page
+// of the per-task matrix under the filter the query names.
 type compareBody struct {
 	// From says where the evaluations came from: the verdict whose
 	// subjects they are, or nil when the query named them.
@@ -108,11 +108,7 @@ func (s *Server) compare(w http.ResponseWriter, r *http.Request) error {
 		return err
 	}
 	b := compareBody{From: v, Query: keep, Page: n, URL: r.URL, RunOf: map[string]string{}}
-	if b.Comparison, err = audit.Compare(ctx, s.l, o); err != nil {
-		return badRequest("%v", err)
-	}
-	b.Matrix, err = audit.TaskMatrix(ctx, s.l, audit.MatrixOptions{Runs: o.Runs, Baseline: o.Baseline, Filter: matrixFilter(r.URL.Query()),
-		Offset: (n - 1) * PageSize, Limit: PageSize})
+	b.Comparison, b.Matrix, err = audit.CompareWithMatrix(ctx, s.l, o, matrixFilter(r.URL.Query()), (n-1)*PageSize, PageSize)
 	if err != nil {
 		return badRequest("%v", err)
 	}

@@ -1,7 +1,9 @@
 package grade
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -52,25 +54,46 @@ func ReadTaskGrading(ctx context.Context, l *ledger.Ledger, run, task string) (*
 	if i < 0 {
 		return nil, fmt.Errorf("read grading %s: %w: it graded no task %s", run, ledger.ErrNotFound, task)
 	}
-	// The grader's detail beside each outcome is read by field name.
-	var body struct {
-		Items []TrajectoryItem `json:"items"`
-	}
-	if err := l.DecodeBody(ctx, rows[i].Seq, &body); err != nil {
+	g := &TaskGrading{Run: run, Rollout: start.Rollout, Metric: start.Metric, Mode: start.Mode, Seq: rows[i].Seq}
+	if g.Item, err = outcomeItem(ctx, l, rows[i].Seq, task); err != nil {
 		return nil, fmt.Errorf("read grading %s: %w", run, err)
 	}
-	g := &TaskGrading{Run: run, Rollout: start.Rollout, Metric: start.Metric, Mode: start.Mode, Seq: rows[i].Seq}
-	j := slices.IndexFunc(body.Items, func(it TrajectoryItem) bool { return it.TaskID == task && it.Sample == 0 })
-	if j < 0 {
-		return nil, fmt.Errorf("read grading %s: outcomes entry %d holds no item of task %s", run, rows[i].Seq, task)
-	}
-	g.Item = body.Items[j]
 	gd, err := taskGold(ctx, l, start, task)
 	if err != nil {
 		g.GoldError = err.Error()
 	}
 	g.Gold = gd
 	return g, nil
+}
+
+// outcomeItem reads the greedy item of task from outcomes entry seq, the
+// grader's detail beside the outcome by field name. An entry holds many
+// items; only those whose canonical JSON (as every body is) holds the
+// task id's are decoded.
+func outcomeItem(ctx context.Context, l *ledger.Ledger, seq int64, task string) (TrajectoryItem, error) {
+	var body struct {
+		Items []json.RawMessage `json:"items"`
+	}
+	if err := l.DecodeBody(ctx, seq, &body); err != nil {
+		return TrajectoryItem{}, err
+	}
+	needle, err := ledger.CanonicalJSON(task)
+	if err != nil {
+		return TrajectoryItem{}, err
+	}
+	for _, raw := range body.Items {
+		var it TrajectoryItem
+		if !bytes.Contains(raw, needle) {
+			continue
+		}
+		if err := json.Unmarshal(raw, &it); err != nil {
+			return it, fmt.Errorf("entry %d: %w", seq, err)
+		}
+		if it.TaskID == task && it.Sample == 0 {
+			return it, nil
+		}
+	}
+	return TrajectoryItem{}, fmt.Errorf("outcomes entry %d holds no item of task %s", seq, task)
 }
 
 // taskGold reads the gold of task from the gold file the grading

@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
@@ -143,25 +145,40 @@ func ReadBody(ctx context.Context, l *ledger.Ledger, run, task string, sample, t
 
 // readOne finds the reference of (task, sample) among the run's
 // trajectories entries (the finished one, or else the last unfinished)
-// and reads its episode from the blob, re-hashed.
+// and reads its episode from the blob, re-hashed. Bodies are canonical
+// JSON, so an entry whose body lacks the task id's canonical encoding
+// holds none of its episodes and is not decoded: a page reads one
+// episode of a run of thousands.
 func readOne(ctx context.Context, l *ledger.Ledger, run, task string, sample int) (Recorded, *Episode, error) {
-	refs, err := readRefs(ctx, l, run)
+	needle, err := ledger.CanonicalJSON(task)
 	if err != nil {
 		return Recorded{}, nil, err
 	}
-	found := -1
-	for i, r := range refs {
-		if r.TaskID == task && r.Sample == sample && (found < 0 || !refs[found].StopReason.Finished()) {
-			found = i
+	var found *Recorded
+	for e, err := range l.Entries(ctx, ledger.Filter{Kind: records.KindTrajectories, Run: run}) {
+		if err != nil {
+			return Recorded{}, nil, fmt.Errorf("read trajectories of %s: %w", run, err)
+		}
+		if !bytes.Contains(e.Body, needle) {
+			continue
+		}
+		b, err := decodeTrajectories(e.Body)
+		if err != nil {
+			return Recorded{}, nil, fmt.Errorf("read trajectories of %s: entry %d: %w", run, e.Seq, err)
+		}
+		for _, ref := range b.Episodes {
+			if ref.TaskID == task && ref.Sample == sample && (found == nil || !found.StopReason.Finished()) {
+				found = &Recorded{EpisodeRef: ref, Blob: b.Blob, Seq: e.Seq}
+			}
 		}
 	}
-	if found < 0 {
+	if found == nil {
 		return Recorded{}, nil, fmt.Errorf("read episode %s#%d of %s: %w: the run recorded no such episode. Try: rlgate log --run %s --kind trajectories",
 			task, sample, run, ledger.ErrNotFound, run)
 	}
-	eps, err := readEpisodes(l, run, refs[found:found+1])
+	eps, err := readEpisodes(l, run, []Recorded{*found})
 	if err != nil {
 		return Recorded{}, nil, err
 	}
-	return refs[found], &eps[0], nil
+	return *found, &eps[0], nil
 }
