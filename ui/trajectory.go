@@ -1,6 +1,7 @@
 package ui
 
 import (
+	"errors"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -74,7 +75,11 @@ func (s *Server) episodeSide(r *http.Request, run, task string, sample int) (epi
 	}
 	rolloutRun := run
 	if st.Stage != rollout.Stage {
-		if side.Grading, err = grade.ReadTaskGrading(ctx, s.l, run, task); err != nil {
+		side.Grading, err = grade.ReadTaskGrading(ctx, s.l, run, task)
+		if errors.Is(err, grade.ErrNotTrajectoryGrading) {
+			return side, badRequest("%v", err)
+		}
+		if err != nil {
 			return side, err
 		}
 		rolloutRun = side.Grading.Rollout

@@ -44,7 +44,7 @@ func ReadTaskGrading(ctx context.Context, l *ledger.Ledger, run, task string) (*
 		return nil, fmt.Errorf("read grading %s: %w", run, err)
 	}
 	if start.Rollout == "" {
-		return nil, fmt.Errorf("read grading %s: it is a %q run, not a grading of a rollout, so it has no episodes to show. Try: an evaluation rlgate eval recorded", run, start.Stage)
+		return nil, fmt.Errorf("read grading %s: it is a %q run, %w, so it has no episodes to show. Try: an evaluation rlgate eval recorded", run, start.Stage, ErrNotTrajectoryGrading)
 	}
 	rows, err := l.Outcomes(ctx, run)
 	if err != nil {

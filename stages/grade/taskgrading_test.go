@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -48,7 +47,7 @@ func TestReadTaskGrading(t *testing.T) {
 	if _, err := ReadTaskGrading(ctx, l, s.Run, "no-such-task"); !errors.Is(err, ledger.ErrNotFound) {
 		t.Errorf("unknown task: %v", err)
 	}
-	if _, err := ReadTaskGrading(ctx, l, "r", s.Items[0].TaskID); err == nil || !strings.Contains(err.Error(), "not a grading of a rollout") {
+	if _, err := ReadTaskGrading(ctx, l, "r", s.Items[0].TaskID); !errors.Is(err, ErrNotTrajectoryGrading) {
 		t.Errorf("a rollout run: %v", err)
 	}
 	// A gold file that changed since the grading is not shown; the
