@@ -147,7 +147,7 @@ func (r *Report) accuracyChart() template.HTML {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle" text-anchor="end">%s</text>`, labelW-10, y, template.HTMLEscapeString(m.Label))
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, x(m.Wilson.Lo), x(m.Wilson.Hi), y, y, c)
 		fmt.Fprintf(&b, `<circle cx="%.1f" cy="%.1f" r="6" fill="%s"/>`, x(m.Accuracy), y, c)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, num(m.Accuracy), interval(m.Wilson))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, Number(m.Accuracy), Interval(m.Wilson))
 	}
 	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())
@@ -187,7 +187,7 @@ func (r *Report) differenceChart() template.HTML {
 		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle" text-anchor="end">%s − %s</text>`, labelW-10, y, template.HTMLEscapeString(m.Label), template.HTMLEscapeString(p.Baseline))
 		fmt.Fprintf(&b, `<line x1="%.1f" x2="%.1f" y1="%.1f" y2="%.1f" stroke="%s" stroke-width="3"/>`, x(p.Bootstrap.Percentile.Lo), x(p.Bootstrap.Percentile.Hi), y, y, c)
 		fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="10" height="10" fill="%s"/>`, x(p.Delta)-5, y-5, c)
-		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, signed(p.Delta), signedInterval(p.Bootstrap.Percentile))
+		fmt.Fprintf(&b, `<text x="%d" y="%.1f" dominant-baseline="middle">%s %s</text>`, labelW+plotW+12, y, Signed(p.Delta), SignedInterval(p.Bootstrap.Percentile))
 	}
 	b.WriteString(`</svg></figure>`)
 	return template.HTML(b.String())

@@ -31,19 +31,31 @@ type section struct {
 	Notes  []string
 }
 
-// Number formats: fixed precision, so that a report edited by one digit
-// differs from the one the ledger gives.
-func num(f float64) string    { return fmt.Sprintf("%.4f", f) }
-func signed(f float64) string { return fmt.Sprintf("%+.4f", f) }
-func pval(f float64) string   { return fmt.Sprintf("%.4g", f) }
-func interval(i stats.Interval) string {
+// The number formats of every report: fixed precision, so that a report
+// edited by one digit differs from the one the ledger gives; exported so
+// that rlgate ui shows a figure as the report does: Number a proportion or accuracy, Signed a
+// difference, PValue a p-value, Interval and SignedInterval the intervals
+// of each, Value a figure that may be undefined ("n/a").
+func Number(f float64) string { return fmt.Sprintf("%.4f", f) }
+
+// Signed formats a difference (see Number).
+func Signed(f float64) string { return fmt.Sprintf("%+.4f", f) }
+
+// PValue formats a p-value (see Number).
+func PValue(f float64) string { return fmt.Sprintf("%.4g", f) }
+
+// Interval formats an interval of proportions (see Number).
+func Interval(i stats.Interval) string {
 	return fmt.Sprintf("[%.4f, %.4f]", i.Lo, i.Hi)
 }
-func signedInterval(i stats.Interval) string { return fmt.Sprintf("[%+.4f, %+.4f]", i.Lo, i.Hi) }
 
-func value(v stats.Value) string {
+// SignedInterval formats an interval of differences (see Number).
+func SignedInterval(i stats.Interval) string { return fmt.Sprintf("[%+.4f, %+.4f]", i.Lo, i.Hi) }
+
+// Value formats a figure that may be undefined (see Number).
+func Value(v stats.Value) string {
 	if f, ok := v.Get(); ok {
-		return num(f)
+		return Number(f)
 	}
 	return "n/a"
 }
@@ -140,8 +152,8 @@ func (r *Report) sections(esc func(string) string) []section {
 			claims.Rows = append(claims.Rows, []string{esc(c.Claim), status, "–", "–", "–", "–", "–", "–", "–", seqList(c.Seqs)})
 			continue
 		}
-		claims.Rows = append(claims.Rows, []string{esc(c.Claim), status, signed(c.Delta), signedInterval(c.CI), fmt.Sprint(c.B), fmt.Sprint(c.C),
-			pval(c.ExactP), pval(c.HolmP), value(c.MDE), seqList(c.Seqs)})
+		claims.Rows = append(claims.Rows, []string{esc(c.Claim), status, Signed(c.Delta), SignedInterval(c.CI), fmt.Sprint(c.B), fmt.Sprint(c.C),
+			PValue(c.ExactP), PValue(c.HolmP), Value(c.MDE), seqList(c.Seqs)})
 	}
 	out = append(out, claims)
 
@@ -158,10 +170,10 @@ func (r *Report) sections(esc func(string) string) []section {
 				continue
 			}
 			for _, m := range t.Rows {
-				row := []string{esc(m.Label), esc(m.Run), fmt.Sprint(m.N), fmt.Sprint(m.Correct), num(m.Accuracy), interval(m.Wilson)}
+				row := []string{esc(m.Label), esc(m.Run), fmt.Sprint(m.N), fmt.Sprint(m.Correct), Number(m.Accuracy), Interval(m.Wilson)}
 				if p := m.Pair; p != nil {
-					row = append(row, signed(p.Delta), signedInterval(p.Bootstrap.Percentile), fmt.Sprint(p.B), fmt.Sprint(p.C),
-						pval(p.McNemar.ExactP), pval(p.HolmP), value(p.MDE))
+					row = append(row, Signed(p.Delta), SignedInterval(p.Bootstrap.Percentile), fmt.Sprint(p.B), fmt.Sprint(p.C),
+						PValue(p.McNemar.ExactP), PValue(p.HolmP), Value(p.MDE))
 				} else {
 					row = append(row, "baseline", "–", "–", "–", "–", "–", "–")
 				}

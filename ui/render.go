@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/reports"
 )
 
 // page is what the layout shows around a page's content (Body).
@@ -28,7 +29,7 @@ type navItem struct{ Name, Path string }
 
 // nav is the navigation bar: one item per kind of page a reader starts
 // from.
-var nav = []navItem{{"Runs", "/runs"}, {"Head", "/entry/head"}}
+var nav = []navItem{{"Runs", "/runs"}, {"Verdicts", "/verdicts"}, {"Lineage", "/lineage"}, {"Head", "/entry/head"}}
 
 // funcs are the helpers every template may call.
 var funcs = template.FuncMap{
@@ -39,6 +40,14 @@ var funcs = template.FuncMap{
 	"add":      func(a, b int) int { return a + b },
 	"list":     func(b blobCheck) []blobCheck { return []blobCheck{b} },
 	"add64":    func(a, b int64) int64 { return a + b },
+	"trunc":    truncate,
+	// The report's number formats, so a figure reads the same here.
+	"signed":         reports.Signed,
+	"signedInterval": reports.SignedInterval,
+	"pvalue":         reports.PValue,
+	"value":          reports.Value,
+	"number":         reports.Number,
+	"interval":       reports.Interval,
 }
 
 // runURL is the address of run id's page; the id goes in the query, where
@@ -56,6 +65,16 @@ func pageURL(u *url.URL, n int) string {
 	q := u.Query()
 	q.Set("page", strconv.Itoa(n))
 	return u.Path + "?" + q.Encode()
+}
+
+// truncate is s cut to n runes with an ellipsis, for a box that has room
+// for no more (the whole is its tooltip).
+func truncate(s string, n int) string {
+	r := []rune(s)
+	if len(r) <= n {
+		return s
+	}
+	return string(r[:n-1]) + "…"
 }
 
 // parsePages parses each page template with the layout, into its own set,

@@ -17,7 +17,7 @@ const PageSize = 50
 type runRow struct {
 	ledger.Run
 	Duration string
-	Reason   string // why a run that did not end ok ended so
+	Reason   string // the run.end's reason, where its recorder gave one
 }
 
 // runsBody is the runs page.
@@ -29,13 +29,6 @@ type runsBody struct {
 	Total, Page   int
 	Pages         int
 	URL           *url.URL
-}
-
-// runEndReason is the reason a run.end body gives, as every writer of one
-// names it.
-type runEndReason struct {
-	ledger.RunEnd
-	Reason string `json:"reason"`
 }
 
 // pageNumber reads ?page (from 1).
@@ -55,7 +48,7 @@ func pageNumber(r *http.Request) (int, error) {
 func pageCount(total int) int { return max(1, (total+PageSize-1)/PageSize) }
 
 // runs lists the runs table, filtered by ?stage and ?status, a page at a
-// time, with the reason each run that did not end ok gave.
+// time, with the reason each run's end gives, as rlgate runs does.
 func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	ctx := r.Context()
 	q := r.URL.Query()
@@ -79,8 +72,9 @@ func (s *Server) runs(w http.ResponseWriter, r *http.Request) error {
 	}
 	for _, run := range runs {
 		row := runRow{Run: run, Duration: duration(run.StartedAt, run.EndedAt)}
-		if run.EndedSeq != nil && run.Status != records.StatusOK {
-			end, err := ledger.DecodeEntry[runEndReason](ctx, s.l, *run.EndedSeq)
+		if run.EndedSeq != nil {
+			// Every writer's run.end carries Reason as Fail writes it.
+			end, err := ledger.DecodeEntry[ledger.FailedBody](ctx, s.l, *run.EndedSeq)
 			if err != nil {
 				return err
 			}

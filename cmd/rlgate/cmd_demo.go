@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	labdemo "github.com/rlgate/rlgate/lab/demo"
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/demo"
 	"github.com/urfave/cli/v3"
 )
@@ -79,7 +80,8 @@ func demoError(err error) error {
 }
 
 // printDemo prints a finished demo: the comparison, the gate's verdict in
-// brief, the checks that failed and where the report and pipeline are.
+// brief, the checks that failed, where the report and pipeline are, and
+// how to look inside its ledger.
 func printDemo(w io.Writer, s *demo.Summary) error {
 	if s.Comparison != nil {
 		fmt.Fprintln(w, "\nBase, SFT, RL and No-update on the eval part:")
@@ -99,6 +101,7 @@ func printDemo(w io.Writer, s *demo.Summary) error {
 	if s.Report != "" {
 		fmt.Fprintf(w, "\nReport: %s\n", s.Report)
 	}
-	_, err := fmt.Fprintf(w, "Pipeline: %s (rlgate repro in %s runs it again)\n", filepath.Join(s.Dir, labdemo.PipelineFile), s.Dir)
+	fmt.Fprintf(w, "Pipeline: %s (rlgate repro in %s runs it again)\n", filepath.Join(s.Dir, labdemo.PipelineFile), s.Dir)
+	_, err := fmt.Fprintf(w, "Browse: rlgate ui --ledger %s\n", filepath.Join(s.Dir, ledger.DefaultDir))
 	return err
 }

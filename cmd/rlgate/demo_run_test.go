@@ -96,8 +96,9 @@ func TestDemo(t *testing.T) {
 	if d := cmp.Diff(served, demoIdentitySources(t, dir)); d != "" {
 		t.Errorf("model identity sources of the demo's evaluations (-want +got):\n%s", d)
 	}
-	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(out.String(), "gate PASSED") || !strings.Contains(out.String(), s.Report) {
-		t.Errorf("report %q (%v) or verdict not printed:\n%s", s.Report, err, out.String())
+	if _, err := os.Stat(s.Report); err != nil || !strings.Contains(out.String(), "gate PASSED") || !strings.Contains(out.String(), s.Report) ||
+		!strings.HasSuffix(out.String(), "\nBrowse: rlgate ui --ledger "+filepath.Join(dir, ledger.DefaultDir)+"\n") {
+		t.Errorf("report %q (%v), verdict or how to browse the ledger not printed:\n%s", s.Report, err, out.String())
 	}
 
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dir) })

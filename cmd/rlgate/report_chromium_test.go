@@ -24,16 +24,7 @@ import (
 // no script. The full-page screenshot is kept in $RLGATE_SCREENSHOT_DIR
 // when that is set, for a person to look at.
 func TestReportChromium(t *testing.T) {
-	bin := ""
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		t.Fatal("chromium is not installed: apt-get install -y chromium (the chromium build tag needs it)")
-	}
+	bin := chromiumBin(t)
 	x := buildReportExperiment(t)
 	for _, c := range []struct{ name, dir string }{
 		{"failed", reportWrite(t, x.ledger)},
@@ -41,6 +32,35 @@ func TestReportChromium(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) { reportLook(t, bin, filepath.Join(c.dir, "report.html"), c.name) })
 	}
+}
+
+// chromiumBin finds Debian's chromium.
+func chromiumBin(t *testing.T) string {
+	for _, name := range []string{"chromium", "chromium-browser"} {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+	}
+	t.Fatal("chromium is not installed: apt-get install -y chromium (the chromium build tag needs it)")
+	return ""
+}
+
+// chromium starts Debian's chromium at bin, headless, with nothing of its
+// own going to the network, for the test's lifetime (at most a minute).
+func chromium(t *testing.T, bin string) context.Context {
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
+		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
+		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
+	}
+	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
+	t.Cleanup(cancel)
+	ctx, cancel := chromedp.NewContext(actx)
+	t.Cleanup(cancel)
+	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
+	t.Cleanup(cancel)
+	return ctx
 }
 
 func reportLook(t *testing.T, bin, page, name string) {
@@ -51,18 +71,7 @@ func reportLook(t *testing.T, bin, page, name string) {
 	if strings.Contains(strings.ToLower(string(raw)), "<script") {
 		t.Error("the page holds a script; it must read without JavaScript")
 	}
-	opts := []chromedp.ExecAllocatorOption{
-		chromedp.ExecPath(bin), chromedp.Headless, chromedp.NoSandbox, chromedp.DisableGPU, chromedp.NoFirstRun,
-		chromedp.Flag("disable-quic", true), chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true), chromedp.Flag("disable-sync", true),
-		chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1280, 900),
-	}
-	actx, cancel := chromedp.NewExecAllocator(context.Background(), opts...)
-	defer cancel()
-	ctx, cancel := chromedp.NewContext(actx)
-	defer cancel()
-	ctx, cancel = context.WithTimeout(ctx, 60*time.Second)
-	defer cancel()
+	ctx := chromium(t, bin)
 
 	var mu sync.Mutex
 	var problems, requests []string
