@@ -297,7 +297,7 @@ func TestTrajectoryPage(t *testing.T) {
 	}
 	side := strings.Split(body, `<section class="side"`)[1]
 	for fig, want := range map[string]string{"turns": fmt.Sprint(v.Usage.Turns), "sql": fmt.Sprint(v.Usage.SQLExecutions),
-		"tokens": fmt.Sprintf("%d / %d", v.Usage.TokensIn, v.Usage.TokensOut), "stop": string(v.StopReason), "verdict": string(tg.Item.Verdict) + map[bool]string{true: " (correct)", false: " (wrong)"}[tg.Item.Correct]} {
+		"tokens": fmt.Sprintf("%d / %d", v.Usage.TokensIn, v.Usage.TokensOut), "stop": string(v.StopReason), "verdict": string(tg.Item.Verdict)} {
 		m := regexp.MustCompile(`data-fig="` + fig + `">([^<]*)<`).FindStringSubmatch(side)
 		if m == nil || m[1] != want {
 			t.Errorf("%s: page %q, episode %q", fig, m, want)

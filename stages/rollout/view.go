@@ -3,6 +3,7 @@ package rollout
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -35,7 +36,11 @@ type View struct {
 	Error      string     `json:"error,omitempty"`
 	Usage      Spent      `json:"usage"`
 	Limits     Limits     `json:"limits"`
-	Turns      []TurnView `json:"turns"`
+	// Prompt is the conversation the first request opened with (the
+	// system and user messages: the schema and the question), read from
+	// its body; empty when that body does not read as a chat request.
+	Prompt []Message  `json:"prompt,omitempty"`
+	Turns  []TurnView `json:"turns"`
 }
 
 // Limits are the protocol's budgets an episode's Usage is measured
@@ -106,6 +111,12 @@ func ReadView(ctx context.Context, l *ledger.Ledger, run, task string, sample in
 	v := &View{Run: run, Model: start.Model, Episode: ref, Finished: ep.StopReason.Finished(), DBID: ep.DBID, StopReason: ep.StopReason,
 		FinalSQL: ep.FinalSQL, Error: ep.Error, Usage: ep.Usage, Turns: make([]TurnView, len(ep.Turns)),
 		Limits: Limits{MaxTurns: p.MaxTurns, SQLBudget: p.SQLBudget, ContextTokens: p.ContextTokens, MaxTokensPerTurn: p.MaxTokensPerTurn, FormatRetries: p.FormatRetries}}
+	if len(ep.Turns) > 0 {
+		var first ChatRequest
+		if json.Unmarshal(ep.Turns[0].Request, &first) == nil {
+			v.Prompt = first.Messages
+		}
+	}
 	for i, t := range ep.Turns {
 		tv := TurnView{Index: t.Index, Status: t.Status, Retries: len(t.Retried), Error: t.Error, Reply: t.Reply, FinishReason: t.FinishReason,
 			Think: t.Think, SQL: t.SQL, SQLStatus: t.SQLStatus, Solution: t.Solution, FormatError: t.FormatError, Observation: t.Observation,

@@ -1,6 +1,7 @@
 package rollout_test
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -49,6 +50,13 @@ func TestViewShowsTheRecordedTurns(t *testing.T) {
 	if v.Episode != rec || v.Model != "scripted" || !v.Finished || v.StopReason != rollout.StopSolution || v.FinalSQL != "SELECT 1 WHERE 2 > 1" ||
 		v.DBID != ep.DBID || v.Usage != ep.Usage || v.Limits.MaxTurns != o.Protocol.MaxTurns || v.Limits.SQLBudget != o.Protocol.SQLBudget {
 		t.Errorf("view %+v of episode %+v", v, rec)
+	}
+	var first rollout.ChatRequest
+	if err := json.Unmarshal(ep.Turns[0].Request, &first); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(first.Messages, v.Prompt); diff != "" || len(v.Prompt) != 2 || v.Prompt[1].Role != "user" {
+		t.Errorf("prompt (-first request +view):\n%s", diff)
 	}
 	if len(v.Turns) != len(ep.Turns) || len(v.Turns) != 2 {
 		t.Fatalf("%d turns, recorded %d", len(v.Turns), len(ep.Turns))
