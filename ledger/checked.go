@@ -324,7 +324,7 @@ func (l *Ledger) checkRead(e *Entry) error {
 // checkedEntries yields the entries of the view that match f, each read
 // from the source and checked against the walk; an entry the source no
 // longer returns is an error too.
-func (l *Ledger) checkedEntries(ctx context.Context, f Filter, pageSize int) iter.Seq2[Entry, error] {
+func (l *Ledger) checkedEntries(ctx context.Context, f Filter) iter.Seq2[Entry, error] {
 	c := l.chk
 	return func(yield func(Entry, error) bool) {
 		var want []int64
@@ -361,7 +361,7 @@ func (l *Ledger) checkedEntries(ctx context.Context, f Filter, pageSize int) ite
 			if (f.Kind != "" && c.kinds[seq-1] != f.Kind) || (f.Run != "" && c.runs[seq-1] != f.Run) {
 				continue
 			}
-			if want = append(want, seq); len(want) == pageSize && !flush() {
+			if want = append(want, seq); len(want) == entryPage && !flush() {
 				return
 			}
 		}

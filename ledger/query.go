@@ -202,8 +202,9 @@ type Filter struct {
 	Run      string
 	AfterSeq int64
 	// Limit, when above 0, stops after that many entries, and no more
-	// are read: a viewer showing one page of a run's entries holds that
-	// page's bodies, not a thousand.
+	// are read from the database: a viewer showing one page of a run's
+	// entries holds that page's bodies, not a thousand. (A checked view
+	// reads in batches of its own.)
 	Limit int
 }
 
@@ -234,7 +235,7 @@ func (l *Ledger) Entries(ctx context.Context, f Filter) iter.Seq2[Entry, error] 
 // entries is Entries reading pageSize entries at a time.
 func (l *Ledger) entries(ctx context.Context, f Filter, pageSize int) iter.Seq2[Entry, error] {
 	if l.chk != nil {
-		return l.checkedEntries(ctx, f, pageSize)
+		return l.checkedEntries(ctx, f)
 	}
 	return func(yield func(Entry, error) bool) {
 		after := f.AfterSeq

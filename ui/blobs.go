@@ -10,9 +10,9 @@ import (
 // blobCheck is a blob named by an entry and what re-hashing it found.
 type blobCheck struct {
 	Digest ledger.Digest
-	// Status is "ok" (its bytes hash to its digest), "missing",
+	// Result is "ok" (its bytes hash to its digest), "missing",
 	// "corrupt" or "unreadable" (Detail says why).
-	Status string
+	Result string
 	Detail string
 }
 
@@ -25,15 +25,15 @@ func (s *Server) checkBlob(d ledger.Digest) blobCheck {
 		_, err = io.Copy(io.Discard, r)
 		r.Close()
 	}
-	c := blobCheck{Digest: d, Status: "ok"}
+	c := blobCheck{Digest: d, Result: "ok"}
 	switch {
 	case err == nil:
 	case errors.Is(err, ledger.ErrNotFound):
-		c.Status, c.Detail = "missing", "not in the blob store"
+		c.Result, c.Detail = "missing", "not in the blob store"
 	case errors.Is(err, ledger.ErrBlobCorrupt):
-		c.Status, c.Detail = "corrupt", err.Error()
+		c.Result, c.Detail = "corrupt", err.Error()
 	default:
-		c.Status, c.Detail = "unreadable", err.Error()
+		c.Result, c.Detail = "unreadable", err.Error()
 	}
 	return c
 }

@@ -46,8 +46,6 @@ var funcs = template.FuncMap{
 	"signedInterval": reports.SignedInterval,
 	"pvalue":         reports.PValue,
 	"value":          reports.Value,
-	"number":         reports.Number,
-	"interval":       reports.Interval,
 }
 
 // runURL is the address of run id's page; the id goes in the query, where

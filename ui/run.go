@@ -202,7 +202,7 @@ func (s *Server) runLog(r *http.Request, id string, b *runBody) error {
 		v := logView{Seq: e.Seq, LogChunk: c}
 		if len(e.Blobs) > 0 {
 			v.Blob = s.checkBlob(e.Blobs[0])
-			if v.Blob.Status == "ok" {
+			if v.Blob.Result == "ok" {
 				text, err := s.readPrefix(e.Blobs[0], left)
 				if err != nil {
 					return err

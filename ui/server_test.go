@@ -5,11 +5,14 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // serve starts a server of l on a loopback httptest server.
@@ -147,4 +150,45 @@ func TestVisible(t *testing.T) {
 	if want := "a\\x1b[2J\tb\nc\\u202e\\xff\\a"; got != want {
 		t.Errorf("visible = %q, want %q", got, want)
 	}
+}
+
+// TestBlobRehash: an entry's page re-hashes the blobs it names: a blob
+// whose bytes changed shows corrupt, a removed one missing.
+func TestBlobRehash(t *testing.T) {
+	l := ledgertest.New(t)
+	ctx := context.Background()
+	var ds []ledger.Digest
+	for _, b := range []string{"kept", "changed", "removed"} {
+		d, err := l.PutBlobBytes([]byte(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ds = append(ds, d)
+	}
+	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindRunStart, Run: "r1", Body: ledger.RunStart{Stage: "s"}, Blobs: ds}); err != nil {
+		t.Fatal(err)
+	}
+	path := func(d ledger.Digest) string {
+		h := strings.TrimPrefix(d.String(), "blake3:")
+		return filepath.Join(l.BlobsLocation(), h[:2], h)
+	}
+	if err := os.Chmod(path(ds[1]), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path(ds[1]), []byte("CHANGED"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(path(ds[2])); err != nil {
+		t.Fatal(err)
+	}
+	ts := serve(t, l, Options{Loopback: true})
+	_, page := get(t, ts, http.MethodGet, "/entry/2", nil)
+	for i, want := range []string{"ok", "corrupt", "missing"} {
+		if !strings.Contains(page, `<span class="blob-`+want+`"><code title="`+ds[i].String()+`">`) {
+			t.Errorf("blob %s: not shown %s", ds[i], want)
+		}
+	}
+	// Put back what verify (at the test's end) would rightly refuse.
+	os.WriteFile(path(ds[1]), []byte("changed"), 0o444)
+	os.WriteFile(path(ds[2]), []byte("removed"), 0o444)
 }
