@@ -150,7 +150,9 @@ func outcomeRows(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([][]
 }
 
 // byDifficulty compares the runs on the tasks of each difficulty level
-// their gradings recorded, in the official order.
+// their gradings recorded, in the official order: the pairing's counts
+// and differences only, since a level carries no test (DifficultyRow),
+// so no level pays for a bootstrap it would not show.
 func byDifficulty(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) ([]DifficultyRow, error) {
 	level, count, err := difficulties(opts.Runs, details)
 	if err != nil {
@@ -158,16 +160,24 @@ func byDifficulty(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map
 	}
 	var out []DifficultyRow
 	for _, d := range grading.DifficultyOrder(count) {
-		c, err := CompareOutcomes(opts, restrict(rows, level, d))
+		p, err := pairOutcomes(opts, restrict(rows, level, d))
 		if err != nil {
 			return nil, fmt.Errorf("compare difficulty %s: %w", d, err)
 		}
-		row := DifficultyRow{Difficulty: d, Tasks: c.Tasks, Correct: map[string]int{}}
-		for _, m := range c.Models {
-			row.Correct[m.Label] = m.Correct
+		n := float64(len(p.tasks))
+		row := DifficultyRow{Difficulty: d, Tasks: len(p.tasks), Correct: map[string]int{}}
+		for i, r := range p.opts.Runs {
+			row.Correct[r.Label] = p.solved(i)
 		}
-		for _, p := range c.Pairs {
-			row.Pairs = append(row.Pairs, DifficultyDelta{Label: p.Label, Baseline: p.Baseline, B: p.B, C: p.C, Delta: p.Delta})
+		for i, r := range p.opts.Runs {
+			if i == p.base {
+				continue
+			}
+			gained, lost := p.discordant(i)
+			// The difference as CompareOutcomes computes it, accuracy less
+			// accuracy, so the figures are the same to the last bit.
+			row.Pairs = append(row.Pairs, DifficultyDelta{Label: r.Label, Baseline: p.opts.Baseline, B: len(gained), C: len(lost),
+				Delta: float64(row.Correct[r.Label])/n - float64(row.Correct[p.opts.Baseline])/n})
 		}
 		out = append(out, row)
 	}
@@ -315,6 +325,17 @@ func (p *pairing) discordant(i int) (gained, lost []int) {
 		}
 	}
 	return gained, lost
+}
+
+// solved counts the tasks run i solved.
+func (p *pairing) solved(i int) int {
+	n := 0
+	for _, ok := range p.correct[i] {
+		if ok {
+			n++
+		}
+	}
+	return n
 }
 
 // outcomeSeqs lists, sorted, the outcomes entries the pairing read.
