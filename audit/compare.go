@@ -117,11 +117,23 @@ func Compare(ctx context.Context, l *ledger.Ledger, opts CompareOptions) (*Compa
 	if err != nil {
 		return nil, err
 	}
+	var details []map[string]TaskDetail
+	if opts.ByDifficulty {
+		if details, err = readDetails(ctx, l, rows); err != nil {
+			return nil, err
+		}
+	}
+	return compareRead(opts, rows, details)
+}
+
+// compareRead is Compare on the outcome rows and, with ByDifficulty,
+// the task details of the runs, already read.
+func compareRead(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) (*Comparison, error) {
 	c, err := CompareOutcomes(opts, rows)
 	if err != nil || !opts.ByDifficulty {
 		return c, err
 	}
-	c.ByDifficulty, err = byDifficulty(ctx, l, opts, rows)
+	c.ByDifficulty, err = byDifficulty(opts, rows, details)
 	return c, err
 }
 
@@ -138,24 +150,34 @@ func outcomeRows(ctx context.Context, l *ledger.Ledger, runs []LabeledRun) ([][]
 }
 
 // byDifficulty compares the runs on the tasks of each difficulty level
-// their gradings recorded, in the official order.
-func byDifficulty(ctx context.Context, l *ledger.Ledger, opts CompareOptions, rows [][]ledger.OutcomeRow) ([]DifficultyRow, error) {
-	level, count, err := difficulties(ctx, l, opts.Runs, rows)
+// their gradings recorded, in the official order: the pairing's counts
+// and differences only, since a level carries no test (DifficultyRow),
+// so no level pays for a bootstrap it would not show.
+func byDifficulty(opts CompareOptions, rows [][]ledger.OutcomeRow, details []map[string]TaskDetail) ([]DifficultyRow, error) {
+	level, count, err := difficulties(opts.Runs, details)
 	if err != nil {
 		return nil, err
 	}
 	var out []DifficultyRow
 	for _, d := range grading.DifficultyOrder(count) {
-		c, err := CompareOutcomes(opts, restrict(rows, level, d))
+		p, err := pairOutcomes(opts, restrict(rows, level, d))
 		if err != nil {
 			return nil, fmt.Errorf("compare difficulty %s: %w", d, err)
 		}
-		row := DifficultyRow{Difficulty: d, Tasks: c.Tasks, Correct: map[string]int{}}
-		for _, m := range c.Models {
-			row.Correct[m.Label] = m.Correct
+		n := float64(len(p.tasks))
+		row := DifficultyRow{Difficulty: d, Tasks: len(p.tasks), Correct: map[string]int{}}
+		for i, r := range p.opts.Runs {
+			row.Correct[r.Label] = p.solved(i)
 		}
-		for _, p := range c.Pairs {
-			row.Pairs = append(row.Pairs, DifficultyDelta{Label: p.Label, Baseline: p.Baseline, B: p.B, C: p.C, Delta: p.Delta})
+		for i, r := range p.opts.Runs {
+			if i == p.base {
+				continue
+			}
+			gained, lost := p.discordant(i)
+			// The difference as CompareOutcomes computes it, accuracy less
+			// accuracy, so the figures are the same to the last bit.
+			row.Pairs = append(row.Pairs, DifficultyDelta{Label: r.Label, Baseline: p.opts.Baseline, B: len(gained), C: len(lost),
+				Delta: float64(row.Correct[r.Label])/n - float64(row.Correct[p.opts.Baseline])/n})
 		}
 		out = append(out, row)
 	}
@@ -167,6 +189,77 @@ func byDifficulty(ctx context.Context, l *ledger.Ledger, opts CompareOptions, ro
 // on a subset of the tasks (one difficulty, one database) without reading
 // the outcomes again.
 func CompareOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*Comparison, error) {
+	p, err := pairOutcomes(opts, rows)
+	if err != nil {
+		return nil, err
+	}
+	opts = p.opts
+	c := &Comparison{Tasks: len(p.tasks), TaskSet: tasks.SetDigest(p.tasks), Baseline: opts.Baseline, Alpha: opts.Alpha,
+		Power: opts.Power, Seed: opts.Seed, B: opts.B}
+	scores := make([][]float64, len(opts.Runs))
+	for i, r := range opts.Runs {
+		scores[i] = make([]float64, len(p.tasks))
+		m := ModelResult{LabeledRun: r, N: len(p.tasks)}
+		for j, ok := range p.correct[i] {
+			if ok {
+				scores[i][j] = 1
+				m.Correct++
+			}
+		}
+		m.Accuracy = float64(m.Correct) / float64(m.N)
+		var err error
+		if m.Wilson, err = stats.Wilson(m.Correct, m.N, opts.Alpha); err != nil {
+			return nil, err
+		}
+		c.Models = append(c.Models, m)
+	}
+	var ps []float64
+	for i, r := range opts.Runs {
+		if i == p.base {
+			continue
+		}
+		gained, lost := p.discordant(i)
+		pr := PairResult{Label: r.Label, Baseline: opts.Baseline, B: len(gained), C: len(lost)}
+		pr.Delta = c.Models[i].Accuracy - c.Models[p.base].Accuracy
+		var err error
+		if pr.Bootstrap, err = stats.PairedBootstrap(scores[i], scores[p.base], stats.BootstrapOptions{B: opts.B, Seed: opts.Seed, Alpha: opts.Alpha}); err != nil {
+			return nil, err
+		}
+		if pr.McNemar, err = stats.McNemar(pr.B, pr.C); err != nil {
+			return nil, err
+		}
+		if pr.MDE, err = stats.MinDetectableEffect(len(p.tasks), pr.B+pr.C, opts.Alpha, opts.Power); err != nil {
+			return nil, err
+		}
+		ps = append(ps, pr.McNemar.ExactP)
+		c.Pairs = append(c.Pairs, pr)
+	}
+	holm, err := stats.Holm(ps, opts.Alpha)
+	if err != nil {
+		return nil, err
+	}
+	for i := range c.Pairs {
+		c.Pairs[i].HolmP = holm.Adjusted[i]
+	}
+	c.OutcomeSeqs = p.outcomeSeqs()
+	return c, nil
+}
+
+// pairing is the greedy (sample 0) outcomes of runs paired by task id:
+// what Compare tests and what the matrix lists (matrix.go), read by one
+// function so that both count b and c alike.
+type pairing struct {
+	opts    CompareOptions // with the defaults filled in
+	tasks   []string       // the paired task ids, sorted
+	correct [][]bool       // correct[i][j]: run i solved tasks[j]
+	seq     [][]int64      // seq[i][j]: the outcomes entry of run i that graded tasks[j]
+	base    int            // the baseline's index in opts.Runs
+}
+
+// pairOutcomes pairs the greedy outcomes of opts.Runs (rows[i] those of
+// opts.Runs[i]) by task id, refusing runs without outcomes, an unknown
+// baseline and runs over different task sets.
+func pairOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*pairing, error) {
 	if len(opts.Runs) < 2 || len(rows) != len(opts.Runs) {
 		return nil, fmt.Errorf("compare: need at least two runs with their outcomes, got %d runs and %d outcome lists", len(opts.Runs), len(rows))
 	}
@@ -182,18 +275,20 @@ func CompareOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*Comparis
 	if opts.Baseline == "" {
 		opts.Baseline = opts.Runs[0].Label
 	}
-	results := make([]map[string]bool, len(opts.Runs))
-	seqSet := map[int64]bool{}
+	type graded struct {
+		correct bool
+		seq     int64
+	}
+	results := make([]map[string]graded, len(opts.Runs))
 	base := -1
 	for i, r := range opts.Runs {
 		if r.Label == opts.Baseline {
 			base = i
 		}
-		results[i] = map[string]bool{}
+		results[i] = map[string]graded{}
 		for _, o := range rows[i] {
 			if o.Sample == 0 {
-				results[i][o.TaskID] = o.Correct
-				seqSet[o.Seq] = true
+				results[i][o.TaskID] = graded{o.Correct, o.Seq}
 			}
 		}
 		if len(results[i]) == 0 {
@@ -203,72 +298,60 @@ func CompareOutcomes(opts CompareOptions, rows [][]ledger.OutcomeRow) (*Comparis
 	if base < 0 {
 		return nil, fmt.Errorf("compare: baseline %q is not one of the labels given", opts.Baseline)
 	}
-	taskIDs := sortedTasks(results[base])
+	p := &pairing{opts: opts, tasks: sortedTasks(results[base]), base: base,
+		correct: make([][]bool, len(opts.Runs)), seq: make([][]int64, len(opts.Runs))}
 	for i, r := range opts.Runs {
 		if err := sameTasks(results[base], results[i], opts.Runs[base], r); err != nil {
 			return nil, err
 		}
+		p.correct[i], p.seq[i] = make([]bool, len(p.tasks)), make([]int64, len(p.tasks))
+		for j, t := range p.tasks {
+			p.correct[i][j], p.seq[i][j] = results[i][t].correct, results[i][t].seq
+		}
 	}
+	return p, nil
+}
 
-	c := &Comparison{Tasks: len(taskIDs), TaskSet: tasks.SetDigest(taskIDs), Baseline: opts.Baseline, Alpha: opts.Alpha,
-		Power: opts.Power, Seed: opts.Seed, B: opts.B}
-	scores := make([][]float64, len(opts.Runs))
-	for i, r := range opts.Runs {
-		scores[i] = make([]float64, len(taskIDs))
-		m := ModelResult{LabeledRun: r, N: len(taskIDs)}
-		for j, t := range taskIDs {
-			if results[i][t] {
-				scores[i][j] = 1
-				m.Correct++
-			}
+// discordant lists the indexes of the tasks run i solved and the baseline
+// did not (gained: Compare's b) and those the baseline solved and run i
+// did not (lost: c).
+func (p *pairing) discordant(i int) (gained, lost []int) {
+	for j := range p.tasks {
+		switch a, b := p.correct[i][j], p.correct[p.base][j]; {
+		case a && !b:
+			gained = append(gained, j)
+		case b && !a:
+			lost = append(lost, j)
 		}
-		m.Accuracy = float64(m.Correct) / float64(m.N)
-		var err error
-		if m.Wilson, err = stats.Wilson(m.Correct, m.N, opts.Alpha); err != nil {
-			return nil, err
-		}
-		c.Models = append(c.Models, m)
 	}
-	var ps []float64
-	for i, r := range opts.Runs {
-		if i == base {
-			continue
+	return gained, lost
+}
+
+// solved counts the tasks run i solved.
+func (p *pairing) solved(i int) int {
+	n := 0
+	for _, ok := range p.correct[i] {
+		if ok {
+			n++
 		}
-		p := PairResult{Label: r.Label, Baseline: opts.Baseline}
-		for j := range taskIDs {
-			switch {
-			case scores[i][j] > scores[base][j]:
-				p.B++
-			case scores[i][j] < scores[base][j]:
-				p.C++
-			}
-		}
-		p.Delta = c.Models[i].Accuracy - c.Models[base].Accuracy
-		var err error
-		if p.Bootstrap, err = stats.PairedBootstrap(scores[i], scores[base], stats.BootstrapOptions{B: opts.B, Seed: opts.Seed, Alpha: opts.Alpha}); err != nil {
-			return nil, err
-		}
-		if p.McNemar, err = stats.McNemar(p.B, p.C); err != nil {
-			return nil, err
-		}
-		if p.MDE, err = stats.MinDetectableEffect(len(taskIDs), p.B+p.C, opts.Alpha, opts.Power); err != nil {
-			return nil, err
-		}
-		ps = append(ps, p.McNemar.ExactP)
-		c.Pairs = append(c.Pairs, p)
 	}
-	holm, err := stats.Holm(ps, opts.Alpha)
-	if err != nil {
-		return nil, err
+	return n
+}
+
+// outcomeSeqs lists, sorted, the outcomes entries the pairing read.
+func (p *pairing) outcomeSeqs() []int64 {
+	set := map[int64]bool{}
+	for _, seqs := range p.seq {
+		for _, s := range seqs {
+			set[s] = true
+		}
 	}
-	for i := range c.Pairs {
-		c.Pairs[i].HolmP = holm.Adjusted[i]
+	out := make([]int64, 0, len(set))
+	for s := range set {
+		out = append(out, s)
 	}
-	for s := range seqSet {
-		c.OutcomeSeqs = append(c.OutcomeSeqs, s)
-	}
-	sort.Slice(c.OutcomeSeqs, func(i, j int) bool { return c.OutcomeSeqs[i] < c.OutcomeSeqs[j] })
-	return c, nil
+	sort.Slice(out, func(i, j int) bool { return out[i] < out[j] })
+	return out
 }
 
 // Record appends the comparison to the ledger and sets its Seq.
@@ -276,7 +359,7 @@ func (c *Comparison) Record(ctx context.Context, l *ledger.Ledger) error {
 	return record(ctx, l, nil, []*Comparison{c})
 }
 
-func sortedTasks(m map[string]bool) []string {
+func sortedTasks[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for t := range m {
 		out = append(out, t)
@@ -289,7 +372,7 @@ func sortedTasks(m map[string]bool) []string {
 const maxListed = 10
 
 // sameTasks refuses two runs whose task sets differ, listing the difference.
-func sameTasks(a, b map[string]bool, ra, rb LabeledRun) error {
+func sameTasks[V any](a, b map[string]V, ra, rb LabeledRun) error {
 	var onlyA, onlyB []string
 	for t := range a {
 		if _, ok := b[t]; !ok {

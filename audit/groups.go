@@ -10,6 +10,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	grading "github.com/rlgate/rlgate/stages/grade"
+	"github.com/rlgate/rlgate/stages/rollout"
 )
 
 // Group is a set of official difficulty levels (grading.Difficulties)
@@ -42,11 +43,19 @@ func (g Group) Levels() []string { return strings.Split(string(g), "+") }
 
 // TaskDetail is where a graded task sits, as its grading recorded it
 // beside the outcome: its database and its gold's difficulty ("" when the
-// gold gives none).
+// gold gives none); and how it was graded: the grading verdict, whether
+// the verdict is fragile, and how the graded episode stopped (empty for a
+// grading of a predictions file, which has no episodes).
 type TaskDetail struct {
-	DBID       string `json:"db_id"`
-	Difficulty string `json:"difficulty"`
+	DBID       string             `json:"db_id"`
+	Difficulty string             `json:"difficulty"`
+	Verdict    grading.Verdict    `json:"verdict"`
+	Fragile    bool               `json:"fragile"`
+	StopReason rollout.StopReason `json:"stop_reason"`
 }
+
+// unfinished reports whether the graded episode was left unfinished.
+func (d TaskDetail) unfinished() bool { return leftUnfinished(d.StopReason) }
 
 // TaskDetails reads, from the outcomes entries rows came from (one run's),
 // where each task of the greedy sample sits. The derived outcome rows keep
@@ -81,19 +90,32 @@ func TaskDetails(ctx context.Context, l *ledger.Ledger, rows []ledger.OutcomeRow
 	return out, nil
 }
 
+// readDetails reads TaskDetails for each run's outcome rows (rows[i]
+// those of one run), the runs at the same time: decoding the entries is
+// most of what a comparison of large evaluations costs.
+func readDetails(ctx context.Context, l *ledger.Ledger, rows [][]ledger.OutcomeRow) ([]map[string]TaskDetail, error) {
+	out := make([]map[string]TaskDetail, len(rows))
+	err := ledger.ForEach(ctx, len(rows), func(ctx context.Context, i int) error {
+		var err error
+		out[i], err = TaskDetails(ctx, l, rows[i])
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // difficulties reads each task's difficulty as the gradings of runs
-// recorded it (rows[i] the outcomes of runs[i]), and counts the tasks at
+// recorded it (details[i] those of runs[i]), and counts the tasks at
 // each level. A task two gradings put at different levels is refused:
 // graded against different gold, a group would not hold the same tasks
 // for both.
-func difficulties(ctx context.Context, l *ledger.Ledger, runs []LabeledRun, rows [][]ledger.OutcomeRow) (map[string]string, map[string]int, error) {
+func difficulties(runs []LabeledRun, details []map[string]TaskDetail) (map[string]string, map[string]int, error) {
 	out := map[string]string{}
 	from := map[string]LabeledRun{}
 	for i, r := range runs {
-		ds, err := TaskDetails(ctx, l, rows[i])
-		if err != nil {
-			return nil, nil, err
-		}
+		ds := details[i]
 		for _, task := range slices.Sorted(maps.Keys(ds)) {
 			d := ds[task].Difficulty
 			if prev, ok := out[task]; ok && prev != d {
@@ -128,7 +150,11 @@ func compareOn(ctx context.Context, l *ledger.Ledger, opts CompareOptions, g Gro
 	if err != nil {
 		return nil, err
 	}
-	level, count, err := difficulties(ctx, l, opts.Runs, rows)
+	details, err := readDetails(ctx, l, rows)
+	if err != nil {
+		return nil, err
+	}
+	level, count, err := difficulties(opts.Runs, details)
 	if err != nil {
 		return nil, err
 	}

@@ -1,6 +1,7 @@
 package audit
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -273,4 +274,30 @@ func Verdicts(ctx context.Context, l *ledger.Ledger, id *ledger.Digest) ([]*Verd
 		}
 	}
 	return out, nil
+}
+
+// LatestVerdict returns the last gate verdict of l, of the runs s names
+// when it names any, as recorded (nil when there is none): the verdict a
+// report rests on and whose evaluations a comparison shows by default.
+func LatestVerdict(ctx context.Context, l *ledger.Ledger, s Subjects) (*Verdict, error) {
+	all, err := Verdicts(ctx, l, nil)
+	if err != nil {
+		return nil, err
+	}
+	for i := len(all) - 1; i >= 0; i-- {
+		if len(s.Runs) == 0 || sameSubjects(s, all[i].Policy.Subjects) {
+			return all[i], nil
+		}
+	}
+	return nil, nil
+}
+
+// sameSubjects tells whether two namings of runs agree, in any order.
+func sameSubjects(a, b Subjects) bool {
+	norm := func(rs []LabeledRun) []LabeledRun {
+		rs = slices.Clone(rs)
+		slices.SortFunc(rs, func(x, y LabeledRun) int { return cmp.Compare(x.Label, y.Label) })
+		return rs
+	}
+	return slices.Equal(norm(a.Runs), norm(b.Runs)) && slices.Equal(norm(a.Train), norm(b.Train))
 }

@@ -287,7 +287,7 @@ func Build(ctx context.Context, l *ledger.Ledger, o Options) (*Report, error) {
 	if len(subjects.Runs) == 0 && o.Policy != nil {
 		subjects = o.Policy.Subjects
 	}
-	v, err := latestVerdict(ctx, l, subjects)
+	v, err := audit.LatestVerdict(ctx, l, subjects)
 	if err != nil {
 		return nil, err
 	}
@@ -346,31 +346,6 @@ func formats(fs []string) []string {
 		}
 	}
 	return out
-}
-
-// latestVerdict returns the last gate verdict of l (a view as of the
-// report's head), of the runs s names when it names any.
-func latestVerdict(ctx context.Context, l *ledger.Ledger, s audit.Subjects) (*audit.Verdict, error) {
-	all, err := audit.Verdicts(ctx, l, nil)
-	if err != nil {
-		return nil, err
-	}
-	for i := len(all) - 1; i >= 0; i-- {
-		if len(s.Runs) == 0 || sameSubjects(s, all[i].Policy.Subjects) {
-			return all[i], nil
-		}
-	}
-	return nil, nil
-}
-
-// sameSubjects tells whether two namings of runs agree, in any order.
-func sameSubjects(a, b audit.Subjects) bool {
-	norm := func(rs []audit.LabeledRun) []audit.LabeledRun {
-		rs = slices.Clone(rs)
-		slices.SortFunc(rs, func(x, y audit.LabeledRun) int { return cmp.Compare(x.Label, y.Label) })
-		return rs
-	}
-	return slices.Equal(norm(a.Runs), norm(b.Runs)) && slices.Equal(norm(a.Train), norm(b.Train))
 }
 
 // claims fills the claims and the headline: every claim is supported only

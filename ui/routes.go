@@ -16,4 +16,7 @@ func (s *Server) route() {
 	s.handle("/verdicts", s.verdicts)
 	s.handle("/verdict/{seq}", s.verdict)
 	s.handle("/lineage", s.lineage)
+	s.handle("/compare", s.compare)
+	s.handle("/trajectory", s.trajectory)
+	s.handle("/trajectory/raw", s.trajectoryRaw)
 }

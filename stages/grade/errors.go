@@ -36,4 +36,8 @@ var (
 	// ErrGoldChanged is returned when a dataset's gold.jsonl is not the
 	// file its import wrote.
 	ErrGoldChanged = errors.New("gold file differs from the imported one")
+
+	// ErrNotTrajectoryGrading is returned by ReadTaskGrading for a run
+	// that is not a grading of a rollout, so it has no episodes to show.
+	ErrNotTrajectoryGrading = errors.New("not a grading of a rollout")
 )

@@ -42,7 +42,7 @@ func rolloutSpider(t *testing.T, l *ledger.Ledger, dir, run string, n, samples i
 	})
 	p := rollout.DefaultProtocol()
 	p.Sampling.N = samples
-	_, err = rollout.Play(context.Background(), l, rollout.Options{Run: run, Tasks: ts[:n], TasksDigest: man.Tasks.Digest,
+	_, err = rollout.Play(context.Background(), l, rollout.Options{Run: run, Tasks: ts[:n], TasksPath: filepath.Join(dir, dataset.TasksFile), TasksDigest: man.Tasks.Digest,
 		DBPath: func(id string) string { return dataset.DBPath(man.DBRoot, id) }, Endpoint: srv.URL, Model: "oracle", Protocol: p})
 	if err != nil {
 		t.Fatal(err)

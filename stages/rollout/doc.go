@@ -105,6 +105,10 @@
 // endpoint's counts and, for a failed run, the reason.
 // A run ends ok only when every pair has a finished episode; with
 // unfinished ones it ends failed and Run returns ErrIncomplete.
+// ReadView reads one recorded episode back for a reader, with its
+// observations as tables and the protocol's budgets beside what it spent,
+// and ReadBody one raw request or response of it; neither says how the
+// episode was graded, which package grade reads apart (ReadTaskGrading).
 //
 // # Resume
 //

@@ -55,7 +55,8 @@
 // RenderObservation writes the observation of one <sql> turn in the
 // layout named ObservationFormat: STATUS: OK or ERROR, ROW_COUNT, the
 // column names and at most 50 rows, or the error message. The text is
-// deterministic and carries no host paths.
+// deterministic and carries no host paths. ParseObservation reads it back
+// into columns and rows for a reader (rlgate ui's trajectory page).
 //
 // # Turns
 //

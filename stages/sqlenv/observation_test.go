@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 )
 
 func TestRenderObservation(t *testing.T) {
@@ -114,5 +116,61 @@ func TestRenderObservationOfExecution(t *testing.T) {
 		"Hipolito | 2013-02-13 05:15:21 | 1.72"
 	if got := RenderObservation(res, err, ObservationOptions{}); got != want {
 		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
+
+func TestParseObservationReadsWhatRenderWrites(t *testing.T) {
+	many := &Result{Columns: []string{"n"}}
+	for i := range 53 {
+		many.Rows = append(many.Rows, []Cell{Int(int64(i))})
+	}
+	// A value that reads like the note of rows left out, and one with
+	// markup: both are values.
+	note := &Result{Columns: []string{"s"}, Rows: [][]Cell{{Text("... 1 more row not shown")}}}
+	markup := &Result{Columns: []string{"<b>c</b>", ""}, Rows: [][]Cell{{Text("<script>alert(1)</script>"), Text(" | ")}, {Text(""), Null()}}}
+	tests := []struct {
+		name string
+		res  *Result
+		err  error
+		opts ObservationOptions
+		want *ObservationTable
+	}{
+		{"every kind", &Result{Columns: []string{"name", "age", "w", "b", "x"}, Rows: [][]Cell{
+			{Text("Kacey"), Int(6), Real(7.5), Blob([]byte{1}), Null()},
+			{Text("a|b\\c\nd\te\r"), Int(-1), Real(1e16), Blob(nil), Text("")},
+		}}, nil, ObservationOptions{}, &ObservationTable{OK: true, RowCount: "2", Columns: []string{"name", "age", "w", "b", "x"},
+			Rows: [][]string{{"Kacey", "6", "7.5", "X'01'", "NULL"}, {"a|b\\c\nd\te\r", "-1", "1e+16", "X''", ""}}}},
+		{"no rows", &Result{Columns: []string{"count(*)"}}, nil, ObservationOptions{}, &ObservationTable{OK: true, RowCount: "0", Columns: []string{"count(*)"}}},
+		{"rows left out", many, nil, ObservationOptions{MaxRows: 2}, &ObservationTable{OK: true, RowCount: "53", Columns: []string{"n"}, Rows: [][]string{{"0"}, {"1"}}, NotShown: 51}},
+		{"one row left out", &Result{Columns: []string{"n"}, Rows: [][]Cell{{Int(1)}, {Int(2)}}}, nil, ObservationOptions{MaxRows: 1},
+			&ObservationTable{OK: true, RowCount: "2", Columns: []string{"n"}, Rows: [][]string{{"1"}}, NotShown: 1}},
+		{"cut by the executor", &Result{Columns: []string{"n"}, Rows: [][]Cell{{Int(1)}}, Truncated: true}, nil, ObservationOptions{},
+			&ObservationTable{OK: true, RowCount: "1+", Columns: []string{"n"}, Rows: [][]string{{"1"}}}},
+		{"value cut", &Result{Columns: []string{"s"}, Rows: [][]Cell{{Text("héllo world")}}}, nil, ObservationOptions{MaxCellRunes: 5},
+			&ObservationTable{OK: true, RowCount: "1", Columns: []string{"s"}, Rows: [][]string{{"héllo..."}}}},
+		{"not UTF-8", &Result{Columns: []string{"s"}, Rows: [][]Cell{{Text("a\xffb\uFFFD")}}}, nil, ObservationOptions{},
+			&ObservationTable{OK: true, RowCount: "1", Columns: []string{"s"}, Rows: [][]string{{"a\xffb\uFFFD"}}}},
+		{"a value like the note", note, nil, ObservationOptions{}, &ObservationTable{OK: true, RowCount: "1", Columns: []string{"s"}, Rows: [][]string{{"... 1 more row not shown"}}}},
+		{"markup", markup, nil, ObservationOptions{}, &ObservationTable{OK: true, RowCount: "2", Columns: []string{"<b>c</b>", ""},
+			Rows: [][]string{{"<script>alert(1)</script>", " | "}, {"", "NULL"}}}},
+		{"error", nil, &SQLError{Code: 1, Msg: "near \"|\": syntax error\nat line 2"}, ObservationOptions{}, &ObservationTable{Error: "near \"|\": syntax error\nat line 2"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			text := RenderObservation(tt.res, tt.err, tt.opts)
+			got, ok := ParseObservation(text, tt.opts)
+			if !ok {
+				t.Fatalf("not read: %q", text)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("%q (-want +got):\n%s", text, diff)
+			}
+		})
+	}
+	for _, text := range []string{"", "rows: 3", "STATUS: OK\nROW_COUNT: x\nCOLUMNS: a", "STATUS: OK\nROW_COUNT: 1\nCOLUMNS: a | b\nonly one",
+		"STATUS: OK\nROW_COUNT: 1\nCOLUMNS: a\nbad \\q escape", "STATUS: OK\nROW_COUNT: 3\nCOLUMNS: a\n1\n... 9 more rows not shown", "STATUS: ERROR\nERROR: a\nb", "STATUS: OK\nROW_COUNT: 1\nCOLUMNS: a\nx|y"} {
+		if got, ok := ParseObservation(text, ObservationOptions{}); ok {
+			t.Errorf("%q read as %+v", text, got)
+		}
 	}
 }
