@@ -29,7 +29,7 @@ type navItem struct{ Name, Path string }
 
 // nav is the navigation bar: one item per kind of page a reader starts
 // from.
-var nav = []navItem{{"Runs", "/runs"}, {"Verdicts", "/verdicts"}, {"Lineage", "/lineage"}, {"Head", "/entry/head"}}
+var nav = []navItem{{"Runs", "/runs"}, {"Verdicts", "/verdicts"}, {"Comparison", "/compare"}, {"Lineage", "/lineage"}, {"Head", "/entry/head"}}
 
 // funcs are the helpers every template may call.
 var funcs = template.FuncMap{
