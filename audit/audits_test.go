@@ -235,7 +235,7 @@ func TestScanSharedOpening(t *testing.T) {
 		refs = append(refs, rollout.Recorded{EpisodeRef: rollout.EpisodeRef{TaskID: "t", Sample: sample, Offset: int64(len(blob)), Length: int64(len(line))}, Seq: int64(10 + sample)})
 		blob = append(append(blob, line...), '\n')
 	}
-	s := &rolloutScan{Tasks: map[string]*taskMessages{}, openings: &openings{}}
+	s := &rolloutScan{Tasks: map[string]*taskMessages{}}
 	for _, r := range refs {
 		if err := s.add(blob, r); err != nil {
 			t.Fatal(err)

@@ -28,7 +28,6 @@ import (
 type rolloutScan struct {
 	Tasks map[string]*taskMessages
 	scanScratch
-	openings *openings
 	Episodes int
 	SQLRuns  int // executed <sql> turns
 	Timeouts int
@@ -50,49 +49,6 @@ type taskMessages struct {
 	opening     []byte
 	openingMsgs []rollout.Message
 	openingSeen []*seenMessage
-}
-
-// openings interns the opening messages of the requests a scan reads,
-// shared by the scans of one gate's rollouts: every sample of a task, in
-// every blob and every evaluation of it, opens with the same prompt, which
-// is then copied and decoded once, not once per blob. Scans of different
-// blobs use it at once.
-type openings struct {
-	mu sync.RWMutex
-	m  map[string]*opening
-}
-
-// opening is one interned opening: its quoted bytes as an episode line
-// holds them, and its policy messages.
-type opening struct {
-	quoted []byte
-	msgs   []rollout.Message
-}
-
-// get returns the interned opening quoted, decoding it with decode when it
-// is new.
-func (o *openings) get(quoted []byte, decode func() ([]rollout.Message, error)) (*opening, error) {
-	o.mu.RLock()
-	op := o.m[string(quoted)]
-	o.mu.RUnlock()
-	if op != nil {
-		return op, nil
-	}
-	msgs, err := decode()
-	if err != nil {
-		return nil, err
-	}
-	op = &opening{quoted: bytes.Clone(quoted), msgs: msgs}
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	if prev := o.m[string(quoted)]; prev != nil {
-		return prev, nil
-	}
-	if o.m == nil {
-		o.m = map[string]*opening{}
-	}
-	o.m[string(op.quoted)] = op
-	return op, nil
 }
 
 // seenMessage is one distinct message and the episodes that were sent it.
@@ -118,11 +74,10 @@ type episodeView struct {
 // audits that read the same rollout or file read it once. Different
 // rollouts are read at the same time.
 type scanCache struct {
-	openings openings
-	records  ledger.Memo[[]rollout.Recorded]
-	scans    ledger.Memo[*rolloutScan]
-	tasks    ledger.Memo[[]tasks.Task]
-	golds    ledger.Memo[[]gold.Gold]
+	records ledger.Memo[[]rollout.Recorded]
+	scans   ledger.Memo[*rolloutScan]
+	tasks   ledger.Memo[[]tasks.Task]
+	golds   ledger.Memo[[]gold.Gold]
 }
 
 // readTasks reads the tasks file the ledger recorded at path with digest
@@ -210,10 +165,6 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache
 		}
 		byBlob[r.Blob] = append(byBlob[r.Blob], r)
 	}
-	ops := &openings{}
-	if c != nil {
-		ops = &c.openings
-	}
 	parts := make([]*rolloutScan, len(blobs))
 	g, ctx := errgroup.WithContext(ctx)
 	g.SetLimit(runtime.GOMAXPROCS(0))
@@ -228,7 +179,7 @@ func scanRollout(ctx context.Context, l *ledger.Ledger, run string, c *scanCache
 				return fmt.Errorf("read trajectories of %s: %w", run, err)
 			}
 			sc := scanScratches.Get().(*scanScratch)
-			part := &rolloutScan{Tasks: map[string]*taskMessages{}, scanScratch: *sc, openings: ops}
+			part := &rolloutScan{Tasks: map[string]*taskMessages{}, scanScratch: *sc}
 			defer func() {
 				*sc, part.scanScratch = part.scanScratch, scanScratch{}
 				scanScratches.Put(sc)
@@ -324,26 +275,21 @@ func (s *rolloutScan) add(blob []byte, r rollout.Recorded) error {
 	}
 	if quoted && tm.opening == nil && len(requests) > 0 {
 		if k := bytes.Index(requests[0], quotedMessagesEnd); k > 0 {
-			op, err := s.openings.get(requests[0][:k], func() ([]rollout.Message, error) {
-				if !s.quotedMessages(requests[0][:k]) {
-					body, err := s.unquote(requests[0])
-					if err != nil {
-						return nil, fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
-					}
-					return policyMessages(body), nil
-				}
-				var msgs []rollout.Message
+			var msgs []rollout.Message
+			if s.quotedMessages(requests[0][:k]) {
 				for _, m := range s.msgs {
 					if m.role != "assistant" {
 						msgs = append(msgs, rollout.Message{Role: m.role, Content: string(s.content[m.start:m.end])})
 					}
 				}
-				return msgs, nil
-			})
-			if err != nil {
-				return err
+			} else {
+				body, err := s.unquote(requests[0])
+				if err != nil {
+					return fmt.Errorf("line %d: turn 0: request: %w", r.Line, err)
+				}
+				msgs = policyMessages(body)
 			}
-			tm.opening, tm.openingMsgs = op.quoted, op.msgs
+			tm.opening, tm.openingMsgs = bytes.Clone(requests[0][:k]), msgs
 		}
 	}
 	for i, req := range requests {
