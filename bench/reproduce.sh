@@ -17,5 +17,5 @@ start=$(date +%s.%N)
 rlgate --ledger .rlgate reproduce --pipeline --json >"$work/reproduce.json"
 end=$(date +%s.%N)
 echo "load average after: $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "$(grep -o '"reproduced":true' "$work/reproduce.json" | wc -l) stages reproduced"
+echo "$(grep -Eo '"reproduced": ?true' "$work/reproduce.json" | wc -l) of $(grep -Eo '"original": ?"' "$work/reproduce.json" | wc -l) stages reproduced"
 echo "rlgate reproduce --pipeline: $(echo "$end - $start" | bc) s"
