@@ -86,3 +86,9 @@ func BenchmarkUITrajectory(b *testing.B) {
 		return "/trajectory?" + url.Values{"task": {task}, "a": {a}, "b": {c}}.Encode()
 	})
 }
+
+// BenchmarkUIRuns: the first page of the runs of the gate benchmark's
+// ledger.
+func BenchmarkUIRuns(b *testing.B) {
+	benchPage(b, func([]string, string) string { return "/runs" })
+}

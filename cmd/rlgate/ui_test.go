@@ -155,8 +155,8 @@ func atoi(t *testing.T, s string) int {
 }
 
 // TestUI serves TestReport's experiment and holds each page's figures to
-// what rlgate report --format json, runs --json and show --json state on
-// the same ledger.
+// what rlgate report --format json, runs --json, show --json and compare
+// --json state on the same ledger.
 func TestUI(t *testing.T) {
 	x := buildReportExperiment(t)
 	uiPages(t, x, x.ledger)
@@ -173,6 +173,7 @@ func uiPages(t *testing.T, x *reportExperiment, loc string) {
 	t.Run("run", func(t *testing.T) { uiRun(t, ts, passed) })
 	t.Run("lineage", func(t *testing.T) { uiLineage(t, ts, passed) })
 	t.Run("entry", func(t *testing.T) { uiEntry(t, ts, loc) })
+	t.Run("compare", func(t *testing.T) { uiCompare(t, ts, loc, x.runs) })
 }
 
 // uiVerdict: the verdict page shows the checks and claims of the verdict
