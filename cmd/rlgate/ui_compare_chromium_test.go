@@ -3,6 +3,7 @@
 package main
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,18 +12,24 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
+	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/demo"
 )
 
 // TestUIComparisonChromium follows, in Debian's chromium, the path of a
-// reader of TestReport's experiment: the comparison, the filter "solved
-// only by rl", a task's base and rl episodes side by side, a raw request,
-// and back to the grading panel's outcomes entry. Each page must render
+// reader of the demo's ledger (rlgate demo, seed 1): the comparison of the
+// verdict's evaluations, the filter "solved only by rl", a task's base and
+// rl episodes side by side, a raw request, and back to the grading panel's
+// outcomes entry. Each page must render
 // its heading with no console error (a CSP violation is one), and is
 // screenshotted into $RLGATE_SCREENSHOT_DIR when that is set.
 func TestUIComparisonChromium(t *testing.T) {
 	bin := chromiumBin(t)
-	x := buildReportExperiment(t)
-	ts := uiServe(t, x.ledger)
+	dir := filepath.Join(t.TempDir(), "demo")
+	if _, err := demo.Run(context.Background(), demo.Options{Dir: dir, Seed: 1, Exe: demoExe(t)}); err != nil {
+		t.Fatalf("demo: %v", err)
+	}
+	ts := uiServe(t, filepath.Join(dir, ledger.DefaultDir))
 	ctx := chromium(t, bin)
 	var mu sync.Mutex
 	var problems []string
