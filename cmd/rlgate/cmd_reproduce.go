@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/reproduce"
 	"github.com/urfave/cli/v3"
 )
@@ -109,7 +110,7 @@ func verdictLine(r reproduce.Result) string {
 	}
 	var differs []string
 	for _, o := range r.Outputs {
-		if o.Verdict != reproduce.Identical {
+		if o.Verdict != runner.OutputIdentical {
 			differs = append(differs, o.Name+" "+o.Verdict+" at "+o.At)
 		}
 	}

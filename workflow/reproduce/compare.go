@@ -23,11 +23,11 @@ import (
 
 // compareOutputs gives the verdict on each output rec recorded, against
 // the digests the reproduction recorded (got) and the files it wrote.
-func compareOutputs(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, lo layout, got map[string]ledger.Digest) ([]Output, error) {
-	var out []Output
+func compareOutputs(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, lo layout, got map[string]ledger.Digest) ([]runner.ReproducedOutput, error) {
+	var out []runner.ReproducedOutput
 	for _, name := range sortedKeys(rec.End.Outputs) {
 		recorded := rec.End.Outputs[name]
-		o := Output{Name: name, Recorded: &recorded}
+		o := runner.ReproducedOutput{Name: name, Recorded: &recorded}
 		var art runner.ArtifactBody
 		for _, a := range rec.Artifacts {
 			if a.Role == records.RoleOutput && a.Name == name {
@@ -38,11 +38,11 @@ func compareOutputs(ctx context.Context, l *ledger.Ledger, rec *runner.Recording
 		d, ok := got[name]
 		switch {
 		case !ok:
-			o.Verdict, o.At = Missing, "the reproduction did not write it"
+			o.Verdict, o.At = runner.OutputMissing, "the reproduction did not write it"
 		case d == recorded:
-			o.Verdict, o.Reproduced = Identical, &d
+			o.Verdict, o.Reproduced = runner.OutputIdentical, &d
 		default:
-			o.Verdict, o.Reproduced = Differs, &d
+			o.Verdict, o.Reproduced = runner.OutputDiffers, &d
 			if err := explain(ctx, l, art, lo, &o); err != nil {
 				return nil, fmt.Errorf("output %s: %w", name, err)
 			}
@@ -54,13 +54,13 @@ func compareOutputs(ctx context.Context, l *ledger.Ledger, rec *runner.Recording
 
 // explain compares a differing output further: identical once relocated
 // or as rlgate's own outcomes, or where it first differs.
-func explain(ctx context.Context, l *ledger.Ledger, art runner.ArtifactBody, lo layout, o *Output) error {
+func explain(ctx context.Context, l *ledger.Ledger, art runner.ArtifactBody, lo layout, o *runner.ReproducedOutput) error {
 	src := lo.recorded(art.Path)
 	dst, _ := lo.place(art.Path)
 	moved, err := relocate(ctx, l, art, lo, dst)
 	if err != nil || moved {
 		if moved {
-			o.Verdict, o.Relocated = Identical, true
+			o.Verdict, o.Relocated = runner.OutputIdentical, true
 		}
 		return err
 	}
@@ -73,7 +73,7 @@ func explain(ctx context.Context, l *ledger.Ledger, art runner.ArtifactBody, lo 
 		if at == "" {
 			// The stages after it read the recorded summary, as for a
 			// relocated output; the reproduced one is the new run's.
-			o.Verdict = Identical
+			o.Verdict = runner.OutputIdentical
 			raw, err := os.ReadFile(src)
 			if err != nil {
 				return err
@@ -323,7 +323,7 @@ func mismatch(a, b []byte) int {
 
 // compareMetrics compares every metric series the two runs logged point
 // by point; nil when neither logged any.
-func compareMetrics(ctx context.Context, l *ledger.Ledger, was, now string) (*Output, error) {
+func compareMetrics(ctx context.Context, l *ledger.Ledger, was, now string) (*runner.ReproducedOutput, error) {
 	keys := map[string]bool{}
 	for _, run := range []string{was, now} {
 		ks, err := l.MetricKeys(ctx, run)
@@ -337,7 +337,7 @@ func compareMetrics(ctx context.Context, l *ledger.Ledger, was, now string) (*Ou
 	if len(keys) == 0 {
 		return nil, nil
 	}
-	o := &Output{Name: "metrics", Kind: records.KindMetrics, Verdict: Identical}
+	o := &runner.ReproducedOutput{Name: "metrics", Kind: records.KindMetrics, Verdict: runner.OutputIdentical}
 	for _, k := range sortedKeys(keys) {
 		a, _, err := l.Series(ctx, was, k)
 		if err != nil {
@@ -348,7 +348,7 @@ func compareMetrics(ctx context.Context, l *ledger.Ledger, was, now string) (*Ou
 			return nil, err
 		}
 		if at := seriesDiff(k, a, b); at != "" {
-			o.Verdict, o.At = Differs, at
+			o.Verdict, o.At = runner.OutputDiffers, at
 			return o, nil
 		}
 	}

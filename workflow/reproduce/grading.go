@@ -12,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/runner"
 )
 
 // StageGrade is the stage of a grading run (grade.GradeTrajectories and
@@ -25,8 +26,8 @@ const StageGrade = "grade"
 // have the recorded digests), and the outcomes are compared task by task.
 // A grading of a predictions file (rlgate grade) names no rollout and is
 // refused.
-func reproduceGrading(ctx context.Context, l *ledger.Ledger, r ledger.Run) (Body, error) {
-	b := Body{Original: r.Run, Stage: r.Stage}
+func reproduceGrading(ctx context.Context, l *ledger.Ledger, r ledger.Run) (runner.Reproduction, error) {
+	b := runner.Reproduction{Original: r.Run, Stage: r.Stage}
 	st, err := ledger.DecodeEntry[grade.TrajectoryStart](ctx, l, r.StartedSeq)
 	if err != nil {
 		return b, err
@@ -59,15 +60,15 @@ func reproduceGrading(ctx context.Context, l *ledger.Ledger, r ledger.Run) (Body
 	if err != nil {
 		return b, err
 	}
-	b.Outputs = []Output{o}
-	b.Reproduced = o.Verdict == Identical
+	b.Outputs = []runner.ReproducedOutput{o}
+	b.Reproduced = o.Verdict == runner.OutputIdentical
 	return b, nil
 }
 
 // compareOutcomes compares two gradings' outcomes task by task and sample
 // by sample.
-func compareOutcomes(ctx context.Context, l *ledger.Ledger, was, now string) (Output, error) {
-	o := Output{Name: "outcomes", Kind: records.KindOutcomes, Verdict: Identical}
+func compareOutcomes(ctx context.Context, l *ledger.Ledger, was, now string) (runner.ReproducedOutput, error) {
+	o := runner.ReproducedOutput{Name: "outcomes", Kind: records.KindOutcomes, Verdict: runner.OutputIdentical}
 	a, err := l.Outcomes(ctx, was)
 	if err != nil {
 		return o, err
@@ -85,13 +86,13 @@ func compareOutcomes(ctx context.Context, l *ledger.Ledger, was, now string) (Ou
 	for i := range max(len(a), len(b)) {
 		switch {
 		case i >= len(a):
-			o.Verdict, o.At = Differs, fmt.Sprintf("task %s sample %d: not in the original grading", b[i].TaskID, b[i].Sample)
+			o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("task %s sample %d: not in the original grading", b[i].TaskID, b[i].Sample)
 		case i >= len(b):
-			o.Verdict, o.At = Differs, fmt.Sprintf("task %s sample %d: not graded again", a[i].TaskID, a[i].Sample)
+			o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("task %s sample %d: not graded again", a[i].TaskID, a[i].Sample)
 		case a[i].TaskID != b[i].TaskID || a[i].Sample != b[i].Sample:
-			o.Verdict, o.At = Differs, fmt.Sprintf("outcome %d: task %s sample %d, graded again as task %s sample %d", i, a[i].TaskID, a[i].Sample, b[i].TaskID, b[i].Sample)
+			o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("outcome %d: task %s sample %d, graded again as task %s sample %d", i, a[i].TaskID, a[i].Sample, b[i].TaskID, b[i].Sample)
 		case a[i].Correct != b[i].Correct || reward(a[i].Reward) != reward(b[i].Reward):
-			o.Verdict, o.At = Differs, fmt.Sprintf("task %s sample %d: correct %t reward %s, graded again correct %t reward %s",
+			o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("task %s sample %d: correct %t reward %s, graded again correct %t reward %s",
 				a[i].TaskID, a[i].Sample, a[i].Correct, reward(a[i].Reward), b[i].Correct, reward(b[i].Reward))
 		default:
 			continue

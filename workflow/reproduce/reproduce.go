@@ -26,13 +26,6 @@ import (
 	"github.com/rlgate/rlgate/stages/runner"
 )
 
-// Verdicts of one output.
-const (
-	Identical = "identical" // the same digest as recorded
-	Differs   = "differs"   // written, with another digest: At says where
-	Missing   = "missing"   // the reproduction did not write it
-)
-
 // StagePrefix begins the stage name of a reproduction's run
 // ("reproduce.rl2"), so that nothing that takes a stage's latest run (repro,
 // the gate's train: rl2, report) takes a run whose outputs lay in a scratch
@@ -43,47 +36,9 @@ const StagePrefix = "reproduce."
 // the reproduced stages' own rlgate commands record into.
 const StageLedger = ".rlgate-reproduce"
 
-// Output is the verdict on one recorded output of a run.
-type Output struct {
-	Name    string `json:"name"`
-	Kind    string `json:"kind"` // an artifact kind, or records.KindMetrics for the metric series
-	Verdict string `json:"verdict"`
-	// At is where the reproduction first differs ("file x.bin: byte offset
-	// 17", "tensor layers.3.w: max |Δ| 2.1e-07, 1 of 64 elements differ").
-	At string `json:"at,omitempty"`
-	// Relocated: identical once the work directory's path written in it is
-	// read as the stage's recorded directory (docs/REPRODUCE.md).
-	Relocated bool `json:"relocated,omitempty"`
-	// As is how the output was compared when not by its bytes: AsOutcomes
-	// for a summary rlgate eval --json wrote.
-	As         string         `json:"as,omitempty"`
-	Recorded   *ledger.Digest `json:"recorded,omitempty"`
-	Reproduced *ledger.Digest `json:"reproduced,omitempty"`
-}
-
-// Body is the body of a reproduce entry: one recorded run run again.
-type Body struct {
-	Original string `json:"original"` // the run reproduced
-	Stage    string `json:"stage"`    // its stage
-	Run      string `json:"run,omitempty"`
-	// Reproduced: the stage ran, ended ok, and every output is identical.
-	Reproduced bool `json:"reproduced"`
-	// Refused says why the stage was not run: an input missing or changed
-	// (both digests named), a secret not given again.
-	Refused string `json:"refused,omitempty"`
-	// Failed is the reproduction's run's status and reason when it did not
-	// end ok.
-	Failed string `json:"failed,omitempty"`
-	// Code says how the code version differs from the recorded one.
-	Code    string   `json:"code,omitempty"`
-	Outputs []Output `json:"outputs,omitempty"`
-}
-
-func init() { records.Register[Body](records.KindReproduce, 1) }
-
 // Result is one run's reproduction and the seq of its reproduce entry.
 type Result struct {
-	Body
+	runner.Reproduction
 	Seq int64 `json:"seq"`
 }
 
@@ -165,7 +120,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 		if err != nil {
 			return results, err
 		}
-		results = append(results, Result{Body: b, Seq: es[0].Seq})
+		results = append(results, Result{Reproduction: b, Seq: es[0].Seq})
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
@@ -176,7 +131,7 @@ func Run(ctx context.Context, l *ledger.Ledger, o Options) (results []Result, er
 // reproduceOne reproduces one run: a grading by grading its rollout
 // again, a rollout by playing it against its replay, any other by running
 // its recorded command again.
-func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work string, o Options) (Body, error) {
+func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work string, o Options) (runner.Reproduction, error) {
 	switch r.Stage {
 	case StageGrade:
 		return reproduceGrading(ctx, l, r)
@@ -185,7 +140,7 @@ func reproduceOne(ctx context.Context, l *ledger.Ledger, r ledger.Run, work stri
 	}
 	rec, err := runner.ReadRecording(ctx, l, r.Run)
 	if err != nil {
-		return Body{}, err
+		return runner.Reproduction{}, err
 	}
 	return reproduceRun(ctx, l, rec, work, o)
 }

@@ -90,7 +90,7 @@ func TestReproducesStagesInOrder(t *testing.T) {
 		if !r.Reproduced || r.Original != want || r.Refused != "" || r.Failed != "" {
 			t.Errorf("run %s: %+v", want, r)
 		}
-		b, err := ledger.DecodeEntry[Body](t.Context(), l, r.Seq)
+		b, err := ledger.DecodeEntry[runner.Reproduction](t.Context(), l, r.Seq)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,7 +132,7 @@ func TestRandomBytesDiffer(t *testing.T) {
 	run := record(t, l, dir, "noise", "mkdir -p out && printf fixed > out/a.txt && head -c 4096 /dev/urandom > out/noise.bin",
 		nil, []runner.Named{{Name: "noise", Path: "out"}})
 	r := one(t, l, Options{Runs: []string{run}})
-	if r.Reproduced || len(r.Outputs) != 1 || r.Outputs[0].Verdict != Differs ||
+	if r.Reproduced || len(r.Outputs) != 1 || r.Outputs[0].Verdict != runner.OutputDiffers ||
 		!strings.HasPrefix(r.Outputs[0].At, "file noise.bin: byte offset ") {
 		t.Errorf("want noise.bin named with its offset: %+v", r)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/runner"
 )
 
 // reproduceRollout reproduces a rollout without a model server: it is
@@ -22,8 +23,8 @@ import (
 // which answers each request with the recorded response. It reproduces
 // when every request of every episode is the recorded one byte for byte:
 // the policy side saw nothing else (gold included) than it did.
-func reproduceRollout(ctx context.Context, l *ledger.Ledger, r ledger.Run) (Body, error) {
-	b := Body{Original: r.Run, Stage: r.Stage}
+func reproduceRollout(ctx context.Context, l *ledger.Ledger, r ledger.Run) (runner.Reproduction, error) {
+	b := runner.Reproduction{Original: r.Run, Stage: r.Stage}
 	st, err := rollout.ReadStart(ctx, l, r.Run)
 	if err != nil {
 		return b, err
@@ -66,15 +67,15 @@ func reproduceRollout(ctx context.Context, l *ledger.Ledger, r ledger.Run) (Body
 	if err != nil {
 		return b, err
 	}
-	b.Outputs = []Output{o}
-	b.Reproduced = b.Failed == "" && o.Verdict == Identical
+	b.Outputs = []runner.ReproducedOutput{o}
+	b.Reproduced = b.Failed == "" && o.Verdict == runner.OutputIdentical
 	return b, nil
 }
 
 // compareRequests compares every request of two rollouts' episodes, turn
 // by turn, naming the first that differs and its first differing byte.
-func compareRequests(ctx context.Context, l *ledger.Ledger, was, now string) (Output, error) {
-	o := Output{Name: "requests", Kind: records.KindTrajectories, Verdict: Identical}
+func compareRequests(ctx context.Context, l *ledger.Ledger, was, now string) (runner.ReproducedOutput, error) {
+	o := runner.ReproducedOutput{Name: "requests", Kind: records.KindTrajectories, Verdict: runner.OutputIdentical}
 	a, err := rollout.ReadEpisodes(ctx, l, was)
 	if err != nil {
 		return o, err
@@ -95,10 +96,10 @@ func compareRequests(ctx context.Context, l *ledger.Ledger, was, now string) (Ou
 		got, ok := replayed[key{ep.TaskID, ep.Sample}]
 		switch {
 		case !ok:
-			o.Verdict, o.At = Missing, fmt.Sprintf("task %s sample %d: not played again", ep.TaskID, ep.Sample)
+			o.Verdict, o.At = runner.OutputMissing, fmt.Sprintf("task %s sample %d: not played again", ep.TaskID, ep.Sample)
 			return o, nil
 		case len(got.Turns) != len(ep.Turns):
-			o.Verdict, o.At = Differs, fmt.Sprintf("task %s sample %d: %d turns, replayed %d", ep.TaskID, ep.Sample, len(ep.Turns), len(got.Turns))
+			o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("task %s sample %d: %d turns, replayed %d", ep.TaskID, ep.Sample, len(ep.Turns), len(got.Turns))
 			return o, nil
 		}
 		for i, t := range ep.Turns {
@@ -107,13 +108,13 @@ func compareRequests(ctx context.Context, l *ledger.Ledger, was, now string) (Ou
 				if err != nil {
 					return o, err
 				}
-				o.Verdict, o.At = Differs, fmt.Sprintf("task %s sample %d turn %d: request byte offset %d", ep.TaskID, ep.Sample, t.Index, off)
+				o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("task %s sample %d turn %d: request byte offset %d", ep.TaskID, ep.Sample, t.Index, off)
 				return o, nil
 			}
 		}
 	}
 	if len(b) != len(a) {
-		o.Verdict, o.At = Differs, fmt.Sprintf("%d episodes, replayed %d", len(a), len(b))
+		o.Verdict, o.At = runner.OutputDiffers, fmt.Sprintf("%d episodes, replayed %d", len(a), len(b))
 	}
 	return o, nil
 }

@@ -52,8 +52,8 @@ func refuse(format string, args ...any) error { return &refusal{fmt.Sprintf(form
 
 // reproduceRun lays out rec's inputs under work, runs its command there
 // through the runner and compares what it wrote with what rec recorded.
-func reproduceRun(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, work string, o Options) (Body, error) {
-	b := Body{Original: rec.Run.Run, Stage: rec.Run.Stage}
+func reproduceRun(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, work string, o Options) (runner.Reproduction, error) {
+	b := runner.Reproduction{Original: rec.Run.Run, Stage: rec.Run.Stage}
 	spec, err := prepare(ctx, l, rec, work, o)
 	var r *refusal
 	switch {
@@ -89,7 +89,7 @@ func reproduceRun(ctx context.Context, l *ledger.Ledger, rec *runner.Recording, 
 	if m != nil {
 		b.Outputs = append(b.Outputs, *m)
 	}
-	b.Reproduced = b.Failed == "" && !slices.ContainsFunc(b.Outputs, func(out Output) bool { return out.Verdict != Identical })
+	b.Reproduced = b.Failed == "" && !slices.ContainsFunc(b.Outputs, func(out runner.ReproducedOutput) bool { return out.Verdict != runner.OutputIdentical })
 	return b, nil
 }
 
