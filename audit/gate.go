@@ -263,6 +263,13 @@ func decide(ctx context.Context, r, w *ledger.Ledger, p Policy) (*Verdict, error
 	if err := v.claims(p, tests); err != nil {
 		return nil, err
 	}
+	checks, err := reproducedChecks(ctx, r, p.Reproduced)
+	if err != nil {
+		return nil, err
+	}
+	for _, c := range checks {
+		v.add(c)
+	}
 	v.gated(ctx, r, s)
 	return v, nil
 }

@@ -144,6 +144,10 @@ type Policy struct {
 	Power     float64  `json:"power"` // at which the minimum detectable effect is given
 	Options   Options  `json:"options"`
 	Subjects  Subjects `json:"subjects"`
+	// Reproduced are the pipeline stages whose latest run must have been
+	// reproduced, every output identical, by rlgate reproduce
+	// (reproducedChecks); none: nothing is required.
+	Reproduced []string `json:"reproduced,omitempty"`
 	// Source is the exact text a policy file held (LoadPolicy sets it);
 	// the gate records it with the verdict, so the verdict can be
 	// re-derived. Nil for a built-in policy, whose text is its own.
@@ -395,6 +399,14 @@ func (p Policy) Check() error {
 			return field("audits", "audits: %s given twice", a)
 		}
 	}
+	for i, st := range p.Reproduced {
+		if st == "" || strings.TrimSpace(st) != st || strings.ContainsFunc(st, func(r rune) bool { return !unicode.IsPrint(r) }) {
+			return field("reproduced", "reproduced: %q: want a stage's name", st)
+		}
+		if slices.Contains(p.Reproduced[:i], st) {
+			return field("reproduced", "reproduced: %s given twice", st)
+		}
+	}
 	d := p.withDefaults()
 	for _, s := range settings {
 		if err := s.checkValue(&d); err != nil {
@@ -473,7 +485,7 @@ func LoadPolicy(path string) (Policy, error) {
 
 // policyFields are the fields of a policy file, in the order docs/GATE.md
 // shows them.
-var policyFields = []string{"name", "claims", "audits", "alpha", "resamples", "seed", "power", "options", "runs", "train"}
+var policyFields = []string{"name", "claims", "audits", "alpha", "resamples", "seed", "power", "options", "runs", "train", "reproduced"}
 
 // ParsePolicy reads a YAML policy over the built-in one: absent fields keep
 // paper-grade's values, absent options the audits' defaults. name is where
@@ -585,6 +597,11 @@ func parsePolicy(name string, raw []byte) (Policy, error) {
 			p.Subjects.Runs, err = labeledNode(v, "runs", at)
 		case "train":
 			p.Subjects.Train, err = labeledNode(v, "train", at)
+		case "reproduced":
+			err = eachScalar(v, "reproduced", at, func(n *yaml.Node) error {
+				p.Reproduced = append(p.Reproduced, n.Value)
+				return nil
+			})
 		default:
 			i := slices.IndexFunc(settings, func(s setting) bool { return !s.option && s.key == k.Value })
 			err = decodeSetting(settings[i], &p, v)
@@ -711,15 +728,19 @@ func (p Policy) InPipeline(runs map[string]string) Policy {
 	return p
 }
 
-// Held says in one line what the policy holds: its claims, its audits and
-// its significance level, e.g. "claims rl > base, sft > base; audits gold,
-// budget; α 0.05".
+// Held says in one line what the policy holds: its claims, its audits,
+// the stages it requires reproduced and its significance level, e.g.
+// "claims rl > base, sft > base; audits gold, budget; α 0.05".
 func (p Policy) Held() string {
 	claims := make([]string, len(p.Claims))
 	for i, c := range p.Claims {
 		claims[i] = c.String()
 	}
-	return fmt.Sprintf("claims %s; audits %s; α %g", strings.Join(claims, ", "), strings.Join(p.Audits, ", "), p.Alpha)
+	reproduced := ""
+	if len(p.Reproduced) > 0 {
+		reproduced = "; reproduced " + strings.Join(p.Reproduced, ", ")
+	}
+	return fmt.Sprintf("claims %s; audits %s%s; α %g", strings.Join(claims, ", "), strings.Join(p.Audits, ", "), reproduced, p.Alpha)
 }
 
 // Differences says how p differs from the built-in policy in what it
@@ -733,6 +754,7 @@ func (p Policy) Differences() []string {
 	claim := func(c Claim) string { return c.String() }
 	out = append(out, setDifference("claim", base.Claims, p.Claims, claim)...)
 	out = append(out, setDifference("audit", base.Audits, p.Audits, func(a string) string { return a })...)
+	out = append(out, setDifference("reproduced stage", base.Reproduced, p.Reproduced, func(s string) string { return s })...)
 	d, bd := p.withDefaults(), base.withDefaults()
 	for _, s := range settings {
 		got, want := s.value(&d), s.value(&bd)

@@ -47,6 +47,9 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"empty label", "runs:\n  \" \": ev-rl\n", `:2: runs: label "": want a plain identifier`},
 		{"empty run id", "runs:\n  rl: \" \"\n", `:2: runs: label "rl": no run id`},
 		{"runs as a list", "runs: [ev-rl]\n", ":1: runs: want a mapping LABEL: RUN"},
+		{"reproduced stage twice", "reproduced: [rl2, eval_rl, rl2]\n", ":1: reproduced: rl2 given twice"},
+		{"reproduced stage empty", "reproduced: [\"\"]\n", `:1: reproduced: "": want a stage's name`},
+		{"reproduced as a mapping", "reproduced: {rl2: yes}\n", ":1: reproduced: want a list"},
 
 		{"alpha near 1", "alpha: 0.999999\n", ":1: alpha 0.999999: want 0 < alpha ≤ 0.1"},
 		{"alpha 0", "alpha: 0\n", ":1: alpha 0: want 0 < alpha ≤ 0.1"},
@@ -86,7 +89,7 @@ func TestParsePolicyRefuses(t *testing.T) {
 		{"unknown field", "claims: [\"rl > base\"]\nthreshold: 1\n", `:2: unknown field "threshold": want one of name, claims, audits, alpha, resamples, seed, power, options, runs, train`},
 		{"field twice", "alpha: 0.05\nclaims: [\"rl > base\"]\nalpha: 0.9\n", ":3: alpha given twice (also line 1)"},
 		{"two documents", "claims: [\"rl > base\"]\n---\nclaims: []\n", ": more than one YAML document; want one mapping"},
-		{"empty", "", ": empty; want a YAML mapping of name, claims, audits, alpha, resamples, seed, power, options, runs, train (docs/GATE.md)"},
+		{"empty", "", ": empty; want a YAML mapping of name, claims, audits, alpha, resamples, seed, power, options, runs, train, reproduced (docs/GATE.md)"},
 		{"not a mapping", "- rl > base\n", ":1: want a YAML mapping of name"},
 		{"too long", "# " + strings.Repeat("x", MaxPolicySize) + "\nalpha: 0.05\n", fmt.Sprintf(": %d bytes, over the 65536 a policy may have", MaxPolicySize+15)},
 	} {
@@ -258,6 +261,9 @@ func TestPolicyHeldDifferences(t *testing.T) {
 			"claims rl > base; audits budget; α 0.05",
 			[]string{"drops claims rl > noupdate, sft > base", "drops audits gold, split, reward, training, identity", "power 0.9 instead of 0.8",
 				"options: mutate 20 (default 0)", "options: mutate_endpoint https://models.example/v1 (default none)"}},
+		{"reproduction required", "reproduced: [rl2, eval_rl]\n",
+			"claims rl > base, rl > noupdate, sft > base; audits gold, split, budget, reward, training, identity; reproduced rl2, eval_rl; α 0.05",
+			[]string{"adds reproduced stages rl2, eval_rl"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := "p.yaml"

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/rlgate/rlgate/audit"
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/demo"
@@ -31,6 +32,41 @@ func TestDemoReproduces(t *testing.T) {
 		t.Fatalf("demo: %v", err)
 	}
 	demoReproduce(t, dir, exe)
+	demoReproducedPolicy(t, dir)
+}
+
+// demoReproducedPolicy: the demo's gate policy with reproduced: [rl2,
+// eval_rl] passes once the pipeline was reproduced, its checks saying so,
+// and the verdict re-derives check for check.
+func demoReproducedPolicy(t *testing.T, dir string) {
+	raw, err := os.ReadFile(filepath.Join(dir, labdemo.PolicyFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := filepath.Join(t.TempDir(), "reproduced.yaml")
+	if err := os.WriteFile(policy, append(raw, "reproduced: [rl2, eval_rl]\n"...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ldir := filepath.Join(dir, ledger.DefaultDir)
+	code, out, errOut := rlgate(t, "--ledger", ldir, "gate", "--policy", policy, "--json")
+	var v audit.Verdict
+	if err := json.Unmarshal([]byte(out), &v); err != nil || code != exitOK || !v.OK {
+		t.Fatalf("gate: exit %d (%v), failed %v\n%s", code, err, failedChecks(v), errOut)
+	}
+	for _, st := range []string{"rl2", "eval_rl"} {
+		if !slices.ContainsFunc(v.Checks, func(c audit.GateCheck) bool { return c.Name == "reproduced "+st && c.OK && len(c.Seqs) == 1 }) {
+			t.Errorf("no passed check reproduced %s in %+v", st, v.Checks)
+		}
+	}
+	l, err := ledger.OpenReadOnly(context.Background(), ldir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	again, err := audit.Rederive(context.Background(), l, v.Seq)
+	if err != nil || !again.OK || len(again.Checks) != len(v.Checks) {
+		t.Errorf("the verdict re-derived: %v %+v", err, again)
+	}
 }
 
 // demoReproduce: in a finished demo directory, rlgate reproduce --pipeline
