@@ -63,18 +63,13 @@ func chromium(t *testing.T, bin string) context.Context {
 	return ctx
 }
 
-func reportLook(t *testing.T, bin, page, name string) {
-	raw, err := os.ReadFile(page)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(strings.ToLower(string(raw)), "<script") {
-		t.Error("the page holds a script; it must read without JavaScript")
-	}
-	ctx := chromium(t, bin)
-
+// watchBrowser records what the pages opened in ctx do that a reader does
+// not see, and returns the check to run once they were looked at: no
+// console error or warning, no exception (a CSP violation is one), and no
+// request that fetch does not allow.
+func watchBrowser(t *testing.T, ctx context.Context, fetch func(url string) bool) (check func()) {
 	var mu sync.Mutex
-	var problems, requests []string
+	var problems []string
 	if err := chromedp.Listen(ctx, func(ev any) {
 		mu.Lock()
 		defer mu.Unlock()
@@ -86,13 +81,36 @@ func reportLook(t *testing.T, bin, page, name string) {
 		case *runtime.EventExceptionThrown:
 			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
 		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
+			if !fetch(e.Request.URL) {
+				problems = append(problems, "fetched "+e.Request.URL)
+			}
 		}
 	}); err != nil {
 		t.Fatal(err)
 	}
+	return func() {
+		t.Helper()
+		mu.Lock()
+		defer mu.Unlock()
+		if len(problems) > 0 {
+			t.Errorf("the pages: %v", problems)
+		}
+	}
+}
+
+func reportLook(t *testing.T, bin, page, name string) {
+	raw, err := os.ReadFile(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(strings.ToLower(string(raw)), "<script") {
+		t.Error("the page holds a script; it must read without JavaScript")
+	}
+	ctx := chromium(t, bin)
 
 	url := "file://" + page
+	check := watchBrowser(t, ctx, func(u string) bool { return u == url })
+
 	if err := chromedp.Do(ctx, chromedp.Navigate(url), chromedp.WaitVisible(chromedp.CSS("p.headline"))); err != nil {
 		t.Fatal(err)
 	}
@@ -140,14 +158,5 @@ func reportLook(t *testing.T, bin, page, name string) {
 			t.Errorf("chart %d rendered %v×%v with %v marks", i, s["w"], s["h"], s["marks"])
 		}
 	}
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("console: %v", problems)
-	}
-	for _, u := range requests {
-		if u != url {
-			t.Errorf("the page fetched %s", u)
-		}
-	}
+	check()
 }

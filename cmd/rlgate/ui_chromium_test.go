@@ -8,11 +8,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/network"
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 )
 
@@ -30,24 +27,7 @@ func TestUIChromium(t *testing.T) {
 	rep := reportJSON(t, reportWrite(t, x.ledger, "--format", "json", "--runs", x.runs, "--train", x.cleanTrain))
 	ctx := chromium(t, bin)
 
-	var mu sync.Mutex
-	var problems, requests []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console "+string(e.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		case *network.EventRequestWillBeSent:
-			requests = append(requests, e.Request.URL)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	check := watchBrowser(t, ctx, func(u string) bool { return strings.HasPrefix(u, ts.URL+"/") })
 	look := func(name string, charts int) {
 		t.Helper()
 		if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS("main h1"))); err != nil {
@@ -96,14 +76,5 @@ func TestUIChromium(t *testing.T) {
 	look("evidence", 0)
 	open("lineage", "/lineage", 1)
 
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("console: %v", problems)
-	}
-	for _, u := range requests {
-		if !strings.HasPrefix(u, ts.URL+"/") {
-			t.Errorf("a page fetched %s", u)
-		}
-	}
+	check()
 }

@@ -7,10 +7,8 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
-	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/demo"
@@ -31,22 +29,7 @@ func TestUIComparisonChromium(t *testing.T) {
 	}
 	ts := uiServe(t, filepath.Join(dir, ledger.DefaultDir))
 	ctx := chromium(t, bin)
-	var mu sync.Mutex
-	var problems []string
-	if err := chromedp.Listen(ctx, func(ev any) {
-		mu.Lock()
-		defer mu.Unlock()
-		switch e := ev.(type) {
-		case *runtime.EventConsoleAPICalled:
-			if e.Type == runtime.ConsoleAPICalledTypeError || e.Type == runtime.ConsoleAPICalledTypeWarning {
-				problems = append(problems, "console "+string(e.Type))
-			}
-		case *runtime.EventExceptionThrown:
-			problems = append(problems, "exception: "+e.ExceptionDetails.Text)
-		}
-	}); err != nil {
-		t.Fatal(err)
-	}
+	check := watchBrowser(t, ctx, func(u string) bool { return strings.HasPrefix(u, ts.URL+"/") })
 	// step clicks the first element sel names (none: the page is opened
 	// by address), waits for the next page and screenshots it.
 	step := func(name, sel string, wantPath string) {
@@ -96,9 +79,5 @@ func TestUIComparisonChromium(t *testing.T) {
 		t.Fatal(err)
 	}
 	step("grading-entry", `section.grading a.seq`, "/entry/")
-	mu.Lock()
-	defer mu.Unlock()
-	if len(problems) > 0 {
-		t.Errorf("console: %v", problems)
-	}
+	check()
 }
