@@ -73,16 +73,18 @@ func runGold(ctx context.Context, l *ledger.Ledger, s Subjects, o Options, cache
 	// Each evaluation's messages are normalised and matched against its
 	// gold at the same time, into a report of its own, and its findings
 	// are then added in the evaluations' order. They share most messages
-	// (the system prompt, each database's schema): each distinct one is
-	// normalised once for all of them.
-	norm := &normalized{m: map[string]string{}}
+	// (the system prompt, each database's schema) and their gold: each
+	// distinct message is normalised, and each gold made a matcher, once
+	// for all of them.
+	norm := newShared(normalizeSQL)
+	matchers := newShared(func(sql string) *goldMatcher { return newGoldMatcher(sql, o.GoldSubstring) })
 	found := make([]*Report, len(evals))
 	err = ledger.ForEach(ctx, len(evals), func(ctx context.Context, i int) error {
 		if goldErrs[i] != nil {
 			return nil
 		}
 		found[i] = newReport(AuditGold, s)
-		return scanGold(ctx, l, found[i], evals[i], golds[i], o, cache, norm)
+		return scanGold(ctx, l, found[i], evals[i], golds[i], cache, norm, matchers)
 	})
 	if err != nil {
 		return nil, err
@@ -136,14 +138,14 @@ func verifiedGold(ctx context.Context, l *ledger.Ledger, e *evalRun, cache *scan
 
 // scanGold looks for each task's gold in the distinct policy-visible
 // messages of its episodes.
-func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, o Options, cache *scanCache, norm *normalized) error {
+func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, golds map[string]string, cache *scanCache, norm *shared[string], matchers *shared[*goldMatcher]) error {
 	sc, err := cache.scan(ctx, l, e.grade.Rollout)
 	if err != nil {
 		return err
 	}
 	leaks, messages := 0, 0
 	for _, id := range slices.Sorted(maps.Keys(sc.Tasks)) {
-		m := newGoldMatcher(golds[id], o.GoldSubstring)
+		m := matchers.of(golds[id])
 		for _, msg := range sc.Tasks[id].Messages {
 			messages++
 			match, frag := m.findNormalized(norm.of(msg.Content))
@@ -167,26 +169,32 @@ func scanGold(ctx context.Context, l *ledger.Ledger, r *Report, e *evalRun, gold
 	return nil
 }
 
-// normalized holds messages normalised (normalizeSQL), for the scans of
-// several evaluations at once: many tasks and evaluations share a message
-// (the system prompt, a database's schema, an observation).
-type normalized struct {
-	mu sync.Mutex
-	m  map[string]string
+// shared holds a value built from each key, built once for the scans of
+// several evaluations at once, which share most keys: each distinct
+// message (the system prompt, a database's schema, an observation) is
+// normalised once, and each gold query made a matcher once.
+type shared[V any] struct {
+	mu    sync.Mutex
+	m     map[string]V
+	build func(string) V
 }
 
-// of returns text normalised, normalising it only if no scan has.
-func (n *normalized) of(text string) string {
-	n.mu.Lock()
-	t, ok := n.m[text]
-	n.mu.Unlock()
+func newShared[V any](build func(string) V) *shared[V] {
+	return &shared[V]{m: map[string]V{}, build: build}
+}
+
+// of returns the value of key, building it only if no scan has.
+func (s *shared[V]) of(key string) V {
+	s.mu.Lock()
+	v, ok := s.m[key]
+	s.mu.Unlock()
 	if !ok {
-		t = normalizeSQL(text)
-		n.mu.Lock()
-		n.m[text] = t
-		n.mu.Unlock()
+		v = s.build(key)
+		s.mu.Lock()
+		s.m[key] = v
+		s.mu.Unlock()
 	}
-	return t
+	return v
 }
 
 // compact sorts xs and drops repeats.
@@ -199,13 +207,17 @@ func compact[T cmp.Ordered](xs []T) []T {
 // goldMatcher finds one gold query, normalised, in normalised text: the
 // whole of it, or any window of its normalised form n characters long.
 // Windows are looked for with a rolling hash: only a text window whose
-// hash is in filter is looked up in windows.
+// hash is in filter is looked up among the gold's window hashes, and
+// only a window whose hash is among them is compared with the gold. The
+// hashes are a sorted slice, not a map of the windows: a gate builds a
+// matcher for every task it evaluated, and a map of strings cost three
+// times the memory and most of the time of building it.
 type goldMatcher struct {
-	whole   string
-	n       int
-	windows map[string]bool
-	filter  [filterBits / 64]uint64
-	pow     uint64 // rollBase to the power n
+	whole  string
+	n      int
+	hashes []uint64 // of every window of whole, sorted, without repeats
+	filter [filterBits / 64]uint64
+	pow    uint64 // rollBase to the power n
 }
 
 // The rolling hash of a window w is the sum of w[i]·rollBase^(n-1-i)
@@ -220,16 +232,35 @@ const (
 const minWholeGold = 16
 
 func newGoldMatcher(sql string, n int) *goldMatcher {
-	m := &goldMatcher{whole: normalizeSQL(sql), n: n, windows: map[string]bool{}, pow: 1}
+	m := &goldMatcher{whole: normalizeSQL(sql), n: n, pow: 1}
 	for range n {
 		m.pow *= rollBase
 	}
-	m.roll(m.whole, func(i int, h uint64) bool {
-		m.windows[m.whole[i:i+n]] = true
+	if len(m.whole) >= n {
+		m.hashes = make([]uint64, 0, len(m.whole)-n+1)
+	}
+	m.roll(m.whole, func(_ int, h uint64) bool {
+		m.hashes = append(m.hashes, h)
 		m.filter[h>>52/64] |= 1 << (h >> 52 % 64)
 		return false
 	})
+	slices.Sort(m.hashes)
+	m.hashes = slices.Compact(m.hashes)
 	return m
+}
+
+// isWindow reports whether w, a window of text whose rolling hash is h,
+// is a window of the gold.
+func (m *goldMatcher) isWindow(w string, h uint64) bool {
+	if m.filter[h>>52/64]&(1<<(h>>52%64)) == 0 {
+		return false
+	}
+	if _, ok := slices.BinarySearch(m.hashes, h); !ok {
+		return false
+	}
+	// Equal hashes of different windows are possible, if unlikely: the
+	// window itself decides.
+	return strings.Contains(m.whole, w)
 }
 
 // roll calls f with the start and hash of each n-character window of t in
@@ -264,7 +295,7 @@ func (m *goldMatcher) findNormalized(t string) (match, frag string) {
 		return "gold", m.whole
 	}
 	m.roll(t, func(i int, h uint64) bool {
-		if m.filter[h>>52/64]&(1<<(h>>52%64)) != 0 && m.windows[t[i:i+m.n]] {
+		if m.isWindow(t[i:i+m.n], h) {
 			match, frag = "fragment", t[i:i+m.n]
 			return true
 		}
