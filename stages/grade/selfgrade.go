@@ -1,7 +1,7 @@
 package grade
 
 import (
-	"cmp"
+	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -142,8 +142,20 @@ func SampleGold(golds []gold.Gold, n int, seed uint64) []gold.Gold {
 	if len(golds) <= n {
 		return golds
 	}
-	key := func(g gold.Gold) string { return ledger.Sum(fmt.Appendf(nil, "%d:%s", seed, g.ID)).String() }
-	s := slices.Clone(golds)
-	slices.SortFunc(s, func(a, b gold.Gold) int { return cmp.Compare(key(a), key(b)) })
-	return s[:n]
+	// Each key is hashed once, not at every comparison of the sort; its
+	// bytes order as its hex did.
+	type keyed struct {
+		key ledger.Digest
+		g   gold.Gold
+	}
+	ks := make([]keyed, len(golds))
+	for i, g := range golds {
+		ks[i] = keyed{ledger.Sum(fmt.Appendf(nil, "%d:%s", seed, g.ID)), g}
+	}
+	slices.SortFunc(ks, func(a, b keyed) int { return bytes.Compare(a.key[:], b.key[:]) })
+	s := make([]gold.Gold, n)
+	for i := range s {
+		s[i] = ks[i].g
+	}
+	return s
 }
