@@ -4,38 +4,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/urfave/cli/v3"
 )
-
-// resolveStages is audit.ResolveStages for the ledger audits, saying on
-// notes which run each stage name was taken to be (noteResolution).
-func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, notes io.Writer) (audit.Subjects, error) {
-	out, res, err := audit.ResolveStages(ctx, l, s)
-	if err != nil {
-		return s, err
-	}
-	note := noteResolution(notes)
-	for _, r := range res {
-		note(r)
-	}
-	return out, nil
-}
-
-// noteResolution says on notes, a line apiece, which run a stage name was
-// taken to be; nil notes hear nothing.
-func noteResolution(notes io.Writer) func(audit.Resolution) {
-	if notes == nil {
-		notes = io.Discard
-	}
-	return func(r audit.Resolution) { fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String())) }
-}
 
 // subjectsFlags name what a ledger audit or the gate looks at.
 func subjectsFlags(required bool) []cli.Flag {

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
@@ -63,34 +61,14 @@ func newEvalCommand() *cli.Command {
 			}
 			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
 				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
-			asJSON, w := cmd.Bool("json"), cmd.Root().Writer
 			if err != nil {
-				if s != nil && !asJSON {
-					printRolloutSummary(w, s.RolloutSummary)
+				if s != nil && !cmd.Bool("json") {
+					evaluate.WriteRollout(cmd.Root().Writer, s.RolloutSummary)
 				}
 				return fromWorkflow(err)
 			}
-			return emit(w, asJSON, s, func(w io.Writer) error { printEvalSummary(w, s); return nil })
+			return emit(cmd, s, s.WriteText)
 		},
-	}
-}
-
-// printEvalSummary prints the rollout's summary, then the grading's as
-// rlgate grade prints it, with pass@k when the mode computes it.
-func printEvalSummary(w io.Writer, s *evaluate.EvalSummary) {
-	rs, ts := s.RolloutSummary, s.TrajectorySummary
-	printRolloutSummary(w, rs)
-	if ts.Incomplete {
-		fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
-			ts.Unfinished, rs.Tasks*rs.Samples)
-	}
-	desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
-	if ts.Mode == grade.ModePassK {
-		desc += fmt.Sprintf(" (any of %d samples)", rs.Samples)
-	}
-	printGradeSummary(w, desc, ts)
-	if ts.PassAtK != nil {
-		fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, rs.Samples)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -119,7 +120,7 @@ func runExport(ctx context.Context, dir string, asJSON bool, w io.Writer, do fun
 	if err != nil {
 		return nil, err
 	}
-	return s, emit(w, asJSON, s, func(w io.Writer) error {
+	return s, textout.Emit(w, asJSON, s, func(w io.Writer) error {
 		verb := "recorded"
 		if s.Status == "complete" {
 			verb = "was recorded before; files written again, identical"

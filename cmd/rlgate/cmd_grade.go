@@ -81,12 +81,7 @@ func newGradeCommand() *cli.Command {
 			}
 			// One shape however many files: a list of summaries, in
 			// --predictions order.
-			return emit(cmd.Root().Writer, cmd.Bool("json"), out, func(w io.Writer) error {
-				for _, s := range out {
-					printGradeSummary(w, s.Predictions, s)
-				}
-				return nil
-			})
+			return emit(cmd, out, func(w io.Writer) error { return evaluate.WriteGrades(w, out) })
 		},
 	}
 }

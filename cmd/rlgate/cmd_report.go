@@ -9,7 +9,9 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/workflow/audits"
 	"github.com/rlgate/rlgate/workflow/report"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -106,7 +108,7 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 			return nil, err
 		}
 		s := &reportSummary{Check: res}
-		err = emit(w, o.JSON, s, func(w io.Writer) error {
+		err = textout.Emit(w, o.JSON, s, func(w io.Writer) error {
 			for _, d := range res.Differences {
 				if _, err := fmt.Fprintln(w, d); err != nil {
 					return err
@@ -120,7 +122,7 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 		}
 		return s, err
 	}
-	r, err := report.Write(ctx, l, o.Report, o.Out, noteResolution(o.Notes))
+	r, err := report.Write(ctx, l, o.Report, o.Out, audits.Notes(o.Notes))
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +130,7 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummar
 	for _, f := range r.Request.Formats {
 		s.Files = append(s.Files, reports.Files[f])
 	}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
+	return s, textout.Emit(w, o.JSON, s, func(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "%s\nwrote %s into %s (ledger head %s)\n", r.Headline, strings.Join(s.Files, ", "), o.Out, r.Head)
 		return err
 	})

@@ -12,6 +12,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/workflow/repro"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -136,7 +137,7 @@ func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.D
 		return ds, err
 	}
 	if opts.JSON {
-		if err := emit(w, true, ds, nil); err != nil {
+		if err := textout.Emit(w, true, ds, nil); err != nil {
 			return ds, err
 		}
 	}

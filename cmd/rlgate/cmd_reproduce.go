@@ -9,6 +9,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/reproduce"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -76,7 +77,7 @@ func runReproduce(ctx context.Context, dir string, o reproduce.Options, asJSON b
 	if err != nil {
 		return err
 	}
-	if err := emit(w, asJSON, rs, func(w io.Writer) error {
+	if err := textout.Emit(w, asJSON, rs, func(w io.Writer) error {
 		for _, r := range rs {
 			fmt.Fprintf(w, "rlgate: %-13s %s\n", r.Stage, verdictLine(r))
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -73,7 +74,7 @@ func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*se
 		return nil, fmt.Errorf("serve replay: %w. Try: another --addr", err)
 	}
 	s := &serveReplaySummary{Run: o.Run, Model: rp.Model(), Episodes: rp.Episodes(), URL: "http://" + ln.Addr().String() + "/v1"}
-	err = emit(w, o.JSON, s, func(w io.Writer) error {
+	err = textout.Emit(w, o.JSON, s, func(w io.Writer) error {
 		_, err := fmt.Fprintf(w, "rlgate: replaying run %s (%d episodes, model %s) at %s; stop with Ctrl-C\n", s.Run, s.Episodes, ledger.Printable(s.Model), s.URL)
 		return err
 	})
