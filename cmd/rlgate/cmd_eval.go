@@ -1,11 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"strconv"
-	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -55,9 +51,9 @@ func newEvalCommand() *cli.Command {
 			if !m.Executes() {
 				return usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", m, m)
 			}
-			weights, err := parseWeights(cmd.StringSlice("reward-weight"))
+			weights, err := evaluate.ParseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {
-				return err
+				return fromWorkflow(err)
 			}
 			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
 				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
@@ -70,29 +66,4 @@ func newEvalCommand() *cli.Command {
 			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-// parseWeights reads NAME=W pairs into reward weights by their JSON names;
-// none given leaves the zero value, which grading takes as the default.
-func parseWeights(pairs []string) (grade.Weights, error) {
-	m := map[string]float64{}
-	for _, p := range pairs {
-		name, val, ok := strings.Cut(p, "=")
-		w, err := strconv.ParseFloat(val, 64)
-		if !ok || err != nil {
-			return grade.Weights{}, usagef("--reward-weight %q: want NAME=NUMBER", p)
-		}
-		m[name] = w
-	}
-	var weights grade.Weights
-	if len(m) == 0 {
-		return weights, nil
-	}
-	raw, _ := json.Marshal(m)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&weights); err != nil {
-		return weights, usagef("--reward-weight: %v (names: execution, soft_f1, format, parses, schema_jaccard, bigram)", err)
-	}
-	return weights, nil
 }

@@ -74,7 +74,8 @@ func newGradeCommand() *cli.Command {
 					AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 			}
 			// Zero leaves each metric its official default.
-			opts := grade.Options{BirdBudget: timeout, QueryTimeout: timeout}
+			opts := grade.Options{BirdBudget: timeout}
+			opts.Timeout = timeout
 			out, err := evaluate.Grade(ctx, ledgerDir(cmd), opts, files)
 			if err != nil {
 				return err

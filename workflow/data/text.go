@@ -3,9 +3,12 @@ package data
 import (
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/export"
 )
 
 // WriteImported writes what an import wrote and recorded, and the
@@ -43,4 +46,21 @@ func skippedByDB(skipped []dataset.Skipped) string {
 func (s *Rendered) WriteText(w io.Writer) error {
 	_, err := fmt.Fprintf(w, "rendered %d prompts to %s %s (protocol %s); recorded as entry %d\n", s.Tasks, s.Out, s.Digest, s.ProtocolDigest, s.Seq)
 	return err
+}
+
+// WriteExport writes what an export wrote and recorded, and what it left
+// out (rlgate export).
+func WriteExport(w io.Writer, s *export.Summary) error {
+	verb := "recorded"
+	if s.Status == "complete" {
+		verb = "was recorded before; files written again, identical"
+	}
+	fmt.Fprintf(w, "rlgate: export %s %s: %d %s rows (%s); entries %d..%d\n", s.Run, verb, s.Rows, s.Kind, s.Format, s.StartSeq, s.EndSeq)
+	if x := s.Exclusion; x != nil {
+		fmt.Fprintf(w, "rlgate: left out %d tasks of the %d ids in %s (%s)\n", x.Excluded, x.IDs, x.Path, x.Digest)
+	}
+	for _, n := range slices.Sorted(maps.Keys(s.Outputs)) {
+		fmt.Fprintf(w, "rlgate: wrote %s %s\n", s.Paths[n], s.Outputs[n])
+	}
+	return nil
 }

@@ -2,7 +2,8 @@
 // OpenAI API for rlgate serve-policy: until the command is interrupted, or
 // while one command runs against it, supervised as a stage of rlgate run
 // is (runner.Command), so that one supervisor starts, stops and reaps
-// every child process rlgate runs.
+// every child process rlgate runs. It also serves a recorded rollout's
+// replies for rlgate serve-replay (Replay).
 package serve
 
 import (
