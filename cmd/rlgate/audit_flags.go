@@ -59,27 +59,13 @@ func subjectsFrom(cmd *cli.Command) (audit.Subjects, error) {
 // auditOptionsFrom reads the flags of auditOptionFlags that were given
 // over base.
 func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
-	if cmd.IsSet("max-kl-growth") {
-		base.MaxKLGrowth = cmd.Float("max-kl-growth")
-	}
-	if cmd.IsSet("self-grade-sample") {
-		base.SelfGradeSample = cmd.Int("self-grade-sample")
-	}
-	if cmd.IsSet("gold-substring") {
-		base.GoldSubstring = cmd.Int("gold-substring")
-	}
-	if cmd.IsSet("near-duplicate") {
-		base.NearDuplicate = cmd.Float("near-duplicate")
-	}
-	if cmd.IsSet("split-by-database") {
-		base.SplitByDatabase = cmd.Bool("split-by-database")
-	}
-	if cmd.IsSet("mutate") {
-		base.Mutate = cmd.Int("mutate")
-	}
-	if cmd.IsSet("mutate-endpoint") {
-		base.MutateEndpoint = cmd.String("mutate-endpoint")
-	}
+	ifSet(cmd, "max-kl-growth", cmd.Float, &base.MaxKLGrowth)
+	ifSet(cmd, "self-grade-sample", cmd.Int, &base.SelfGradeSample)
+	ifSet(cmd, "gold-substring", cmd.Int, &base.GoldSubstring)
+	ifSet(cmd, "near-duplicate", cmd.Float, &base.NearDuplicate)
+	ifSet(cmd, "split-by-database", cmd.Bool, &base.SplitByDatabase)
+	ifSet(cmd, "mutate", cmd.Int, &base.Mutate)
+	ifSet(cmd, "mutate-endpoint", cmd.String, &base.MutateEndpoint)
 	return base
 }
 

@@ -31,6 +31,12 @@ type Endpoint struct {
 	URL           string `json:"url"` // the OpenAI base URL to give rlgate rollout/eval --endpoint
 }
 
+// WriteText says what is served, where, and how to stop it.
+func (e Endpoint) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "rlgate: serving %s as %s at %s\nmodel identity: %s\nstop with Ctrl-C\n", e.Ckpt, e.Model, e.URL, e.ModelIdentity)
+	return err
+}
+
 // Server is the reference policy of one checkpoint, listening.
 type Server struct {
 	Endpoint
