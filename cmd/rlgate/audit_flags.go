@@ -4,38 +4,11 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"io"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/urfave/cli/v3"
 )
-
-// resolveStages is audit.ResolveStages for the ledger audits, saying on
-// notes which run each stage name was taken to be (noteResolution).
-func resolveStages(ctx context.Context, l *ledger.Ledger, s audit.Subjects, notes io.Writer) (audit.Subjects, error) {
-	out, res, err := audit.ResolveStages(ctx, l, s)
-	if err != nil {
-		return s, err
-	}
-	note := noteResolution(notes)
-	for _, r := range res {
-		note(r)
-	}
-	return out, nil
-}
-
-// noteResolution says on notes, a line apiece, which run a stage name was
-// taken to be; nil notes hear nothing.
-func noteResolution(notes io.Writer) func(audit.Resolution) {
-	if notes == nil {
-		notes = io.Discard
-	}
-	return func(r audit.Resolution) { fmt.Fprintln(notes, "rlgate:", ledger.Printable(r.String())) }
-}
 
 // subjectsFlags name what a ledger audit or the gate looks at.
 func subjectsFlags(required bool) []cli.Flag {
@@ -86,27 +59,13 @@ func subjectsFrom(cmd *cli.Command) (audit.Subjects, error) {
 // auditOptionsFrom reads the flags of auditOptionFlags that were given
 // over base.
 func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
-	if cmd.IsSet("max-kl-growth") {
-		base.MaxKLGrowth = cmd.Float("max-kl-growth")
-	}
-	if cmd.IsSet("self-grade-sample") {
-		base.SelfGradeSample = cmd.Int("self-grade-sample")
-	}
-	if cmd.IsSet("gold-substring") {
-		base.GoldSubstring = cmd.Int("gold-substring")
-	}
-	if cmd.IsSet("near-duplicate") {
-		base.NearDuplicate = cmd.Float("near-duplicate")
-	}
-	if cmd.IsSet("split-by-database") {
-		base.SplitByDatabase = cmd.Bool("split-by-database")
-	}
-	if cmd.IsSet("mutate") {
-		base.Mutate = cmd.Int("mutate")
-	}
-	if cmd.IsSet("mutate-endpoint") {
-		base.MutateEndpoint = cmd.String("mutate-endpoint")
-	}
+	ifSet(cmd, "max-kl-growth", cmd.Float, &base.MaxKLGrowth)
+	ifSet(cmd, "self-grade-sample", cmd.Int, &base.SelfGradeSample)
+	ifSet(cmd, "gold-substring", cmd.Int, &base.GoldSubstring)
+	ifSet(cmd, "near-duplicate", cmd.Float, &base.NearDuplicate)
+	ifSet(cmd, "split-by-database", cmd.Bool, &base.SplitByDatabase)
+	ifSet(cmd, "mutate", cmd.Int, &base.Mutate)
+	ifSet(cmd, "mutate-endpoint", cmd.String, &base.MutateEndpoint)
 	return base
 }
 

@@ -163,13 +163,13 @@ func TestGradeQueryTimeoutFlag(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	var recorded []grade.Options
+	var recorded []grade.RecordedOptions
 	for e, err := range l.Entries(context.Background(), ledger.Filter{Run: "hostile", Kind: "run.start"}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 		var body struct {
-			Options grade.Options `json:"grader_options"`
+			Options grade.RecordedOptions `json:"grader_options"`
 		}
 		if err := json.Unmarshal(e.Body, &body); err != nil {
 			t.Fatal(err)
@@ -177,8 +177,8 @@ func TestGradeQueryTimeoutFlag(t *testing.T) {
 		recorded = append(recorded, body.Options)
 	}
 	want := grade.DefaultOptions()
-	want.BirdBudget, want.QueryTimeout = time.Second, time.Second
-	if diff := cmp.Diff([]grade.Options{want}, recorded); diff != "" {
+	want.BirdBudget, want.Timeout = time.Second, time.Second
+	if diff := cmp.Diff([]grade.RecordedOptions{want.Record()}, recorded); diff != "" {
 		t.Errorf("recorded grader options (-want +got):\n%s", diff)
 	}
 }

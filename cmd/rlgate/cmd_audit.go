@@ -7,6 +7,8 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/audits"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -71,19 +73,11 @@ type auditWeightsOptions struct {
 }
 
 func runAuditWeights(ctx context.Context, opts auditWeightsOptions, w io.Writer) (*audit.WeightsReport, error) {
-	l, err := ledger.Open(ctx, opts.Dir) // before hashing, which can take minutes
+	r, err := audits.Weights(ctx, opts.Dir, opts.Weights)
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
-	r, err := audit.AuditWeights(ctx, opts.Weights)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Record(ctx, l); err != nil {
-		return nil, err
-	}
-	err = emit(w, opts.JSON, r, func(w io.Writer) error { return printWeights(w, r) })
+	err = textout.Emit(w, opts.JSON, r, func(w io.Writer) error { return audits.WriteWeights(w, r) })
 	if err == nil && !r.OK {
 		err = checkFailed{fmt.Sprintf("audit weights: %d of %d checks failed (entry %d)", r.Failed, len(r.Findings), r.Seq)}
 	}
@@ -107,44 +101,17 @@ func newLedgerAuditCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
-				opts := ledgerAuditOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Audit: name, Subjects: s, Options: auditOptionsFrom(cmd, audit.Options{}),
-					Notes: cmd.Root().ErrWriter}
-				_, err = runLedgerAudit(ctx, opts, cmd.Root().Writer)
+				r, err := audits.Ledger(ctx, ledgerDir(cmd), name, s, auditOptionsFrom(cmd, audit.Options{}), cmd.Root().ErrWriter)
+				if err != nil {
+					return err
+				}
+				err = emit(cmd, r, func(w io.Writer) error { return audits.WriteReport(w, r) })
+				if err == nil && !r.OK {
+					err = checkFailed{fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)}
+				}
 				return err
 			},
 		})
 	}
 	return out
-}
-
-type ledgerAuditOptions struct {
-	Dir      string
-	JSON     bool
-	Audit    string
-	Subjects audit.Subjects
-	Options  audit.Options
-	Notes    io.Writer // hears which run each stage name was taken to be
-}
-
-func runLedgerAudit(ctx context.Context, opts ledgerAuditOptions, w io.Writer) (*audit.Report, error) {
-	l, err := ledger.Open(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	if opts.Subjects, err = resolveStages(ctx, l, opts.Subjects, opts.Notes); err != nil {
-		return nil, err
-	}
-	r, err := audit.Audit(ctx, l, opts.Audit, opts.Subjects, opts.Options)
-	if err != nil {
-		return nil, err
-	}
-	if err := r.Record(ctx, l); err != nil {
-		return nil, err
-	}
-	err = emit(w, opts.JSON, r, func(w io.Writer) error { return printAuditReport(w, r) })
-	if err == nil && !r.OK {
-		err = checkFailed{fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)}
-	}
-	return r, err
 }

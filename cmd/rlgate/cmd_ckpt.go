@@ -2,11 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"slices"
 
-	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/workflow/digest"
@@ -45,32 +41,9 @@ func newCkptDigestCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printCheckpoint(w, r) })
+			return emit(cmd, r, r.WriteText)
 		},
 	}
-}
-
-func printCheckpoint(w io.Writer, r *digest.CheckpointDigest) error {
-	fmt.Fprintf(w, "%s  %s  (model identity)\n", r.Identity, r.Path)
-	t := newTable(w, "file", "kind", "bytes", "digest")
-	for _, f := range r.Files {
-		t.Append(f.Path, f.Kind, fmt.Sprint(f.Size), f.Digest.String())
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	t = newTable(w, "tensor", "dtype", "shape", "bytes", "digest")
-	for _, ts := range r.Tensors {
-		t.Append(ts.Name, string(ts.DType), fmt.Sprint(ts.Shape), fmt.Sprint(ts.Size), ts.Digest.String())
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	fmt.Fprintf(w, "%d files, %d tensors, %d bytes\n", len(r.Files), len(r.Tensors), r.Size)
-	if r.Seq != 0 {
-		fmt.Fprintf(w, "recorded as checkpoint %q, entry %d, manifest %s\n", r.Name, r.Seq, r.Manifest)
-	}
-	return nil
 }
 
 func newCkptDiffCommand() *cli.Command {
@@ -100,7 +73,7 @@ func newCkptDiffCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printDiff(w, r) })
+			return emit(cmd, r, r.WriteText)
 		},
 	}
 }
@@ -120,28 +93,4 @@ func toleranceFrom(cmd *cli.Command) (manifests.Tolerance, error) {
 		return tol, usagef("--atol %g --rtol %g: tolerances must be zero or positive", tol.ATol, tol.RTol)
 	}
 	return tol, nil
-}
-
-func printDiff(w io.Writer, r *digest.Diffed) error {
-	t := newTable(w, "tensor", "dtype", "changed", "changed %", "mean |Δ|", "max |Δ|", "‖Δ‖", "‖Δ‖/‖A‖")
-	var nonFinite int64
-	for _, d := range slices.SortedStableFunc(slices.Values(r.Tensors), audit.CompareRelChange) {
-		t.Append(d.Name, string(d.DType), fmt.Sprint(d.Changed), fmt.Sprintf("%.4g", 100*d.ChangedFraction),
-			fmt.Sprintf("%.4g", d.MeanAbsDelta), fmt.Sprintf("%.4g", d.MaxAbsDelta), fmt.Sprintf("%.4g", d.L2Delta), audit.FormatRelChange(d.RelL2Delta))
-		nonFinite += d.NonFinite
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	if r.IdentityA != nil {
-		fmt.Fprintf(w, "A %s  %s\nB %s  %s\n", r.IdentityA, r.A, r.IdentityB, r.B)
-	}
-	fmt.Fprintf(w, "%d of %d tensors changed, %d bit-identical; %d of %d elements changed (%.4g%%) with |a−b| > %g + %g·|a|",
-		r.TensorsChanged, len(r.Tensors), r.TensorsIdentical, r.ElementsChanged, r.Elements,
-		100*float64(r.ElementsChanged)/float64(max(r.Elements, 1)), r.Tolerance.ATol, r.Tolerance.RTol)
-	if nonFinite > 0 {
-		fmt.Fprintf(w, "; %d with a non-finite Δ", nonFinite)
-	}
-	_, err := fmt.Fprintln(w)
-	return err
 }

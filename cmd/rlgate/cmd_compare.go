@@ -8,8 +8,8 @@ import (
 	"slices"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stats"
+	"github.com/rlgate/rlgate/workflow/audits"
 	"github.com/urfave/cli/v3"
 )
 
@@ -46,84 +46,11 @@ func newCompareCommand() *cli.Command {
 				return usagef("--baseline %q: want one of the labels in --runs", b)
 			}
 			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples")), ByDifficulty: true}
-			_, err = runCompare(ctx, ledgerDir(cmd), opts, cmd.Bool("json"), cmd.Root().Writer)
-			return err
+			c, err := audits.Compare(ctx, ledgerDir(cmd), opts)
+			if err != nil {
+				return err
+			}
+			return emit(cmd, c, func(w io.Writer) error { return audits.WriteComparison(w, c) })
 		},
 	}
-}
-
-func runCompare(ctx context.Context, dir string, opts audit.CompareOptions, asJSON bool, w io.Writer) (*audit.Comparison, error) {
-	l, err := ledger.Open(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	c, err := audit.Compare(ctx, l, opts)
-	if err != nil {
-		return nil, err
-	}
-	if err := c.Record(ctx, l); err != nil {
-		return nil, err
-	}
-	return c, emit(w, asJSON, c, func(w io.Writer) error { return printComparison(w, c) })
-}
-
-func printComparison(w io.Writer, c *audit.Comparison) error {
-	level := fmt.Sprintf("%g%%", 100*(1-c.Alpha))
-	t := newTable(w, "model", "run", "correct", "accuracy", "Wilson "+level+" CI")
-	for _, m := range c.Models {
-		t.Append(m.Label, m.Run, fmt.Sprintf("%d/%d", m.Correct, m.N), fmt.Sprintf("%.4f", m.Accuracy), fmt.Sprintf("[%.4f, %.4f]", m.Wilson.Lo, m.Wilson.Hi))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	t = newTable(w, "comparison", "Δ accuracy", "bootstrap "+level+" CI", "b", "c", "McNemar exact p", "Holm p", fmt.Sprintf("MDE (%g%% power)", 100*c.Power))
-	for _, p := range c.Pairs {
-		t.Append(p.Label+" vs "+p.Baseline, fmt.Sprintf("%+.4f", p.Delta),
-			fmt.Sprintf("[%+.4f, %+.4f]", p.Bootstrap.Percentile.Lo, p.Bootstrap.Percentile.Hi),
-			fmt.Sprint(p.B), fmt.Sprint(p.C), fmt.Sprintf("%.4g", p.McNemar.ExactP), fmt.Sprintf("%.4g", p.HolmP), fmt.Sprintf("%.4f", p.MDE))
-	}
-	if err := t.Render(); err != nil {
-		return err
-	}
-	if err := printByDifficulty(w, c); err != nil {
-		return err
-	}
-	recorded := fmt.Sprintf("recorded as entry %d", c.Seq)
-	if c.Seq == 0 {
-		recorded = "not recorded" // rlgate demo shows what its compare stage recorded
-	}
-	_, err := fmt.Fprintf(w, "%d paired tasks (task set %s); bootstrap B=%d, seed %d; %s\n", c.Tasks, c.TaskSet, c.B, c.Seed, recorded)
-	return err
-}
-
-// printByDifficulty prints the comparison's breakdown by difficulty
-// level, one row per level: tasks, each run's correct count, and b, c and
-// Δ of each run against the baseline.
-func printByDifficulty(w io.Writer, c *audit.Comparison) error {
-	if len(c.ByDifficulty) == 0 {
-		return nil
-	}
-	head := []any{"difficulty", "tasks"}
-	for _, m := range c.Models {
-		head = append(head, m.Label+" correct")
-	}
-	for _, p := range c.Pairs {
-		head = append(head, p.Label+" b", p.Label+" c", p.Label+" Δ")
-	}
-	if _, err := fmt.Fprintf(w, "by difficulty (b, c and Δ against %s):\n", c.Baseline); err != nil {
-		return err
-	}
-	t := newTable(w, head...)
-	for _, d := range c.ByDifficulty {
-		row := []any{d.Difficulty, d.Tasks}
-		for _, m := range c.Models {
-			row = append(row, d.Correct[m.Label])
-		}
-		for _, p := range d.Pairs {
-			row = append(row, p.B, p.C, fmt.Sprintf("%+.4f", p.Delta))
-		}
-		t.Append(row...)
-	}
-	return t.Render()
 }

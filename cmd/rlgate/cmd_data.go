@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"slices"
-	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
@@ -35,14 +33,7 @@ func newDataCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				fmt.Fprintf(w, "imported %s: %d tasks to %s\n  tasks %s\n  gold  %s\n", s.Dataset, s.Tasks.Count, s.Out, s.Tasks.Digest, s.Gold.Digest)
-				if n := len(s.Skipped); n > 0 {
-					fmt.Fprintf(w, "  skipped %d questions whose database is missing under %s: %s\n", n, cmd.String("db-root"), skippedByDB(s.Skipped))
-				}
-				_, err := fmt.Fprintf(w, "  recorded as dataset entry %d\n", s.Seq)
-				return err
-			})
+			return emit(cmd, s, func(w io.Writer) error { return data.WriteImported(w, s, cmd.String("db-root")) })
 		}
 	}
 	return &cli.Command{
@@ -90,22 +81,4 @@ func variantCommands(help string, action func(kind string) cli.ActionFunc, flags
 			Action: action(string(v))})
 	}
 	return cmds
-}
-
-// skippedByDB lists the skipped questions per database, in the order the
-// databases first appear: "wta_1 (62 questions), ...".
-func skippedByDB(skipped []dataset.Skipped) string {
-	var order []string
-	count := map[string]int{}
-	for _, sk := range skipped {
-		if count[sk.DBID] == 0 {
-			order = append(order, sk.DBID)
-		}
-		count[sk.DBID]++
-	}
-	parts := make([]string, len(order))
-	for i, db := range order {
-		parts[i] = fmt.Sprintf("%s (%d)", db, count[db])
-	}
-	return strings.Join(parts, ", ")
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
-	"io"
 
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/workflow/data"
@@ -40,10 +38,7 @@ func newDataRenderCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "rendered %d prompts to %s %s (protocol %s); recorded as entry %d\n", s.Tasks, s.Out, s.Digest, s.ProtocolDigest, s.Seq)
-				return err
-			})
+			return emit(cmd, s, s.WriteText)
 		},
 	}
 }

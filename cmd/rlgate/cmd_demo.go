@@ -4,13 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
-	"path/filepath"
-	"slices"
 	"strings"
 
 	labdemo "github.com/rlgate/rlgate/lab/demo"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/demo"
 	"github.com/urfave/cli/v3"
 )
@@ -61,7 +57,7 @@ func newDemoCommand() *cli.Command {
 			}
 			s, err := demo.Run(ctx, o)
 			if s != nil {
-				if perr := emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error { return printDemo(w, s) }); perr != nil {
+				if perr := emit(cmd, s, s.WriteText); perr != nil {
 					return perr
 				}
 			}
@@ -76,32 +72,5 @@ func demoError(err error) error {
 	if errors.As(err, new(*demo.CheckFailed)) {
 		return checkFailed{err.Error()}
 	}
-	return err
-}
-
-// printDemo prints a finished demo: the comparison, the gate's verdict in
-// brief, the checks that failed, where the report and pipeline are, and
-// how to look inside its ledger.
-func printDemo(w io.Writer, s *demo.Summary) error {
-	if s.Comparison != nil {
-		fmt.Fprintln(w, "\nBase, SFT, RL and No-update on the eval part:")
-		if err := printComparison(w, s.Comparison); err != nil {
-			return err
-		}
-	}
-	if s.Verdict != nil {
-		fmt.Fprintln(w, "\nThe gate (gate.yaml):")
-		if err := printVerdict(w, s.Verdict, true); err != nil {
-			return err
-		}
-	}
-	if len(s.Failed) > 0 {
-		fmt.Fprintf(w, "\nFailed: %s\n", strings.Join(slices.Compact(s.Failed), ", "))
-	}
-	if s.Report != "" {
-		fmt.Fprintf(w, "\nReport: %s\n", s.Report)
-	}
-	fmt.Fprintf(w, "Pipeline: %s (rlgate repro in %s runs it again)\n", filepath.Join(s.Dir, labdemo.PipelineFile), s.Dir)
-	_, err := fmt.Fprintf(w, "Browse: rlgate ui --ledger %s\n", filepath.Join(s.Dir, ledger.DefaultDir))
 	return err
 }

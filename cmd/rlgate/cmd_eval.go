@@ -1,13 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
-	"fmt"
-	"io"
-	"strconv"
-	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -57,64 +51,19 @@ func newEvalCommand() *cli.Command {
 			if !m.Executes() {
 				return usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", m, m)
 			}
-			weights, err := parseWeights(cmd.StringSlice("reward-weight"))
+			weights, err := evaluate.ParseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {
-				return err
+				return fromWorkflow(err)
 			}
 			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
 				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
-			asJSON, w := cmd.Bool("json"), cmd.Root().Writer
 			if err != nil {
-				if s != nil && !asJSON {
-					printRolloutSummary(w, s.RolloutSummary)
+				if s != nil && !cmd.Bool("json") {
+					evaluate.WriteRollout(cmd.Root().Writer, s.RolloutSummary)
 				}
 				return fromWorkflow(err)
 			}
-			return emit(w, asJSON, s, func(w io.Writer) error { printEvalSummary(w, s); return nil })
+			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-// printEvalSummary prints the rollout's summary, then the grading's as
-// rlgate grade prints it, with pass@k when the mode computes it.
-func printEvalSummary(w io.Writer, s *evaluate.EvalSummary) {
-	rs, ts := s.RolloutSummary, s.TrajectorySummary
-	printRolloutSummary(w, rs)
-	if ts.Incomplete {
-		fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
-			ts.Unfinished, rs.Tasks*rs.Samples)
-	}
-	desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
-	if ts.Mode == grade.ModePassK {
-		desc += fmt.Sprintf(" (any of %d samples)", rs.Samples)
-	}
-	printGradeSummary(w, desc, ts)
-	if ts.PassAtK != nil {
-		fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, rs.Samples)
-	}
-}
-
-// parseWeights reads NAME=W pairs into reward weights by their JSON names;
-// none given leaves the zero value, which grading takes as the default.
-func parseWeights(pairs []string) (grade.Weights, error) {
-	m := map[string]float64{}
-	for _, p := range pairs {
-		name, val, ok := strings.Cut(p, "=")
-		w, err := strconv.ParseFloat(val, 64)
-		if !ok || err != nil {
-			return grade.Weights{}, usagef("--reward-weight %q: want NAME=NUMBER", p)
-		}
-		m[name] = w
-	}
-	var weights grade.Weights
-	if len(m) == 0 {
-		return weights, nil
-	}
-	raw, _ := json.Marshal(m)
-	dec := json.NewDecoder(bytes.NewReader(raw))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&weights); err != nil {
-		return weights, usagef("--reward-weight: %v (names: execution, soft_f1, format, parses, schema_jaccard, bigram)", err)
-	}
-	return weights, nil
 }

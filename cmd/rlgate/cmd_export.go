@@ -3,15 +3,14 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/data"
 	"github.com/urfave/cli/v3"
 )
 
@@ -51,10 +50,8 @@ func newExportCommand() *cli.Command {
 				if !slices.Contains(export.SFTFormats, o.Format) {
 					return usagef("--format %q: want %s", o.Format, strings.Join(export.SFTFormats, " or "))
 				}
-				_, err := runExport(ctx, ledgerDir(cmd), cmd.Bool("json"), cmd.Root().Writer, func(l *ledger.Ledger) (*export.Summary, error) {
-					return export.ExportSFT(ctx, l, o)
-				})
-				return err
+				s, err := data.ExportSFT(ctx, ledgerDir(cmd), o)
+				return printExport(cmd, s, err)
 			},
 		}, {
 			Name:  "rl",
@@ -96,46 +93,21 @@ func newExportCommand() *cli.Command {
 						return err
 					}
 				}
-				_, err := runExport(ctx, ledgerDir(cmd), cmd.Bool("json"), cmd.Root().Writer, func(l *ledger.Ledger) (*export.Summary, error) {
-					return export.ExportRL(ctx, l, o)
-				})
-				return err
+				s, err := data.ExportRL(ctx, ledgerDir(cmd), o)
+				return printExport(cmd, s, err)
 			},
 		}},
 	}
 }
 
-// runExport opens the ledger, runs one export and prints its summary.
-func runExport(ctx context.Context, dir string, asJSON bool, w io.Writer, do func(*ledger.Ledger) (*export.Summary, error)) (*export.Summary, error) {
-	l, err := ledger.Open(ctx, dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	s, err := do(l)
+// printExport prints an export's summary, or returns its error: a format
+// the export refuses is a usage error.
+func printExport(cmd *cli.Command, s *export.Summary, err error) error {
 	if errors.Is(err, export.ErrFormat) {
-		return nil, usagef("%v", err)
+		return usagef("%v", err)
 	}
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return s, emit(w, asJSON, s, func(w io.Writer) error {
-		verb := "recorded"
-		if s.Status == "complete" {
-			verb = "was recorded before; files written again, identical"
-		}
-		fmt.Fprintf(w, "rlgate: export %s %s: %d %s rows (%s); entries %d..%d\n", s.Run, verb, s.Rows, s.Kind, s.Format, s.StartSeq, s.EndSeq)
-		if x := s.Exclusion; x != nil {
-			fmt.Fprintf(w, "rlgate: left out %d tasks of the %d ids in %s (%s)\n", x.Excluded, x.IDs, x.Path, x.Digest)
-		}
-		names := make([]string, 0, len(s.Outputs))
-		for n := range s.Outputs {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		for _, n := range names {
-			fmt.Fprintf(w, "rlgate: wrote %s %s\n", s.Paths[n], s.Outputs[n])
-		}
-		return nil
-	})
+	return emit(cmd, s, func(w io.Writer) error { return data.WriteExport(w, s) })
 }

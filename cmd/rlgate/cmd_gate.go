@@ -7,6 +7,7 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/workflow/gate"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -84,31 +85,12 @@ type gateOptions struct {
 }
 
 func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, error) {
-	l, err := gate.Open(ctx, o.Dir, o.DryRun)
-	if err != nil {
+	r, err := gate.Decide(ctx, o.Dir, o.Policy, o.DryRun, o.JUnit)
+	if r == nil {
 		return nil, err
 	}
-	defer l.Close()
-	r, perr := gate.Run(ctx, l, o.Policy, audit.GateOptions{DryRun: o.DryRun})
-	if r == nil {
-		return nil, perr
-	}
 	v := r.Verdict
-	if o.JUnit != "" {
-		if err := writeJUnit(o.JUnit, v); err != nil {
-			return nil, err
-		}
-	}
-	err = emit(w, o.JSON, r, func(w io.Writer) error {
-		if err := printVerdict(w, v, false); err != nil {
-			return err
-		}
-		for _, oc := range r.Publishes {
-			fmt.Fprintln(w, "rlgate:", gate.Describe(oc))
-		}
-		return nil
-	})
-	if err == nil && perr != nil {
+	if perr := textout.Emit(w, o.JSON, r, r.WriteText); perr != nil {
 		err = perr
 	}
 	if err == nil && !v.OK {

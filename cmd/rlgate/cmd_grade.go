@@ -74,19 +74,15 @@ func newGradeCommand() *cli.Command {
 					AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 			}
 			// Zero leaves each metric its official default.
-			opts := grade.Options{BirdBudget: timeout, QueryTimeout: timeout}
+			opts := grade.Options{BirdBudget: timeout}
+			opts.Timeout = timeout
 			out, err := evaluate.Grade(ctx, ledgerDir(cmd), opts, files)
 			if err != nil {
 				return err
 			}
 			// One shape however many files: a list of summaries, in
 			// --predictions order.
-			return emit(cmd.Root().Writer, cmd.Bool("json"), out, func(w io.Writer) error {
-				for _, s := range out {
-					printGradeSummary(w, s.Predictions, s)
-				}
-				return nil
-			})
+			return emit(cmd, out, func(w io.Writer) error { return evaluate.WriteGrades(w, out) })
 		},
 	}
 }

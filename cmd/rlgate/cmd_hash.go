@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -36,15 +35,7 @@ func newHashCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), out, func(w io.Writer) error {
-				for _, r := range out {
-					fmt.Fprintf(w, "%s  %s  (%d files, %d bytes)\n", r.Digest, r.Root, r.Files, r.Bytes)
-					if r.Seq != 0 {
-						fmt.Fprintf(w, "  recorded as dataset %q, entry %d, manifest %s\n", r.Name, r.Seq, r.Manifest)
-					}
-				}
-				return nil
-			})
+			return emit(cmd, out, func(w io.Writer) error { return digest.WriteTrees(w, out) })
 		},
 	}
 }

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 
-	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
 
@@ -19,35 +17,11 @@ func newHeadCommand() *cli.Command {
 			"ledger read-only.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runHead(ctx, headOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
-			return err
+			s, err := ledgers.Head(ctx, ledgerDir(cmd))
+			if err != nil {
+				return err
+			}
+			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-type headOptions struct {
-	Dir  string
-	JSON bool
-}
-
-type headSummary struct {
-	ledger.Head
-	Text string `json:"head"`
-}
-
-func runHead(ctx context.Context, opts headOptions, w io.Writer) (*headSummary, error) {
-	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	h, err := l.Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s := &headSummary{Head: h, Text: h.String()}
-	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintln(w, ledger.Printable(s.Text)) // the ledger id is as meta holds it
-		return err
-	})
 }

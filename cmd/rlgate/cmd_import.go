@@ -54,17 +54,7 @@ func newImportRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = emit(cmd.Root().Writer, cmd.Bool("json"), res, func(w io.Writer) error {
-				fmt.Fprintf(w, "rlgate: imported %s as run %s (stage %s): %s", spec.Source.Path, res.Run, res.Stage, res.Status)
-				if res.Reason != "" {
-					fmt.Fprintf(w, ": %s", res.Reason)
-				}
-				fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points read as %s\n", res.StartSeq, res.EndSeq, res.MetricPoints, res.MetricFormats[spec.Source.Path])
-				for _, f := range res.MetricFindings {
-					fmt.Fprintf(w, "rlgate: finding: %s\n", f)
-				}
-				return nil
-			})
+			err = emit(cmd, res, func(w io.Writer) error { return stage.WriteImported(w, res, spec.Source.Path) })
 			if err == nil && res.Status != records.StatusOK {
 				return checkFailed{fmt.Sprintf("imported run %s is %s: %s", res.Run, res.Status, res.Reason)}
 			}

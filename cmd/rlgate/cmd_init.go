@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 
-	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
 
@@ -27,48 +25,11 @@ func newInitCommand() *cli.Command {
 			"without the password) and where its blobs go.\n\n" + exitCodesHelp,
 		Flags: []cli.Flag{jsonFlag},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runInit(ctx, initOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}, cmd.Root().Writer)
-			return err
+			s, err := ledgers.Init(ctx, ledgerDir(cmd))
+			if err != nil {
+				return err
+			}
+			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-type initOptions struct {
-	Dir  string
-	JSON bool
-}
-
-type initSummary struct {
-	LedgerID string `json:"ledger_id"`
-	Dir      string `json:"dir"`
-	// PostgreSQL and Blobs say, for a PostgreSQL ledger, where it is (its
-	// URL without the password) and where its blobs go.
-	PostgreSQL string      `json:"postgresql,omitempty"`
-	Blobs      string      `json:"blobs,omitempty"`
-	Head       ledger.Head `json:"head"`
-}
-
-func runInit(ctx context.Context, opts initOptions, w io.Writer) (*initSummary, error) {
-	l, err := ledger.Init(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	head, err := l.Head(ctx)
-	if err != nil {
-		return nil, err
-	}
-	s := &initSummary{LedgerID: l.ID(), Dir: l.Dir(), Head: head}
-	if l.IsPostgres() {
-		s.PostgreSQL, s.Blobs = l.Location(), l.BlobsLocation()
-	}
-	return s, emit(w, opts.JSON, s, func(w io.Writer) error {
-		var err error
-		if s.PostgreSQL != "" {
-			_, err = fmt.Fprintf(w, "created ledger %s in PostgreSQL at %s, blobs in %s\nhead %s\n", s.LedgerID, s.PostgreSQL, s.Blobs, s.Head)
-		} else {
-			_, err = fmt.Fprintf(w, "created ledger %s in %s\nhead %s\n", s.LedgerID, s.Dir, s.Head)
-		}
-		return err
-	})
 }

@@ -23,31 +23,23 @@ func newKeygenCommand() *cli.Command {
 			&cli.StringFlag{Name: "out", Usage: "private key `FILE`; the public key goes to FILE.pub", Required: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runKeygen(ctx, keygenOptions{Out: cmd.String("out"), JSON: cmd.Bool("json")}, cmd.Root().Writer)
-			return err
+			out := cmd.String("out")
+			hint, err := publish.GenerateKey(out)
+			if err != nil {
+				return err
+			}
+			s := &keygenSummary{PrivateKey: out, PublicKey: out + publish.PublicKeySuffix, Hint: hint}
+			return emit(cmd, s, func(w io.Writer) error {
+				_, err := fmt.Fprintf(w, "rlgate: wrote private key %s (keep it secret) and public key %s; key hint %s\n", s.PrivateKey, s.PublicKey, s.Hint)
+				return err
+			})
 		},
 	}
 }
 
-type keygenOptions struct {
-	Out  string
-	JSON bool
-}
-
+// keygenSummary is what rlgate keygen prints.
 type keygenSummary struct {
 	PrivateKey string `json:"private_key"`
 	PublicKey  string `json:"public_key"`
 	Hint       string `json:"hint"`
-}
-
-func runKeygen(_ context.Context, o keygenOptions, w io.Writer) (*keygenSummary, error) {
-	hint, err := publish.GenerateKey(o.Out)
-	if err != nil {
-		return nil, err
-	}
-	s := &keygenSummary{PrivateKey: o.Out, PublicKey: o.Out + publish.PublicKeySuffix, Hint: hint}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "rlgate: wrote private key %s (keep it secret) and public key %s; key hint %s\n", s.PrivateKey, s.PublicKey, s.Hint)
-		return err
-	})
 }

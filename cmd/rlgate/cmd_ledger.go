@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/progress"
+	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
 
@@ -39,61 +37,19 @@ func newLedgerCommand() *cli.Command {
 			},
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				blobs := blobsLocation(cmd)
-				opts := ledgerCopyOptions{From: ledger.WithBlobs(cmd.String("from"), blobs), To: ledger.WithBlobs(cmd.String("to"), blobs),
-					JSON: cmd.Bool("json"), Progress: cmd.Root().ErrWriter}
+				from, to := ledger.WithBlobs(cmd.String("from"), blobs), ledger.WithBlobs(cmd.String("to"), blobs)
 				switch {
-				case opts.From == "":
+				case from == "":
 					return usagef("ledger copy: --from DIR is required")
-				case opts.To == "":
+				case to == "":
 					return usagef("ledger copy: --to DIR is required")
 				}
-				_, err := runLedgerCopy(ctx, opts, cmd.Root().Writer)
-				return err
+				res, err := ledgers.Copy(ctx, from, to, ledgers.CopyOptions{Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
+				if err != nil {
+					return err
+				}
+				return emit(cmd, res, func(w io.Writer) error { return ledgers.WriteCopy(w, res) })
 			},
 		}},
 	}
-}
-
-type ledgerCopyOptions struct {
-	From, To string
-	JSON     bool
-	Progress io.Writer // where progress goes; nil: nowhere
-	Batch    int       // entries per transaction; 0: the ledger's default
-}
-
-func runLedgerCopy(ctx context.Context, opts ledgerCopyOptions, w io.Writer) (*ledger.CopyResult, error) {
-	src, err := ledger.OpenReadOnly(ctx, opts.From)
-	if errors.Is(err, ledger.ErrNoLedger) {
-		return nil, &ledger.Error{Op: "ledger copy --from", Path: opts.From, Err: ledger.ErrNoLedger,
-			Hint: "give --from a ledger directory (made by rlgate init or rlgate ledger copy)"}
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer src.Close()
-	var bar *progress.Bar
-	var shown int64
-	res, err := ledger.Copy(ctx, src, opts.To, ledger.CopyOptions{Batch: opts.Batch, Progress: func(copied, total int64) {
-		if bar == nil && total > 0 {
-			bar = progress.Start(opts.Progress, isTerminal(opts.Progress), 0, "ledger copy", opts.From, "entries", int(total))
-		}
-		for ; bar != nil && shown < copied; shown++ {
-			bar.Done(false)
-		}
-	}})
-	if bar != nil {
-		bar.Finish()
-	}
-	if err != nil {
-		return nil, err
-	}
-	return res, emit(w, opts.JSON, res, func(w io.Writer) error {
-		made := ""
-		if res.Created {
-			made = " (a new ledger)"
-		}
-		_, err := fmt.Fprintf(w, "copied %d entries and %d blobs (%d bytes) from %s to %s%s\nhead %s\n",
-			res.Entries, res.Blobs, res.BlobBytes, res.From, res.To, made, res.Head)
-		return err
-	})
 }

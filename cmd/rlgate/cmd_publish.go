@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/workflow/gate"
 	"github.com/urfave/cli/v3"
@@ -46,30 +44,14 @@ func newPublishCommand() *cli.Command {
 			&cli.StringFlag{Name: "after-failed-verdict", Usage: "publish although an earlier gate verdict for the model failed, for this `REASON` (recorded, shown in the bundle)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runPublish(ctx, publishOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Options: publish.Options{
-				Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key"), AfterFailed: cmd.String("after-failed-verdict")}}, cmd.Root().Writer)
-			return err
+			res, err := gate.PublishFrom(ctx, ledgerDir(cmd), publish.Options{Run: cmd.String("run"), To: cmd.String("to"), Key: cmd.String("key"),
+				AfterFailed: cmd.String("after-failed-verdict")})
+			if err != nil {
+				return publishError(err)
+			}
+			return emit(cmd, res, func(w io.Writer) error { return gate.WritePublished(w, res) })
 		},
 	}
-}
-
-type publishOptions struct {
-	Dir  string
-	JSON bool
-	publish.Options
-}
-
-func runPublish(ctx context.Context, o publishOptions, w io.Writer) (*publish.Result, error) {
-	l, err := ledger.Open(ctx, o.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	res, err := gate.Publish(ctx, l, o.Options)
-	if err != nil {
-		return nil, publishError(err)
-	}
-	return res, emit(w, o.JSON, res, func(w io.Writer) error { return printPublished(w, res) })
 }
 
 // publishError makes a publish the gate or the checkpoint refuses exit 3.
@@ -77,11 +59,5 @@ func publishError(err error) error {
 	if errors.Is(err, publish.ErrNotGated) || errors.Is(err, publish.ErrCheckpointChanged) {
 		return checkFailed{err.Error()}
 	}
-	return err
-}
-
-func printPublished(w io.Writer, r *publish.Result) error {
-	_, err := fmt.Fprintf(w, "rlgate: published run %s (model %s) to %s: %d files signed, root sha256:%s, key %s; gate verdict entry %d, ledger head %s, publish entry %d\n",
-		r.Run, r.ModelIdentity, r.To, r.Files, r.RootDigest, r.KeyHint, r.Verdict, r.Head, r.Seq)
 	return err
 }

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/report"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -84,60 +84,14 @@ type reportOptions struct {
 	Notes  io.Writer // hears which run each stage name was taken to be; nil: none
 }
 
-// reportSummary is what rlgate report prints: the report written, or
-// what the check found.
-type reportSummary struct {
-	Out      string               `json:"out,omitempty"`
-	Files    []string             `json:"files,omitempty"`
-	Headline string               `json:"headline,omitempty"`
-	Head     *ledger.Head         `json:"head,omitempty"`
-	Check    *reports.CheckResult `json:"check,omitempty"`
-}
-
-func runReport(ctx context.Context, o reportOptions, w io.Writer) (*reportSummary, error) {
-	l, err := ledger.OpenReadOnly(ctx, o.Dir)
+func runReport(ctx context.Context, o reportOptions, w io.Writer) (*report.Summary, error) {
+	s, err := report.Run(ctx, o.Dir, o.Report, o.Out, o.Check, o.Notes)
 	if err != nil {
 		return nil, err
 	}
-	defer l.Close()
-	if o.Check != "" {
-		res, err := reports.Check(ctx, l, o.Check)
-		if err != nil {
-			return nil, err
-		}
-		s := &reportSummary{Check: res}
-		err = emit(w, o.JSON, s, func(w io.Writer) error {
-			for _, d := range res.Differences {
-				if _, err := fmt.Fprintln(w, d); err != nil {
-					return err
-				}
-			}
-			_, err := fmt.Fprintf(w, "report %s: %s from the ledger at head %s\n", o.Check, differences(len(res.Differences)), res.Head)
-			return err
-		})
-		if err == nil && !res.OK {
-			err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", differences(len(res.Differences)), o.Check)}
-		}
-		return s, err
+	err = textout.Emit(w, o.JSON, s, s.WriteText)
+	if err == nil && s.Check != nil && !s.Check.OK {
+		err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", report.Differences(len(s.Check.Differences)), o.Check)}
 	}
-	r, err := report.Write(ctx, l, o.Report, o.Out, noteResolution(o.Notes))
-	if err != nil {
-		return nil, err
-	}
-	s := &reportSummary{Out: o.Out, Headline: r.Headline, Head: &r.Head}
-	for _, f := range r.Request.Formats {
-		s.Files = append(s.Files, reports.Files[f])
-	}
-	return s, emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "%s\nwrote %s into %s (ledger head %s)\n", r.Headline, strings.Join(s.Files, ", "), o.Out, r.Head)
-		return err
-	})
-}
-
-// differences says how many differences --check found, in words.
-func differences(n int) string {
-	if n == 1 {
-		return "1 difference"
-	}
-	return fmt.Sprintf("%d differences", n)
+	return s, err
 }

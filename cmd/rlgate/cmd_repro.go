@@ -2,14 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
-	"os"
-	"path/filepath"
-	"slices"
-	"strings"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/pipeline"
 	"github.com/rlgate/rlgate/workflow/repro"
 	"github.com/urfave/cli/v3"
@@ -51,94 +44,26 @@ func newReproCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run and record nothing, name what would fail"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			env, err := stageEnviron(cmd)
+			env, err := repro.Environ(cmd.String("ledger"), cmd.String("blobs"), s3Options(cmd))
 			if err != nil {
 				return err
 			}
-			opts := reproOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), File: cmd.String("file"), DryRun: cmd.Bool("dry-run"),
-				Stages: cmd.Args().Slice(), Stdout: cmd.Root().Writer, Stderr: cmd.Root().ErrWriter, Environ: env}
-			_, err = runRepro(ctx, opts, cmd.Root().Writer)
-			return err
+			w, asJSON := cmd.Root().Writer, cmd.Bool("json")
+			o := repro.Options{File: cmd.String("file"), Stages: cmd.Args().Slice(), DryRun: cmd.Bool("dry-run"), Environ: env}
+			if !asJSON {
+				o.Stdout, o.Stderr = w, cmd.Root().ErrWriter
+				o.Progress = func(d pipeline.Decision) { repro.WriteDecision(w, d) }
+			}
+			ds, err := repro.Run(ctx, ledgerDir(cmd), o)
+			if err != nil {
+				return err
+			}
+			if asJSON {
+				if err := emit(cmd, ds, nil); err != nil {
+					return err
+				}
+			}
+			return repro.Stopped(ds, o.DryRun)
 		},
 	}
-}
-
-type reproOptions struct {
-	Dir, File      string
-	JSON, DryRun   bool
-	Stages         []string
-	Stdout, Stderr io.Writer
-	// Environ is the stages' environment (stageEnviron); nil: rlgate's own.
-	Environ []string
-}
-
-// stageEnviron is rlgate's environment with the ledger and blob store this
-// command was given (--ledger, --blobs and the S3 flags, or their
-// variables), as RLGATE_LEDGER and RLGATE_BLOBS with local paths made
-// absolute, so the rlgate commands a stage runs record into the same
-// ledger from the stage's directory. A password in a PostgreSQL URL
-// reaches the stage, which must connect, but not the ledger: run.start
-// records RLGATE_* variables through the redaction rule, which masks it.
-func stageEnviron(cmd *cli.Command) ([]string, error) {
-	abs := func(flag, p string) (string, error) {
-		if p == "" {
-			return "", nil
-		}
-		a, err := filepath.Abs(p)
-		if err != nil {
-			return "", fmt.Errorf("--%s %s: %w", flag, p, err)
-		}
-		return a, nil
-	}
-	loc := cmd.String("ledger")
-	if !ledger.IsPostgres(loc) {
-		var err error
-		if loc, err = abs("ledger", loc); err != nil {
-			return nil, err
-		}
-	}
-	blobs := cmd.String("blobs")
-	if !ledger.IsS3(blobs) {
-		var err error
-		if blobs, err = abs("blobs", blobs); err != nil {
-			return nil, err
-		}
-	} else {
-		cache, err := abs("cache", cmd.String("cache"))
-		if err != nil {
-			return nil, err
-		}
-		blobs = ledger.WithS3(blobs, ledger.S3Options{Endpoint: cmd.String("s3-endpoint"), Region: cmd.String("s3-region"), PathStyle: cmd.Bool("s3-path-style"), Cache: cache})
-	}
-	env := slices.DeleteFunc(os.Environ(), func(kv string) bool {
-		return strings.HasPrefix(kv, ledger.EnvLedger+"=") || strings.HasPrefix(kv, ledger.EnvBlobs+"=")
-	})
-	env = append(env, ledger.EnvLedger+"="+loc)
-	if blobs != "" {
-		env = append(env, ledger.EnvBlobs+"="+blobs)
-	}
-	return env, nil
-}
-
-func runRepro(ctx context.Context, opts reproOptions, w io.Writer) ([]pipeline.Decision, error) {
-	o := repro.Options{File: opts.File, Stages: opts.Stages, DryRun: opts.DryRun, Environ: opts.Environ}
-	if !opts.JSON {
-		o.Stdout, o.Stderr = opts.Stdout, opts.Stderr
-		o.Progress = func(d pipeline.Decision) {
-			fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, d.Action, strings.Join(d.Reasons, "; "))
-			for _, p := range d.Problems {
-				fmt.Fprintf(w, "rlgate: %-10s %-9s %s\n", d.Stage, "problem", p)
-			}
-		}
-	}
-	ds, err := repro.Run(ctx, opts.Dir, o)
-	if err != nil {
-		return ds, err
-	}
-	if opts.JSON {
-		if err := emit(w, true, ds, nil); err != nil {
-			return ds, err
-		}
-	}
-	return ds, repro.Stopped(ds, opts.DryRun)
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
-	"strings"
 
-	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/reproduce"
 	"github.com/urfave/cli/v3"
 )
@@ -53,66 +51,26 @@ func newReproduceCommand() *cli.Command {
 			if cmd.Bool("pipeline") {
 				o.Pipeline = cmd.String("file")
 			}
-			return runReproduce(ctx, ledgerDir(cmd), o, cmd.Bool("json"), cmd.Root().Writer, cmd.Root().ErrWriter)
+			w, ew := cmd.Root().Writer, cmd.Root().ErrWriter
+			if !cmd.Bool("json") {
+				o.Stdout, o.Stderr = w, ew
+				o.Starting = func(stage, run string) { fmt.Fprintf(w, "rlgate: reproduce %s (run %s)\n", stage, run) }
+			}
+			o.Warn = func(msg string) { fmt.Fprintln(ew, "rlgate: warning: "+msg) }
+			rs, err := reproduce.RunIn(ctx, ledgerDir(cmd), o)
+			if errors.Is(err, reproduce.ErrNothingNamed) {
+				return usageError{msg: err.Error(), cmd: "rlgate reproduce"}
+			}
+			if err != nil {
+				return err
+			}
+			if err := emit(cmd, rs, func(w io.Writer) error { return reproduce.WriteText(w, rs) }); err != nil {
+				return err
+			}
+			if n := reproduce.NotReproduced(rs); n > 0 {
+				return checkFailed{fmt.Sprintf("reproduce: %d of %d runs did not reproduce", n, len(rs))}
+			}
+			return nil
 		},
 	}
-}
-
-func runReproduce(ctx context.Context, dir string, o reproduce.Options, asJSON bool, w, ew io.Writer) error {
-	if !asJSON {
-		o.Stdout, o.Stderr = w, ew
-		o.Starting = func(stage, run string) { fmt.Fprintf(w, "rlgate: reproduce %s (run %s)\n", stage, run) }
-	}
-	o.Warn = func(msg string) { fmt.Fprintln(ew, "rlgate: warning: "+msg) }
-	l, err := ledger.Open(ctx, dir)
-	if err != nil {
-		return err
-	}
-	defer l.Close()
-	if len(o.Runs) == 0 && len(o.Stages) == 0 && o.Pipeline == "" {
-		return usageError{msg: "reproduce: name runs, --stage or --pipeline", cmd: "rlgate reproduce"}
-	}
-	rs, err := reproduce.Run(ctx, l, o)
-	if err != nil {
-		return err
-	}
-	if err := emit(w, asJSON, rs, func(w io.Writer) error {
-		for _, r := range rs {
-			fmt.Fprintf(w, "rlgate: %-13s %s\n", r.Stage, verdictLine(r))
-		}
-		return nil
-	}); err != nil {
-		return err
-	}
-	failed := 0
-	for _, r := range rs {
-		if !r.Reproduced {
-			failed++
-		}
-	}
-	if failed > 0 {
-		return checkFailed{fmt.Sprintf("reproduce: %d of %d runs did not reproduce", failed, len(rs))}
-	}
-	return nil
-}
-
-// verdictLine is one run's verdict in a line: what reproduced, or the
-// first thing that did not.
-func verdictLine(r reproduce.Result) string {
-	head := fmt.Sprintf("run %s -> %s (entry %d): ", r.Original, r.Run, r.Seq)
-	switch {
-	case r.Refused != "":
-		return fmt.Sprintf("run %s (entry %d): not run: %s", r.Original, r.Seq, r.Refused)
-	case r.Failed != "":
-		return head + "the reproduction " + r.Failed
-	case r.Reproduced:
-		return head + fmt.Sprintf("identical (%d outputs)", len(r.Outputs))
-	}
-	var differs []string
-	for _, o := range r.Outputs {
-		if o.Verdict != runner.OutputIdentical {
-			differs = append(differs, o.Name+" "+o.Verdict+" at "+o.At)
-		}
-	}
-	return head + strings.Join(differs, "; ")
 }

@@ -68,7 +68,7 @@ func newRolloutCommand() *cli.Command {
 				return fromWorkflow(err)
 			}
 			// A failed or interrupted run is summarised before its error.
-			if perr := emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error { printRolloutSummary(w, s); return nil }); err == nil {
+			if perr := emit(cmd, s, func(w io.Writer) error { return evaluate.WriteRollout(w, s) }); err == nil {
 				err = perr
 			}
 			return err

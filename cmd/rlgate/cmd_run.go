@@ -83,38 +83,12 @@ func newRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := emit(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return printStage(w, r, pub) }); err != nil {
+			if err := emit(cmd, r, func(w io.Writer) error { return stage.WriteRun(w, r, pub) }); err != nil {
 				return err
 			}
 			return stageError(r.Result)
 		},
 	}
-}
-
-// printStage prints a stage's result and what became of its publish
-// request.
-func printStage(w io.Writer, r *stage.Result, pub *stage.Publish) error {
-	if p := r.Preflight; p != nil && p.Passed {
-		fmt.Fprintf(w, "rlgate: pre-flight (entry %d): %d databases present and as imported under %s; gold graded against itself scored 1 on %d of %d sampled tasks\n",
-			r.PreflightSeq, p.Needed, p.DBRoot, p.SelfGrade.Passed, p.SelfGrade.Sample)
-	}
-	fmt.Fprintf(w, "rlgate: run %s (stage %s) %s", r.Run, r.Stage, r.Status)
-	if r.Reason != "" {
-		fmt.Fprintf(w, ": %s", r.Reason)
-	}
-	fmt.Fprintf(w, "\nrlgate: entries %d..%d, %d metric points, %.1fs\n", r.StartSeq, r.EndSeq, r.MetricPoints, r.DurationS)
-	if n := len(r.MetricFindings); n > 0 {
-		fmt.Fprintf(w, "rlgate: %d metrics warning(s) recorded in run.end (metric_findings); the training audit will see them\n", n)
-	}
-	for name, d := range r.Outputs {
-		fmt.Fprintf(w, "rlgate: output %s %s\n", name, d)
-	}
-	if p := r.PublishRequest; p != nil {
-		fmt.Fprintf(w, "rlgate: publish to %s requested (entry %d); it happens when a gate passes for model %s\n", p.To, p.Seq, p.ModelIdentity)
-	} else if pub != nil {
-		fmt.Fprintf(w, "rlgate: the stage did not succeed; no publish to %s was requested\n", pub.To)
-	}
-	return nil
 }
 
 // stageError is how rlgate exits for a stage's status: 0 when it

@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/rlgate/rlgate/workflow/serve"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -50,11 +51,7 @@ func runServePolicy(ctx context.Context, ckpt, addr string, asJSON bool, argv []
 	}
 	defer s.Close()
 	if len(argv) == 0 {
-		err := emit(stdout, asJSON, s.Endpoint, func(w io.Writer) error {
-			_, err := fmt.Fprintf(w, "rlgate: serving %s as %s at %s\nmodel identity: %s\nstop with Ctrl-C\n", ckpt, s.Model, s.URL, s.ModelIdentity)
-			return err
-		})
-		if err != nil {
+		if err := textout.Emit(stdout, asJSON, s.Endpoint, s.Endpoint.WriteText); err != nil {
 			return err
 		}
 		return s.Wait(ctx)

@@ -2,15 +2,10 @@ package main
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"io"
-	"net"
-	"net/http"
-	"time"
 
-	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/serve"
+	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -49,50 +44,15 @@ type serveReplayOptions struct {
 	Addr string
 }
 
-// serveReplaySummary is printed once the endpoint listens.
-type serveReplaySummary struct {
-	Run      string `json:"run"`
-	Model    string `json:"model"`
-	Episodes int    `json:"episodes"`
-	URL      string `json:"url"` // the OpenAI base URL to give rlgate rollout --endpoint
-}
-
 // runServeReplay serves until ctx ends, then returns ctx's error.
-func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*serveReplaySummary, error) {
-	l, err := ledger.Open(ctx, o.Dir)
+func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*serve.Replaying, error) {
+	s, err := serve.Replay(ctx, o.Dir, o.Run, o.Addr)
 	if err != nil {
 		return nil, err
 	}
-	rp, err := rollout.NewReplay(ctx, l, o.Run)
-	l.Close() // the replay holds what it serves
-	if err != nil {
-		return nil, err
-	}
-	ln, err := net.Listen("tcp", o.Addr)
-	if err != nil {
-		return nil, fmt.Errorf("serve replay: %w. Try: another --addr", err)
-	}
-	s := &serveReplaySummary{Run: o.Run, Model: rp.Model(), Episodes: rp.Episodes(), URL: "http://" + ln.Addr().String() + "/v1"}
-	err = emit(w, o.JSON, s, func(w io.Writer) error {
-		_, err := fmt.Fprintf(w, "rlgate: replaying run %s (%d episodes, model %s) at %s; stop with Ctrl-C\n", s.Run, s.Episodes, ledger.Printable(s.Model), s.URL)
-		return err
-	})
-	if err != nil {
-		ln.Close()
+	if err := textout.Emit(w, o.JSON, s, s.WriteText); err != nil {
+		s.Close()
 		return s, err
 	}
-	srv := &http.Server{Handler: rp, ReadHeaderTimeout: 30 * time.Second}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	select {
-	case err := <-served:
-		return s, fmt.Errorf("serve replay: %w", err)
-	case <-ctx.Done():
-	}
-	shutdown, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
-	defer cancel()
-	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, context.DeadlineExceeded) {
-		return s, err
-	}
-	return s, ctx.Err()
+	return s, s.Wait(ctx)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
+	"github.com/rlgate/rlgate/workflow/serve"
 )
 
 // lockedBuffer is an io.Writer a test can read while a command writes.
@@ -62,7 +63,7 @@ func TestServeReplayReproducesTheRun(t *testing.T) {
 		_, err := runServeReplay(ctx, serveReplayOptions{Dir: ldir, JSON: true, Run: "recorded", Addr: "127.0.0.1:0"}, out)
 		done <- err
 	}()
-	var s serveReplaySummary
+	var s serve.Replaying
 	for deadline := time.Now().Add(10 * time.Second); json.Unmarshal(out.Bytes(), &s) != nil; {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve-replay printed no address: %q", out.Bytes())

@@ -2,12 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
 	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
+	"github.com/rlgate/rlgate/workflow/calc"
 	"github.com/urfave/cli/v3"
 )
 
@@ -24,14 +23,6 @@ func newStatsCommand() *cli.Command {
 			"so any number in an rlgate report can be checked by hand.\n\n" + exitCodesHelp,
 		Commands: []*cli.Command{newMcNemarCommand(alpha), newWilsonCommand(alpha), newPassKCommand(), newHolmCommand(alpha)},
 	}
-}
-
-// mcnemarSummary is what stats mcnemar prints.
-type mcnemarSummary struct {
-	stats.McNemarResult
-	N     int         `json:"n,omitempty"`
-	Alpha float64     `json:"alpha"`
-	MDE   stats.Value `json:"mde,omitzero"`
 }
 
 func newMcNemarCommand(alpha cli.Flag) *cli.Command {
@@ -55,39 +46,13 @@ func newMcNemarCommand(alpha cli.Flag) *cli.Command {
 			if n != 0 && n < b+c {
 				return usagef("--n %d: want 0 (not given) or at least b+c = %d", n, b+c)
 			}
-			r, err := stats.McNemar(b, c)
+			s, err := calc.McNemar(b, c, n, a)
 			if err != nil {
 				return err
 			}
-			s := &mcnemarSummary{McNemarResult: r, N: n, Alpha: a}
-			if n > 0 {
-				if s.MDE, err = stats.MinDetectableEffect(n, b+c, a, 0.8); err != nil {
-					return err
-				}
-			}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				t := newTable(w, "statistic", "value")
-				t.Append("b, c", fmt.Sprintf("%d, %d", r.B, r.C))
-				t.Append("exact p (two-sided)", fmt.Sprintf("%.6g", r.ExactP))
-				t.Append("mid-p", fmt.Sprintf("%.6g", r.MidP))
-				t.Append("chi-square", fmt.Sprintf("%.6g", r.ChiSq))
-				t.Append("chi-square p", fmt.Sprintf("%.6g", r.ChiSqP))
-				t.Append("chi-square (continuity corr.)", fmt.Sprintf("%.6g", r.ChiSqCC))
-				t.Append("chi-square p (continuity corr.)", fmt.Sprintf("%.6g", r.ChiSqCCP))
-				if n > 0 {
-					t.Append(fmt.Sprintf("min. detectable effect (n=%d, 80%% power, alpha=%g)", n, a), fmt.Sprintf("%.4f", s.MDE))
-				}
-				return t.Render()
-			})
+			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-// holmSummary is what stats holm prints.
-type holmSummary struct {
-	P     []float64 `json:"p"`
-	Alpha float64   `json:"alpha"`
-	stats.HolmResult
 }
 
 func newHolmCommand(alpha cli.Flag) *cli.Command {
@@ -112,19 +77,11 @@ func newHolmCommand(alpha cli.Flag) *cli.Command {
 			if err := alphaFlag(cmd); err != nil {
 				return err
 			}
-			a := cmd.Float("alpha")
-			r, err := stats.Holm(ps, a)
+			s, err := calc.Holm(ps, cmd.Float("alpha"))
 			if err != nil {
 				return err
 			}
-			s := &holmSummary{P: ps, Alpha: a, HolmResult: r}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				t := newTable(w, "p", "Holm-adjusted p", fmt.Sprintf("rejected at %g", a))
-				for i, p := range ps {
-					t.Append(fmt.Sprintf("%.6g", p), fmt.Sprintf("%.6g", r.Adjusted[i]), fmt.Sprint(r.Reject[i]))
-				}
-				return t.Render()
-			})
+			return emit(cmd, s, s.WriteText)
 		},
 	}
 }

@@ -2,23 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
-	"io"
 	"math"
 
-	"github.com/rlgate/rlgate/stats"
+	"github.com/rlgate/rlgate/workflow/calc"
 	"github.com/urfave/cli/v3"
 )
-
-// wilsonSummary is what stats wilson prints.
-type wilsonSummary struct {
-	K              int            `json:"k"`
-	N              int            `json:"n"`
-	Alpha          float64        `json:"alpha"`
-	Accuracy       float64        `json:"accuracy"`
-	Wilson         stats.Interval `json:"wilson"`
-	ClopperPearson stats.Interval `json:"clopper_pearson"`
-}
 
 func newWilsonCommand(alpha cli.Flag) *cli.Command {
 	return &cli.Command{
@@ -35,31 +23,13 @@ func newWilsonCommand(alpha cli.Flag) *cli.Command {
 			if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "k", 0, n), alphaFlag(cmd)); err != nil {
 				return err
 			}
-			wi, err := stats.Wilson(k, n, a)
+			s, err := calc.Wilson(k, n, a)
 			if err != nil {
 				return err
 			}
-			cp, err := stats.ClopperPearson(k, n, a)
-			if err != nil {
-				return err
-			}
-			s := &wilsonSummary{K: k, N: n, Alpha: a, Accuracy: float64(k) / float64(n), Wilson: wi, ClopperPearson: cp}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				level := 100 * (1 - a)
-				_, err := fmt.Fprintf(w, "accuracy %d/%d = %.4f\nWilson %g%%          [%.4f, %.4f]\nClopper-Pearson %g%% [%.4f, %.4f]\n",
-					k, n, s.Accuracy, level, wi.Lo, wi.Hi, level, cp.Lo, cp.Hi)
-				return err
-			})
+			return emit(cmd, s, s.WriteText)
 		},
 	}
-}
-
-// passKSummary is what stats passk prints.
-type passKSummary struct {
-	N       int     `json:"n"`
-	C       int     `json:"c"`
-	K       int     `json:"k"`
-	PassAtK float64 `json:"pass_at_k"`
 }
 
 func newPassKCommand() *cli.Command {
@@ -77,15 +47,11 @@ func newPassKCommand() *cli.Command {
 			if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "c", 0, n), countFlag(cmd, "k", 1, n)); err != nil {
 				return err
 			}
-			p, err := stats.PassAtK(n, c, k)
+			s, err := calc.PassK(n, c, k)
 			if err != nil {
 				return err
 			}
-			s := &passKSummary{N: n, C: c, K: k, PassAtK: p}
-			return emit(cmd.Root().Writer, cmd.Bool("json"), s, func(w io.Writer) error {
-				_, err := fmt.Fprintf(w, "pass@%d = %.6g (unbiased estimator, n=%d samples, c=%d correct)\n", k, p, n, c)
-				return err
-			})
+			return emit(cmd, s, s.WriteText)
 		},
 	}
 }

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
-	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/workflow/evaluate"
 	"github.com/urfave/cli/v3"
 )
@@ -75,29 +73,13 @@ func newSynthCommand() *cli.Command {
 				return usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
 			}
 			s, err := evaluate.Synth(ctx, o)
-			asJSON, w := cmd.Bool("json"), cmd.Root().Writer
 			if err != nil {
-				if s != nil && s.Rollout != nil && !asJSON {
-					printRolloutSummary(w, s.Rollout)
+				if s != nil && s.Rollout != nil && !cmd.Bool("json") {
+					evaluate.WriteRollout(cmd.Root().Writer, s.Rollout)
 				}
 				return fromWorkflow(err)
 			}
-			return emit(w, asJSON, s, func(w io.Writer) error { printSynthSummary(w, s); return nil })
+			return emit(cmd, s, func(w io.Writer) error { return evaluate.WriteSynth(w, s) })
 		},
-	}
-}
-
-// printSynthSummary prints the rollout's summary, what was kept and the
-// files written with their digests.
-func printSynthSummary(w io.Writer, s *synth.Summary) {
-	printRolloutSummary(w, s.Rollout)
-	verb := "recorded"
-	if s.Status == "complete" {
-		verb = "was recorded before; files written again, identical"
-	}
-	fmt.Fprintf(w, "rlgate: synth %s %s: kept %d of %d trajectories (%d of %d questions have one), graded by %s; entries %d..%d\n",
-		s.Run, verb, s.Kept, s.Episodes, s.ExamplesKept, s.Examples, s.Grading, s.StartSeq, s.EndSeq)
-	for _, name := range []string{synth.TrajectoriesFile, synth.GoldFile, synth.ExampleIDsFile} {
-		fmt.Fprintf(w, "rlgate: wrote %s/%s %s\n", s.Out, name, s.Outputs[name])
 	}
 }

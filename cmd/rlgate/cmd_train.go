@@ -49,7 +49,7 @@ func printTrained(cmd *cli.Command, t *train.Trained, err error) error {
 	if err != nil {
 		return err
 	}
-	return emit(cmd.Root().Writer, cmd.Bool("json"), t, func(w io.Writer) error {
+	return emit(cmd, t, func(w io.Writer) error {
 		if s := t.SFT; s != nil {
 			fmt.Fprintf(w, "sft: %d of %d trajectories matched, %d steps, loss %.4f -> %.4f\n", s.Examples, s.Trajectories, s.Steps, s.LossFirst, s.LossLast)
 		}

@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
 
@@ -26,46 +26,23 @@ func newVerifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "against", Usage: "a head printed earlier, `ID/SEQ/blake3:HASH`"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			opts := verifyOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json")}
+			var against *ledger.Head
 			if s := cmd.String("against"); s != "" {
 				h, err := ledger.ParseHead(s)
 				if err != nil {
 					return usagef("--against: %v", err)
 				}
-				opts.Against = &h
+				against = &h
 			}
-			_, err := runVerify(ctx, opts, cmd.Root().Writer)
+			v, err := ledgers.Verify(ctx, ledgerDir(cmd), against)
+			if err != nil {
+				return err
+			}
+			err = emit(cmd, v.VerifyReport, v.WriteText)
+			if err == nil && !v.OK() {
+				err = checkFailed{fmt.Sprintf("verify %s: %d errors", v.Dir, v.Errors)}
+			}
 			return err
 		},
 	}
-}
-
-type verifyOptions struct {
-	Dir     string
-	JSON    bool
-	Against *ledger.Head
-}
-
-func runVerify(ctx context.Context, opts verifyOptions, w io.Writer) (*ledger.VerifyReport, error) {
-	l, err := ledger.OpenReadOnly(ctx, opts.Dir)
-	if err != nil {
-		return nil, err
-	}
-	defer l.Close()
-	rep, err := l.Verify(ctx, ledger.VerifyOptions{Against: opts.Against})
-	if err != nil {
-		return nil, err
-	}
-	err = emit(w, opts.JSON, rep, func(w io.Writer) error {
-		for _, f := range rep.Findings {
-			fmt.Fprintln(w, ledger.Printable(fmt.Sprint(f)))
-		}
-		_, err := fmt.Fprintf(w, "%d entries, %d blobs (%d bytes) checked: %d errors, %d notes\nhead %s\n",
-			rep.Entries, rep.BlobsChecked, rep.BlobBytes, rep.Errors, rep.Notes, ledger.Printable(fmt.Sprint(rep.Head)))
-		return err
-	})
-	if err == nil && !rep.OK() {
-		err = checkFailed{fmt.Sprintf("verify %s: %d errors", l.Dir(), rep.Errors)}
-	}
-	return rep, err
 }

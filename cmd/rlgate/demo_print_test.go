@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/workflow/gate"
 )
 
 // TestBriefVerdict: the demo's summary of a verdict shows the claims and
@@ -20,10 +21,10 @@ func TestBriefVerdict(t *testing.T) {
 		audit.GateCheck{Name: "audit split: split-task-ids", OK: true},
 		audit.GateCheck{Name: "claim rl > base", OK: true, Message: "gain"})
 	var full, brief strings.Builder
-	if err := printVerdict(&full, v, false); err != nil {
+	if err := gate.WriteVerdict(&full, v, false); err != nil {
 		t.Fatal(err)
 	}
-	if err := printVerdict(&brief, v, true); err != nil {
+	if err := gate.WriteVerdict(&brief, v, true); err != nil {
 		t.Fatal(err)
 	}
 	rows := func(s string) (n map[string]int) {
@@ -40,7 +41,7 @@ func TestBriefVerdict(t *testing.T) {
 	if diff := cmp.Diff(map[string]int{"no-gold-in-prompts": 5, "same-protocol": 1, "split-task-ids": 1, "claim rl > base": 1}, rows(full.String())); diff != "" {
 		t.Errorf("full verdict rows (-want +got):\n%s\n%s", diff, full.String())
 	}
-	if diff := cmp.Diff(map[string]int{"no-gold-in-prompts": briefFindings, "claim rl > base": 1}, rows(brief.String())); diff != "" {
+	if diff := cmp.Diff(map[string]int{"no-gold-in-prompts": gate.BriefFindings, "claim rl > base": 1}, rows(brief.String())); diff != "" {
 		t.Errorf("brief verdict rows (-want +got):\n%s\n%s", diff, brief.String())
 	}
 	for _, want := range []string{"and 2 more findings of audit gold: no-gold-in-prompts", "and 2 audit checks passed"} {
@@ -62,7 +63,7 @@ func TestVerdictClaimResults(t *testing.T) {
 	}
 	results := func(v *audit.Verdict) map[string]string {
 		var b strings.Builder
-		if err := printVerdict(&b, v, false); err != nil {
+		if err := gate.WriteVerdict(&b, v, false); err != nil {
 			t.Fatal(err)
 		}
 		got := map[string]string{}

@@ -71,7 +71,7 @@ func TestDemo(t *testing.T) {
 	if againErr != nil {
 		t.Fatalf("demo again up to eval_rl: %v\n%s", againErr, againOut)
 	}
-	if err := printDemo(&out, s); err != nil {
+	if err := s.WriteText(&out); err != nil {
 		t.Fatal(err)
 	}
 	if s.Verdict == nil || !s.Verdict.OK {

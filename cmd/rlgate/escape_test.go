@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/rlgate/rlgate/audit"
+	"github.com/rlgate/rlgate/workflow/gate"
 )
 
 // evil is a run id and stage name as a ledger from a CI artifact may hold
@@ -69,7 +70,7 @@ func TestOutputEscapesLedgerNames(t *testing.T) {
 		{Name: "claim rl\x1b[8m > base", Message: "run " + evilRun + " has no outcomes"},
 	}}
 	var b bytes.Buffer
-	if err := printVerdict(&b, v, false); err != nil {
+	if err := gate.WriteVerdict(&b, v, false); err != nil {
 		t.Fatal(err)
 	}
 	for _, w := range []string{`claim rl\x1b[8m > base`, shownRun, `policy paper\x1b]0;x\a`} {

@@ -79,6 +79,12 @@ func ledgerDir(cmd *cli.Command) string {
 // blobsLocation is --blobs or RLGATE_BLOBS, with an S3 location's
 // endpoint, region, path style and cache from their flags.
 func blobsLocation(cmd *cli.Command) string {
-	return ledger.WithS3(cmd.String("blobs"), ledger.S3Options{Endpoint: cmd.String("s3-endpoint"),
-		Region: cmd.String("s3-region"), PathStyle: cmd.Bool("s3-path-style"), Cache: cmd.String("cache")})
+	return ledger.WithS3(cmd.String("blobs"), s3Options(cmd))
+}
+
+// s3Options are an S3 blob store's endpoint, region, path style and cache
+// from their flags.
+func s3Options(cmd *cli.Command) ledger.S3Options {
+	return ledger.S3Options{Endpoint: cmd.String("s3-endpoint"), Region: cmd.String("s3-region"), PathStyle: cmd.Bool("s3-path-style"),
+		Cache: cmd.String("cache")}
 }

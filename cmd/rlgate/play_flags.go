@@ -55,22 +55,10 @@ func playOptionsFrom(cmd *cli.Command) (evaluate.PlayOptions, error) {
 		}
 		o.ModelIdentity = &d
 	}
-	if cmd.IsSet("n") {
-		n := cmd.Int("n")
-		o.Sampling.N = &n
-	}
-	if cmd.IsSet("temperature") {
-		v := cmd.Float("temperature")
-		o.Sampling.Temperature = &v
-	}
-	if cmd.IsSet("top-p") {
-		v := cmd.Float("top-p")
-		o.Sampling.TopP = &v
-	}
-	if cmd.IsSet("seed") {
-		v := cmd.Int64("seed")
-		o.Sampling.Seed = &v
-	}
+	o.Sampling.N = pointerIfSet(cmd, "n", cmd.Int)
+	o.Sampling.Temperature = pointerIfSet(cmd, "temperature", cmd.Float)
+	o.Sampling.TopP = pointerIfSet(cmd, "top-p", cmd.Float)
+	o.Sampling.Seed = pointerIfSet(cmd, "seed", cmd.Int64)
 	switch {
 	case o.Concurrency < 1:
 		return o, usagef("--concurrency %d: want at least 1", o.Concurrency)

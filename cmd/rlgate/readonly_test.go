@@ -19,6 +19,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/ledgers"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
 // readonlyCommands are the commands that only read a ledger.
@@ -101,7 +103,7 @@ func readonlySnapshot(t *testing.T, dir string) map[string]string {
 // readonlyRunStatus reads the abandoned run's status through rlgate runs.
 func readonlyRunStatus(t *testing.T, out string) string {
 	t.Helper()
-	var runs []runRow
+	var runs []ledgers.RunRow
 	if err := json.Unmarshal([]byte(out), &runs); err != nil {
 		t.Fatalf("runs --json: %v\n%s", err, out)
 	}
@@ -372,8 +374,8 @@ func TestLogLimitTailAndWidth(t *testing.T) {
 			t.Fatalf("log %v: exit %d: %s", args, code, errOut)
 		}
 		for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-			if n := utf8.RuneCountInString(line); n > termWidth {
-				t.Errorf("log %v: a line of %d columns, want at most %d:\n%s", args, n, termWidth, line)
+			if n := utf8.RuneCountInString(line); n > textout.TermWidth {
+				t.Errorf("log %v: a line of %d columns, want at most %d:\n%s", args, n, textout.TermWidth, line)
 			}
 		}
 		if !strings.Contains(out, all[len(all)-1].Hash.Hex()[:12]) {

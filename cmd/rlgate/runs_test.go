@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/workflow/ledgers"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
 // TestRunsListsEveryRun: rlgate runs lists each run with its status,
@@ -29,20 +31,20 @@ func TestRunsListsEveryRun(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("runs --json: exit %d: %s", code, errOut)
 	}
-	var got []runRow
+	var got []ledgers.RunRow
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatal(err)
 	}
 	ok, three := 0, 3
 	// rlgate run's writing open closed rl1-abandoned before sft-ok started.
-	want := []runRow{
+	want := []ledgers.RunRow{
 		{Run: ledger.Run{Run: "rl1-abandoned", Stage: "rl1", Status: "interrupted"},
 			Reason: "the process recording this run ended without closing it (killed or crashed)"},
 		{Run: ledger.Run{Run: "sft-ok", Stage: "sft", Status: "ok", ExitCode: &ok}},
 		{Run: ledger.Run{Run: "rl2-exit3", Stage: "rl2", Status: "failed", ExitCode: &three}, Reason: "exit status 3"},
 	}
 	ignore := cmpopts.IgnoreFields(ledger.Run{}, "StartedSeq", "StartedAt", "EndedSeq", "EndedAt")
-	if diff := cmp.Diff(want, got, ignore, cmpopts.IgnoreFields(runRow{}, "DurationS")); diff != "" {
+	if diff := cmp.Diff(want, got, ignore, cmpopts.IgnoreFields(ledgers.RunRow{}, "DurationS")); diff != "" {
 		t.Errorf("runs --json (-want +got):\n%s", diff)
 	}
 	for _, r := range got {
@@ -56,8 +58,8 @@ func TestRunsListsEveryRun(t *testing.T) {
 		t.Fatalf("runs: exit %d:\n%s", code, out)
 	}
 	for _, line := range strings.Split(strings.TrimRight(out, "\n"), "\n") {
-		if n := utf8.RuneCountInString(line); n > termWidth {
-			t.Errorf("runs: a line of %d columns, want at most %d:\n%s", n, termWidth, line)
+		if n := utf8.RuneCountInString(line); n > textout.TermWidth {
+			t.Errorf("runs: a line of %d columns, want at most %d:\n%s", n, textout.TermWidth, line)
 		}
 	}
 	for _, s := range []string{"rl2-exit3", "failed", "exit status 3", "interrupted"} {

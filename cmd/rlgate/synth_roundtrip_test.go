@@ -17,6 +17,7 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/synth"
 	"github.com/rlgate/rlgate/stages/tasks"
+	"github.com/rlgate/rlgate/workflow/serve"
 )
 
 // synthKind is what the scripted teacher does with sample s of the task
@@ -258,7 +259,7 @@ func TestSynthThroughServeReplay(t *testing.T) {
 		_, err := runServeReplay(ctx, serveReplayOptions{Dir: ldir, JSON: true, Run: "teacher-run", Addr: "127.0.0.1:0"}, out)
 		done <- err
 	}()
-	var rs serveReplaySummary
+	var rs serve.Replaying
 	for deadline := time.Now().Add(10 * time.Second); json.Unmarshal(out.Bytes(), &rs) != nil; {
 		if time.Now().After(deadline) {
 			t.Fatalf("serve-replay printed no address: %q", out.Bytes())

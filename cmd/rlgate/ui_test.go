@@ -20,6 +20,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/ui"
+	"github.com/rlgate/rlgate/workflow/ledgers"
 )
 
 // uiServe serves the ledger at loc (a directory or a postgres:// URL),
@@ -228,7 +229,7 @@ func uiRuns(t *testing.T, ts *httptest.Server, ldir string) {
 	if code != exitOK {
 		t.Fatal(errOut)
 	}
-	var all []runRow
+	var all []ledgers.RunRow
 	if err := json.Unmarshal([]byte(out), &all); err != nil {
 		t.Fatal(err)
 	}

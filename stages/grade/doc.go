@@ -56,7 +56,7 @@
 // 8 MiB, or SQLite's heap past sqlenv.HeapHardLimit, fails the query)
 // and time limits (bird: 30 s for the pair, the prediction getting what
 // the gold left; spider and strict: 60 s per query; Options.BirdBudget
-// and QueryTimeout change them). Like an error or a timeout, a cap or a
+// and Options.Timeout change them). Like an error or a timeout, a cap or a
 // memory limit makes a prediction incorrect, and it stays in the
 // denominator. Gold denotations go through a GoldCache keyed
 // by the database's BLAKE3 digest and the SQL as executed, so one gold

@@ -12,25 +12,24 @@ import (
 	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
-// Options are the grader's budgets. A zero field takes its value from
-// DefaultOptions.
+// Options are the grader's budgets and caps. The executor's options are
+// embedded as they are, not renamed: Timeout bounds each query under the
+// spider and strict rules (the Spider test-suite's exec_eval.py,
+// taoyds/test-suite-sql-eval, sets TIMEOUT = 60 for exec_on_db, whose
+// asyncio.wait_for around a blocking call never fires; we keep its value
+// as a real limit); MaxRows and MaxBytes cap a result, and a query over
+// them counts as failed (ErrResultTooLarge: the official evaluators have
+// no cap; ours bounds memory, with SQLite's heap limits,
+// sqlenv.HeapHardLimit); MaxConns is the connections per database. The
+// grader gives its executor the larger of Timeout and BirdBudget, values
+// up to 8 MiB unless MaxValueLength says otherwise, and Immutable: graded
+// databases are inputs, hashed and frozen for the grading. A zero field
+// takes its value from DefaultOptions, else from sqlenv's.
 type Options struct {
+	sqlenv.Options
 	// BirdBudget is the time the bird rule gives prediction and gold
 	// together (evaluation_ex.py's meta_time_out).
 	BirdBudget time.Duration
-	// QueryTimeout bounds each query under the spider and strict rules.
-	// The Spider test-suite's exec_eval.py (taoyds/test-suite-sql-eval)
-	// sets TIMEOUT = 60 for exec_on_db, whose asyncio.wait_for around a
-	// blocking call never fires; we keep its value as a real limit.
-	QueryTimeout time.Duration
-	// MaxRows and MaxBytes cap a result (MaxBytes as sqlenv counts the
-	// memory rows take); a query over them counts as failed
-	// (ErrResultTooLarge). The official evaluators have no cap; ours
-	// bounds memory, with SQLite's heap limits (sqlenv.HeapHardLimit).
-	MaxRows  int
-	MaxBytes int64
-	// MaxConns is the number of connections per database.
-	MaxConns int
 }
 
 // DefaultOptions: the official evaluators' time limits, 30 s for a bird
@@ -39,10 +38,8 @@ type Options struct {
 // 8 MiB values keeps a grading of hostile predictions under 256 MB.
 func DefaultOptions() Options {
 	return Options{
-		BirdBudget:   30 * time.Second,
-		QueryTimeout: 60 * time.Second,
-		MaxRows:      1_000_000,
-		MaxBytes:     32 << 20,
+		BirdBudget: 30 * time.Second,
+		Options:    sqlenv.Options{Timeout: 60 * time.Second, MaxRows: 1_000_000, MaxBytes: 32 << 20},
 	}
 }
 
@@ -51,8 +48,8 @@ func (o Options) withDefaults() Options {
 	if o.BirdBudget <= 0 {
 		o.BirdBudget = d.BirdBudget
 	}
-	if o.QueryTimeout <= 0 {
-		o.QueryTimeout = d.QueryTimeout
+	if o.Timeout <= 0 {
+		o.Timeout = d.Timeout
 	}
 	if o.MaxRows <= 0 {
 		o.MaxRows = d.MaxRows
@@ -61,6 +58,44 @@ func (o Options) withDefaults() Options {
 		o.MaxBytes = d.MaxBytes
 	}
 	return o
+}
+
+// executor is the executor's options: the grader's, with the larger of
+// the two time limits, 8 MiB values unless set, and immutable databases.
+func (o Options) executor() sqlenv.Options {
+	e := o.Options
+	e.Timeout = max(o.BirdBudget, o.Timeout)
+	if e.MaxValueLength <= 0 {
+		e.MaxValueLength = 8 << 20
+	}
+	e.Immutable = true
+	return e
+}
+
+// RecordedOptions are the options a grading's run.start records
+// (grader_options). They are a record of their own, not Options, because
+// the recorded shape names the fields as gradings have always recorded
+// them (QueryTimeout for the executor's Timeout) and holds only the
+// budgets and caps: embedding sqlenv.Options would change the bytes of
+// every grading recorded from then on.
+type RecordedOptions struct {
+	BirdBudget   time.Duration
+	QueryTimeout time.Duration
+	MaxRows      int
+	MaxBytes     int64
+	MaxConns     int
+}
+
+// Record is o as a grading's run.start records it.
+func (o Options) Record() RecordedOptions {
+	return RecordedOptions{BirdBudget: o.BirdBudget, QueryTimeout: o.Timeout, MaxRows: o.MaxRows, MaxBytes: o.MaxBytes, MaxConns: o.MaxConns}
+}
+
+// Options are the grader options r records, to grade again as the
+// recorded grading did (rlgate reproduce).
+func (r RecordedOptions) Options() Options {
+	return Options{BirdBudget: r.BirdBudget,
+		Options: sqlenv.Options{Timeout: r.QueryTimeout, MaxRows: r.MaxRows, MaxBytes: r.MaxBytes, MaxConns: r.MaxConns}}
 }
 
 // Grader executes predictions and golds and compares them. It owns a
@@ -93,17 +128,8 @@ func NewGrader(opts Options, cache *GoldCache) *Grader {
 		cache = NewGoldCache()
 	}
 	return &Grader{
-		opts: opts,
-		exec: sqlenv.NewExecutor(sqlenv.Options{
-			Timeout:        max(opts.BirdBudget, opts.QueryTimeout),
-			MaxRows:        opts.MaxRows,
-			MaxBytes:       opts.MaxBytes,
-			MaxValueLength: 8 << 20,
-			MaxConns:       opts.MaxConns,
-			// Graded databases are inputs, hashed (digest) and frozen for
-			// the grading.
-			Immutable: true,
-		}),
+		opts:      opts,
+		exec:      sqlenv.NewExecutor(opts.executor()),
 		gold:      cache,
 		digests:   make(map[string]*digestEntry),
 		known:     make(map[string]ledger.Digest),
@@ -154,7 +180,7 @@ func (g *Grader) timeout(m Metric) time.Duration {
 	if m.execution() == MetricBird {
 		return g.opts.BirdBudget
 	}
-	return g.opts.QueryTimeout
+	return g.opts.Timeout
 }
 
 // Grade executes predSQL and (through the cache) goldSQL on the database

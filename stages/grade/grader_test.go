@@ -57,7 +57,7 @@ func TestGrade(t *testing.T) {
 
 func TestGradeBudgets(t *testing.T) {
 	endless := "WITH RECURSIVE r(x) AS (SELECT 1 UNION ALL SELECT x + 1 FROM r) SELECT count(*) FROM r"
-	g := newTestGrader(t, Options{BirdBudget: 200 * time.Millisecond, QueryTimeout: 200 * time.Millisecond})
+	g := newTestGrader(t, Options{BirdBudget: 200 * time.Millisecond, Options: sqlenv.Options{Timeout: 200 * time.Millisecond}})
 	for _, m := range []Metric{MetricBird, MetricSpider} {
 		t.Run(string(m), func(t *testing.T) {
 			start := time.Now()
@@ -97,7 +97,7 @@ func mustDigest(t *testing.T, g *Grader) ledger.Digest {
 }
 
 func TestGradeResultCap(t *testing.T) {
-	g := newTestGrader(t, Options{MaxRows: 10})
+	g := newTestGrader(t, Options{Options: sqlenv.Options{MaxRows: 10}})
 	o, err := g.Grade(context.Background(), MetricBird, dogKennels, "SELECT * FROM Dogs", "SELECT * FROM Dogs LIMIT 3")
 	if err != nil {
 		t.Fatal(err)

@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
 const world1 = "../../testdata/spider/database/world_1/world_1.sqlite"
@@ -72,7 +74,7 @@ func TestHostilePredictionsBounded(t *testing.T) {
 // hostileGrade is the child's half of TestHostilePredictionsBounded.
 func hostileGrade(t *testing.T) {
 	const deadline = time.Second
-	g := newTestGrader(t, Options{QueryTimeout: deadline, BirdBudget: deadline})
+	g := newTestGrader(t, Options{Options: sqlenv.Options{Timeout: deadline}, BirdBudget: deadline})
 	const gold = "SELECT count(*) FROM city"
 	for _, h := range hostilePredictions {
 		start := time.Now()

@@ -72,16 +72,16 @@ type Bucket struct {
 // gradeStart is the body of a grading run's run.start entry.
 type gradeStart struct {
 	ledger.RunStart
-	Metric      Metric         `json:"metric"`
-	Format      string         `json:"format"`
-	Predictions string         `json:"predictions"`
-	PredDigest  ledger.Digest  `json:"predictions_digest"`
-	Dataset     string         `json:"dataset"`
-	TasksDigest ledger.Digest  `json:"tasks_digest"`
-	TaskSet     ledger.Digest  `json:"task_set"` // tasks.SetDigest of the tasks graded
-	GoldDigest  ledger.Digest  `json:"gold_digest"`
-	Options     Options        `json:"grader_options"`
-	Databases   *DatabaseCheck `json:"database_check"`
+	Metric      Metric          `json:"metric"`
+	Format      string          `json:"format"`
+	Predictions string          `json:"predictions"`
+	PredDigest  ledger.Digest   `json:"predictions_digest"`
+	Dataset     string          `json:"dataset"`
+	TasksDigest ledger.Digest   `json:"tasks_digest"`
+	TaskSet     ledger.Digest   `json:"task_set"` // tasks.SetDigest of the tasks graded
+	GoldDigest  ledger.Digest   `json:"gold_digest"`
+	Options     RecordedOptions `json:"grader_options"`
+	Databases   *DatabaseCheck  `json:"database_check"`
 }
 
 // gradeEnd is the body of its run.end entry. Reason says why a failed or
@@ -171,7 +171,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err == nil {
 		run, err = l.StartRun(ctx, s.Run, gradeStart{RunStart: ledger.RunStart{Stage: "grade"}, Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
 			PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, TaskSet: goldTaskSet(golds), GoldDigest: man.Gold.Digest,
-			Options: g.Options(), Databases: s.Databases})
+			Options: g.Options().Record(), Databases: s.Databases})
 	}
 	if err != nil {
 		cancel()

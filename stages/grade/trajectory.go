@@ -95,18 +95,18 @@ type TrajectoryItem struct {
 // back by field name.
 type TrajectoryStart struct {
 	ledger.RunStart
-	Rollout        string        `json:"rollout"`
-	RolloutEnd     int64         `json:"rollout_end_seq"`
-	ProtocolDigest ledger.Digest `json:"protocol_digest"`
-	TaskSet        ledger.Digest `json:"task_set"`
-	Metric         Metric        `json:"metric"`
-	Mode           string        `json:"mode"`
-	K              int           `json:"k,omitempty"`
-	Dataset        string        `json:"dataset"`
-	TasksDigest    ledger.Digest `json:"tasks_digest"`
-	GoldDigest     ledger.Digest `json:"gold_digest"`
-	Options        Options       `json:"grader_options"`
-	Weights        Weights       `json:"reward_weights"`
+	Rollout        string          `json:"rollout"`
+	RolloutEnd     int64           `json:"rollout_end_seq"`
+	ProtocolDigest ledger.Digest   `json:"protocol_digest"`
+	TaskSet        ledger.Digest   `json:"task_set"`
+	Metric         Metric          `json:"metric"`
+	Mode           string          `json:"mode"`
+	K              int             `json:"k,omitempty"`
+	Dataset        string          `json:"dataset"`
+	TasksDigest    ledger.Digest   `json:"tasks_digest"`
+	GoldDigest     ledger.Digest   `json:"gold_digest"`
+	Options        RecordedOptions `json:"grader_options"`
+	Weights        Weights         `json:"reward_weights"`
 	// Set only when grading an incomplete rollout was allowed.
 	AllowIncomplete bool `json:"allow_incomplete,omitempty"`
 	Unfinished      int  `json:"unfinished_episodes,omitempty"`
@@ -217,7 +217,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 
 	run, err := l.StartRun(ctx, s.Run, TrajectoryStart{RunStart: ledger.RunStart{Stage: "grade"}, Rollout: o.Rollout, RolloutEnd: *r.EndedSeq,
 		ProtocolDigest: start.ProtocolDigest, TaskSet: start.TaskSet, Metric: o.Metric, Mode: o.Mode, K: o.K, Dataset: man.Dataset,
-		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options(), Weights: o.Weights, Databases: dbs,
+		TasksDigest: man.Tasks.Digest, GoldDigest: man.Gold.Digest, Options: g.Options().Record(), Weights: o.Weights, Databases: dbs,
 		AllowIncomplete: o.AllowIncomplete, Unfinished: s.Unfinished})
 	if err != nil {
 		return nil, err

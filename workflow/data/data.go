@@ -1,7 +1,9 @@
 // Package data is rlgate data: a benchmark imported into public tasks and
 // gold (stages/dataset) and recorded as a dataset artifact, and the
 // prompts of an import rendered as the rollout protocol shows them to a
-// policy and recorded as a file artifact.
+// policy and recorded as a file artifact; and rlgate export: synthesised
+// trajectories or an import's tasks written for an outside trainer
+// (stages/export), each export a run.
 package data
 
 import (
@@ -11,6 +13,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/jsonl"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
@@ -142,4 +145,26 @@ func Render(ctx context.Context, dir string, o RenderOptions) (*Rendered, error)
 	}
 	r.Seq = e.Seq
 	return r, nil
+}
+
+// ExportSFT writes synthesised trajectories as an SFT dataset and records
+// the export in the ledger in dir (export.ExportSFT).
+func ExportSFT(ctx context.Context, dir string, o export.SFTOptions) (*export.Summary, error) {
+	return exportIn(ctx, dir, func(l *ledger.Ledger) (*export.Summary, error) { return export.ExportSFT(ctx, l, o) })
+}
+
+// ExportRL writes an import's tasks as RL training data and records the
+// export in the ledger in dir (export.ExportRL).
+func ExportRL(ctx context.Context, dir string, o export.RLOptions) (*export.Summary, error) {
+	return exportIn(ctx, dir, func(l *ledger.Ledger) (*export.Summary, error) { return export.ExportRL(ctx, l, o) })
+}
+
+// exportIn runs one export with the ledger in dir open.
+func exportIn(ctx context.Context, dir string, do func(*ledger.Ledger) (*export.Summary, error)) (*export.Summary, error) {
+	l, err := ledger.Open(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	return do(l)
 }

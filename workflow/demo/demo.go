@@ -4,8 +4,8 @@
 // recorded in the directory's own ledger, gates it through workflow/gate,
 // and reads back what the demo showed: the comparison of the four
 // evaluations, the gate's verdict, the report and, when it failed, the
-// checks that failed. rlgate demo (cmd/rlgate/cmd_demo.go) prints what Run
-// returns.
+// checks that failed, with its text (Summary.WriteText), which rlgate demo
+// (cmd/rlgate/cmd_demo.go) prints.
 package demo
 
 import (

@@ -1,9 +1,13 @@
 package evaluate
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -78,4 +82,31 @@ func Eval(ctx context.Context, o EvalOptions) (*EvalSummary, error) {
 		return nil, err
 	}
 	return &EvalSummary{TrajectorySummary: ts, RolloutSummary: rs}, nil
+}
+
+// ParseWeights reads --reward-weight's NAME=W pairs into reward weights by
+// their JSON names; none given leaves the zero value, which grading takes
+// as the default. A pair that is not one, or an unknown name, is a
+// UsageError.
+func ParseWeights(pairs []string) (grade.Weights, error) {
+	m := map[string]float64{}
+	for _, p := range pairs {
+		name, val, ok := strings.Cut(p, "=")
+		w, err := strconv.ParseFloat(val, 64)
+		if !ok || err != nil {
+			return grade.Weights{}, usagef("--reward-weight %q: want NAME=NUMBER", p)
+		}
+		m[name] = w
+	}
+	var weights grade.Weights
+	if len(m) == 0 {
+		return weights, nil
+	}
+	raw, _ := json.Marshal(m)
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&weights); err != nil {
+		return weights, usagef("--reward-weight: %v (names: execution, soft_f1, format, parses, schema_jaccard, bigram)", err)
+	}
+	return weights, nil
 }

@@ -121,3 +121,25 @@ func CheckForPipeline(l *ledger.Ledger, f *pipeline.File) func(ctx context.Conte
 		return nil
 	}
 }
+
+// Decide is rlgate gate: it opens the ledger in dir (Open), gates it
+// under p (Run) and, when junit names a file, writes the verdict's checks
+// there as JUnit XML. A failed publish is returned beside the result, as
+// Run returns it.
+func Decide(ctx context.Context, dir string, p audit.Policy, dryRun bool, junit string) (*Result, error) {
+	l, err := Open(ctx, dir, dryRun)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	r, err := Run(ctx, l, p, audit.GateOptions{DryRun: dryRun})
+	if r == nil {
+		return nil, err
+	}
+	if junit != "" {
+		if jerr := WriteJUnitFile(junit, r.Verdict); jerr != nil {
+			return nil, jerr
+		}
+	}
+	return r, err
+}

@@ -7,10 +7,14 @@ package report
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/workflow/audits"
 )
 
 // Write resolves the stage names of o's subjects and of its policy's,
@@ -42,4 +46,67 @@ func Write(ctx context.Context, l *ledger.Ledger, o reports.Options, out string,
 		o.Policy = &p
 	}
 	return reports.Write(ctx, l, o, out)
+}
+
+// Summary is what rlgate report prints: the report written, or what the
+// check found.
+type Summary struct {
+	Out      string               `json:"out,omitempty"`
+	Files    []string             `json:"files,omitempty"`
+	Headline string               `json:"headline,omitempty"`
+	Head     *ledger.Head         `json:"head,omitempty"`
+	Check    *reports.CheckResult `json:"check,omitempty"`
+	checked  string               // the directory checked
+}
+
+// Run is rlgate report over the ledger in dir, opened read-only: with
+// check, the report in that directory checked against the ledger
+// (reports.Check); else the report o asks for written into out (Write),
+// each stage name's resolution said on notes (nil: nowhere).
+func Run(ctx context.Context, dir string, o reports.Options, out, check string, notes io.Writer) (*Summary, error) {
+	l, err := ledger.OpenReadOnly(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	defer l.Close()
+	if check != "" {
+		res, err := reports.Check(ctx, l, check)
+		if err != nil {
+			return nil, err
+		}
+		return &Summary{Check: res, checked: check}, nil
+	}
+	r, err := Write(ctx, l, o, out, audits.Notes(notes))
+	if err != nil {
+		return nil, err
+	}
+	s := &Summary{Out: out, Headline: r.Headline, Head: &r.Head}
+	for _, f := range r.Request.Formats {
+		s.Files = append(s.Files, reports.Files[f])
+	}
+	return s, nil
+}
+
+// WriteText writes what the check found, a line per difference, or the
+// report's headline and the files written.
+func (s *Summary) WriteText(w io.Writer) error {
+	if res := s.Check; res != nil {
+		for _, d := range res.Differences {
+			if _, err := fmt.Fprintln(w, d); err != nil {
+				return err
+			}
+		}
+		_, err := fmt.Fprintf(w, "report %s: %s from the ledger at head %s\n", s.checked, Differences(len(res.Differences)), res.Head)
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s\nwrote %s into %s (ledger head %s)\n", s.Headline, strings.Join(s.Files, ", "), s.Out, *s.Head)
+	return err
+}
+
+// Differences says how many differences a check found, in words.
+func Differences(n int) string {
+	if n == 1 {
+		return "1 difference"
+	}
+	return fmt.Sprintf("%d differences", n)
 }

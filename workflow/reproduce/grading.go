@@ -44,7 +44,7 @@ func reproduceGrading(ctx context.Context, l *ledger.Ledger, r ledger.Run) (runn
 	if fi, err := os.Stat(dataset); err == nil && !fi.IsDir() {
 		dataset = filepath.Dir(dataset)
 	}
-	g := grade.NewGrader(st.Options, nil)
+	g := grade.NewGrader(st.Options.Options(), nil)
 	defer g.Close()
 	b.Run = StagePrefix + r.Run + "-" + time.Now().UTC().Format("20060102T150405")
 	_, err = grade.GradeTrajectories(ctx, l, g, grade.TrajectoryOptions{Rollout: st.Rollout, Dataset: dataset, Metric: st.Metric,

@@ -2,7 +2,8 @@
 // OpenAI API for rlgate serve-policy: until the command is interrupted, or
 // while one command runs against it, supervised as a stage of rlgate run
 // is (runner.Command), so that one supervisor starts, stops and reaps
-// every child process rlgate runs.
+// every child process rlgate runs. It also serves a recorded rollout's
+// replies for rlgate serve-replay (Replay).
 package serve
 
 import (
@@ -28,6 +29,12 @@ type Endpoint struct {
 	Model         string `json:"model"`
 	ModelIdentity string `json:"model_identity"`
 	URL           string `json:"url"` // the OpenAI base URL to give rlgate rollout/eval --endpoint
+}
+
+// WriteText says what is served, where, and how to stop it.
+func (e Endpoint) WriteText(w io.Writer) error {
+	_, err := fmt.Fprintf(w, "rlgate: serving %s as %s at %s\nmodel identity: %s\nstop with Ctrl-C\n", e.Ckpt, e.Model, e.URL, e.ModelIdentity)
+	return err
 }
 
 // Server is the reference policy of one checkpoint, listening.

@@ -1,7 +1,4 @@
-// The tables of checks that the gate, the ledger audits and the demo print,
-// and the gate's JUnit file.
-
-package main
+package gate
 
 import (
 	"fmt"
@@ -14,9 +11,23 @@ import (
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
-func writeJUnit(path string, v *audit.Verdict) error {
+// WriteText writes every check of the verdict, then a line per publish
+// request the gate acted on (rlgate gate).
+func (r *Result) WriteText(w io.Writer) error {
+	if err := WriteVerdict(w, r.Verdict, false); err != nil {
+		return err
+	}
+	for _, oc := range r.Publishes {
+		fmt.Fprintln(w, "rlgate:", Describe(oc))
+	}
+	return nil
+}
+
+// WriteJUnitFile writes v's checks as JUnit XML to path, for CI systems.
+func WriteJUnitFile(path string, v *audit.Verdict) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return fmt.Errorf("write junit: %w", err)
@@ -37,25 +48,25 @@ func writeJUnit(path string, v *audit.Verdict) error {
 func checkResult(v *audit.Verdict, c audit.GateCheck) string {
 	switch {
 	case v.OK || !strings.HasPrefix(c.Name, "claim "):
-		return passFail(c.OK)
+		return textout.PassFail(c.OK)
 	case c.OK:
 		return "would pass"
 	}
 	return "not supported"
 }
 
-// briefFindings is how many failed findings of one check a brief verdict
+// BriefFindings is how many failed findings of one check a brief verdict
 // shows; a leak can fail one check once per task.
-const briefFindings = 3
+const BriefFindings = 3
 
-// printVerdict prints every check of v, or with brief only its claims and
+// WriteVerdict writes every check of v, or with brief only its claims and
 // the first findings of each check that failed (the demo's summary: the
-// report lists them all).
-func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
+// report lists them all), then the verdict's line.
+func WriteVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 	for _, r := range v.Resolved {
 		fmt.Fprintln(w, "rlgate:", ledger.Printable(r.String()))
 	}
-	t := newTable(w, "check", "result", "evidence", "finding")
+	t := textout.NewTable(w, "check", "result", "evidence", "finding")
 	passed, failed := 0, map[string]int{}
 	for _, c := range v.Checks {
 		switch {
@@ -64,18 +75,18 @@ func printVerdict(w io.Writer, v *audit.Verdict, brief bool) error {
 			passed++
 			continue
 		default:
-			if failed[c.Name]++; failed[c.Name] > briefFindings {
+			if failed[c.Name]++; failed[c.Name] > BriefFindings {
 				continue
 			}
 		}
-		t.Append(c.Name, checkResult(v, c), formatSeqs(c.Seqs), c.Message)
+		t.Append(c.Name, checkResult(v, c), textout.Seqs(c.Seqs), c.Message)
 	}
 	if err := t.Render(); err != nil {
 		return err
 	}
 	for _, name := range slices.Sorted(maps.Keys(failed)) {
-		if n := failed[name]; n > briefFindings {
-			fmt.Fprintf(w, "and %d more findings of %s\n", n-briefFindings, ledger.Printable(name))
+		if n := failed[name]; n > BriefFindings {
+			fmt.Fprintf(w, "and %d more findings of %s\n", n-BriefFindings, ledger.Printable(name))
 		}
 	}
 	if passed > 0 {

@@ -1,4 +1,4 @@
-package main
+package evaluate
 
 import (
 	"fmt"
@@ -8,10 +8,14 @@ import (
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/synth"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
-// printRolloutSummary prints what rollout, eval and synth played.
-func printRolloutSummary(w io.Writer, s *rollout.Summary) {
+// WriteRollout writes what a rollout played as rollout, eval and synth
+// print it: the run's state, stop reasons, tokens and latency, and each
+// endpoint of a fleet.
+func WriteRollout(w io.Writer, s *rollout.Summary) error {
 	want := s.Tasks * s.Samples
 	switch s.Status {
 	case "complete":
@@ -47,7 +51,7 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 		fmt.Fprintf(w, "rlgate: request latency over the %d turns played now (retries included): mean %.1f ms, p50 %.1f ms, p95 %.1f ms\n", lat.N, lat.Mean, lat.P50, lat.P95)
 	}
 	if len(s.Endpoints) < 2 {
-		return // one endpoint: the lines above say it all
+		return nil // one endpoint: the lines above say it all
 	}
 	for _, e := range s.Endpoints {
 		fmt.Fprintf(w, "rlgate: endpoint %s: %d requests, %d transport failures, %d retries", e.Endpoint, e.Requests, e.Failures, e.Retries)
@@ -59,10 +63,22 @@ func printRolloutSummary(w io.Writer, s *rollout.Summary) {
 		}
 		fmt.Fprintln(w)
 	}
+	return nil
 }
 
-// printGradeSummary prints a grading under title: the file or rollout graded.
-func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.Summary[I]) {
+// WriteGrades writes the summary of each graded prediction file, in turn,
+// under the file's name (rlgate grade).
+func WriteGrades(w io.Writer, out []*grade.FileSummary) error {
+	for _, s := range out {
+		writeGrade(w, s.Predictions, s)
+	}
+	return nil
+}
+
+// writeGrade writes a grading under title, the file or rollout graded:
+// the warnings, the table by difficulty, the accuracy with what it left
+// out or flagged, and the entries recorded.
+func writeGrade[I grade.SummaryItem](w io.Writer, title string, s *grade.Summary[I]) {
 	fmt.Fprintf(w, "%s  (metric %s, run %s)\n", title, s.Metric, s.Run)
 	for _, wn := range s.Warnings {
 		fmt.Fprintf(w, "  warning: %s: %s\n", wn.Where, wn.Msg)
@@ -80,7 +96,7 @@ func printGradeSummary[I grade.SummaryItem](w io.Writer, title string, s *grade.
 		header = append(header, "total")
 		counts = append(counts, fmt.Sprint(s.Total))
 		accs = append(accs, fmt.Sprintf("%.2f", s.EX))
-		t := newTable(w, header...)
+		t := textout.NewTable(w, header...)
 		t.Append(counts...)
 		if s.Score != nil {
 			scores := []any{scoreName(s.Metric)}
@@ -127,4 +143,40 @@ func scoreName(m grade.Metric) string {
 		return "Soft-F1"
 	}
 	return "score"
+}
+
+// WriteText writes the rollout's summary, then the grading's as rlgate
+// grade writes it, with pass@k when the mode computes it.
+func (s *EvalSummary) WriteText(w io.Writer) error {
+	rs, ts := s.RolloutSummary, s.TrajectorySummary
+	WriteRollout(w, rs)
+	if ts.Incomplete {
+		fmt.Fprintf(w, "graded over an incomplete rollout: %d of %d episodes unfinished, each counted wrong (--allow-incomplete)\n",
+			ts.Unfinished, rs.Tasks*rs.Samples)
+	}
+	desc := fmt.Sprintf("rollout %s, %s", ts.Rollout, ts.Mode)
+	if ts.Mode == grade.ModePassK {
+		desc += fmt.Sprintf(" (any of %d samples)", rs.Samples)
+	}
+	writeGrade(w, desc, ts)
+	if ts.PassAtK != nil {
+		fmt.Fprintf(w, "pass@%d %.2f%% (unbiased estimator over %d samples per task)\n", ts.K, *ts.PassAtK, rs.Samples)
+	}
+	return nil
+}
+
+// WriteSynth writes the rollout's summary, what was kept and the files
+// written with their digests.
+func WriteSynth(w io.Writer, s *synth.Summary) error {
+	WriteRollout(w, s.Rollout)
+	verb := "recorded"
+	if s.Status == "complete" {
+		verb = "was recorded before; files written again, identical"
+	}
+	fmt.Fprintf(w, "rlgate: synth %s %s: kept %d of %d trajectories (%d of %d questions have one), graded by %s; entries %d..%d\n",
+		s.Run, verb, s.Kept, s.Episodes, s.ExamplesKept, s.Examples, s.Grading, s.StartSeq, s.EndSeq)
+	for _, name := range []string{synth.TrajectoriesFile, synth.GoldFile, synth.ExampleIDsFile} {
+		fmt.Fprintf(w, "rlgate: wrote %s/%s %s\n", s.Out, name, s.Outputs[name])
+	}
+	return nil
 }
