@@ -149,10 +149,10 @@ func (m Metrics) canonical() ([]byte, error) {
 // deriveMetrics writes one row per key of a metrics entry: its steps and
 // values packed as the body of version 2 holds them. typed is the body as
 // the appender gave it, or nil: then the body is decoded, either version.
-// A large batch decoded from version 1 packs into the deriver's buffer,
-// reused from batch to batch, and its rows are written at once, before
-// the next batch overwrites them: an import of millions of points touches
-// no new memory for them.
+// The arrays of a large batch decoded, or packed from version 1, go into
+// the deriver's buffer, reused from batch to batch, and its rows are
+// written at once, before the next batch overwrites them: a replay of
+// millions of points touches no new memory for them.
 func (d *deriver) deriveMetrics(e *Entry, typed any) (err error) {
 	if e.Run == "" {
 		return fmt.Errorf("%w: metrics need a run id", ErrBadRecord)
