@@ -14,8 +14,9 @@ import (
 )
 
 // decodeMetrics reads a metrics body of either version into its series,
-// whose arrays lie in memory from alloc (nil: new memory), and refuses a
-// version this build does not read. Bodies of either version as
+// whose arrays lie in memory from alloc (nil: new memory), with the
+// body's version in BodyVersion, and refuses a version this build does
+// not read. Bodies of either version as
 // canonical() writes them are read by a scanner made for that one layout,
 // which is many times faster than encoding/json: a checked view
 // (Checked), verify and rebuilds replay every metrics entry, and a
@@ -29,9 +30,14 @@ func decodeMetrics(body []byte, alloc func(n int) []byte) (PackedMetrics, error)
 			return m, m.check()
 		}
 	} else if m, ok := scanMetrics(body); ok {
-		return PackedMetrics{Series: packPoints(m.Points, alloc), Source: m.Source, Format: m.Format, Cursor: m.Cursor}, nil
+		return fromVersion1(m, alloc), nil
 	}
 	return decodeMetricsJSON(body, alloc)
+}
+
+// fromVersion1 is a body of version 1 as its series, its BodyVersion 1.
+func fromVersion1(m Metrics, alloc func(n int) []byte) PackedMetrics {
+	return PackedMetrics{BodyVersion: 1, Series: packPoints(m.Points, alloc), Source: m.Source, Format: m.Format, Cursor: m.Cursor}
 }
 
 // decodeMetricsJSON reads a metrics body with encoding/json, as
@@ -47,7 +53,7 @@ func decodeMetricsJSON(body []byte, alloc func(n int) []byte) (PackedMetrics, er
 		if err := json.Unmarshal(body, &m); err != nil {
 			return PackedMetrics{}, err
 		}
-		return PackedMetrics{Series: packPoints(m.Points, alloc), Source: m.Source, Format: m.Format, Cursor: m.Cursor}, nil
+		return fromVersion1(m, alloc), nil
 	case 2:
 		var m PackedMetrics
 		dec := json.NewDecoder(bytes.NewReader(body))

@@ -15,9 +15,10 @@ import (
 // every point as [step,"key",value], about 50 bytes of JSON a point to
 // encode, hash, store and parse again; a W&B run of 5 million points made
 // 250 MB of it. Packed, a point takes 9 bytes (12 in base64) when steps
-// go up by one, and a batch's rows are its arrays as they are. The body holds them itself rather than
-// in a blob, so that the entries alone still hold everything the derived
-// tables do, and the chain's hash is the only check they need.
+// go up by one, and a batch's rows are its arrays as they are. The body
+// holds them itself rather than in a blob, so that the entries alone
+// still hold everything the derived tables do, and the chain's hash is
+// the only check they need.
 type PackedMetrics struct {
 	BodyVersion int              `json:"body_version"` // always 2 (PackMetrics sets it)
 	Series      []PackedSeries   `json:"series"`
@@ -147,8 +148,8 @@ func (m PackedMetrics) check() error {
 
 // canonical writes m as CanonicalJSON would, directly, after checking it:
 // the arrays are encoded in place rather than copied into encoding/json's
-// output and parsed again. A test checks the two routes
-// agree byte for byte.
+// output and parsed again. A test checks the two routes agree byte for
+// byte.
 //
 // NB: the bytes written here are hashed; changing them breaks every ledger.
 func (m PackedMetrics) canonical() ([]byte, error) {
@@ -289,7 +290,7 @@ func decodeBase64(text, dst []byte) ([]byte, error) {
 }
 
 // DecodeMetrics reads a metrics entry's body, of either version, into its
-// series: the one decoder every reader of metrics bodies goes through
+// series (BodyVersion says which version the body is): the one decoder every reader of metrics bodies goes through
 // (the ledger's derived rows, its checked view and verify included).
 func DecodeMetrics(body []byte) (PackedMetrics, error) {
 	return decodeMetrics(body, nil)

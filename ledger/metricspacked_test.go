@@ -64,6 +64,9 @@ func TestPackedCanonicalMatchesGeneric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if asV1.BodyVersion != 1 {
+			t.Fatalf("a body of version 1 decodes as version %d", asV1.BodyVersion)
+		}
 		asV1.BodyVersion = 2
 		if diff := cmp.Diff(got, asV1, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("trial %d: (-version 2 +version 1):\n%s", trial, diff)

@@ -174,7 +174,7 @@ func TestMetricsVersionsReadAlike(t *testing.T) {
 			}
 			seen = append(seen, v)
 			m, err := ledger.DecodeMetrics(e.Body)
-			if err != nil || m.Format != "verl" || m.Source != "m.jsonl" || m.Cursor["line"] == 0 {
+			if err != nil || m.BodyVersion != v || m.Format != "verl" || m.Source != "m.jsonl" || m.Cursor["line"] == 0 {
 				t.Fatalf("entry %d: %+v, %v", e.Seq, m, err)
 			}
 			decoded = append(decoded, m.Series...)
