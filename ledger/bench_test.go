@@ -45,8 +45,8 @@ func cpuTime() time.Duration {
 }
 
 // BenchmarkAppendMetrics appends what import-run writes for a W&B run of
-// 100,000 steps x 50 keys: 100 metrics entries of 1,000 steps x 50 keys in
-// one transaction, derived tables included (the ledger's share of
+// 100,000 steps x 50 keys: 100 metrics entries (body version 2) of 1,000
+// steps x 50 keys in one transaction, derived tables included (the ledger's share of
 // stages/runner's BenchmarkImportWandB).
 func BenchmarkAppendMetrics(b *testing.B) {
 	const entries, steps, keys = 100, 1000, 50
@@ -63,7 +63,9 @@ func BenchmarkAppendMetrics(b *testing.B) {
 				pts = append(pts, ledger.MetricPoint{Step: step, Key: name, Value: float64(step)*1.000123 + float64(k)/7})
 			}
 		}
-		recs[e] = ledger.Record{Kind: records.KindMetrics, Run: "bench", Body: ledger.Metrics{Points: pts, Source: "run-bench.wandb", Format: "wandb"}}
+		m := ledger.PackMetrics(pts) // as import-run writes them: body version 2
+		m.Source, m.Format = "run-bench.wandb", "wandb"
+		recs[e] = ledger.Record{Kind: records.KindMetrics, Run: "bench", Body: m}
 	}
 	var cpu time.Duration
 	dir := b.TempDir()

@@ -468,31 +468,22 @@ func (l *Ledger) checkedSeries(ctx context.Context, run, key string) ([]MetricPo
 // size, and each value parsed as it is gathered.
 func (l *Ledger) gather(entries []entryPoints, s *seriesPoints, key string) error {
 	n := 0
-	for i, d := range entries {
+	for i := range entries {
 		if id := s.ids[i]; id >= 0 {
-			for _, k := range d.ids {
-				if k == id {
-					n++
-				}
-			}
+			n += entries[i].count(id)
 		}
 	}
 	s.pts, s.seqs = make([]MetricPoint, 0, n), make([]int64, 0, n)
-	for i, d := range entries {
-		id := s.ids[i]
-		if id < 0 {
-			continue
-		}
-		for j, k := range d.ids {
-			if k != id {
-				continue
+	for i := range entries {
+		d := &entries[i]
+		if id := s.ids[i]; id >= 0 {
+			var err error
+			if s.pts, err = d.appendKey(s.pts, id, key); err != nil {
+				return l.tampered(d.seq, "cannot be read (%s): %v", records.KindMetrics, err)
 			}
-			p := d.pts[j]
-			v, ok := d.value(p)
-			if !ok {
-				return l.tampered(d.seq, "cannot be read (%s): value %q of %s", records.KindMetrics, d.body[p.off:p.off+p.n], key)
+			for len(s.seqs) < len(s.pts) {
+				s.seqs = append(s.seqs, d.seq)
 			}
-			s.pts, s.seqs = append(s.pts, MetricPoint{Step: p.step, Key: key, Value: asRecorded(v)}), append(s.seqs, d.seq)
 		}
 	}
 	s.ids = nil
@@ -500,14 +491,55 @@ func (l *Ledger) gather(entries []entryPoints, s *seriesPoints, key string) erro
 }
 
 // entryPoints are the points of one metrics entry: keys in the order they
-// first appear, and per point its key's index in keys; body and seq are
-// the entry's.
+// first appear, and either the series of each key as decodeMetrics reads
+// them, or (a body of version 1 in canonical() layout) per point its
+// key's index in keys and the point with its value perhaps still to
+// parse; body and seq are the entry's.
 type entryPoints struct {
-	seq  int64
-	body []byte
-	keys []string
-	ids  []int32
-	pts  []lazyPoint
+	seq    int64
+	body   []byte
+	keys   []string
+	series []PackedSeries
+	ids    []int32
+	pts    []lazyPoint
+}
+
+// count is how many points of the key numbered id the entry holds.
+func (d *entryPoints) count(id int32) int {
+	if d.series != nil {
+		return d.series[id].Len()
+	}
+	n := 0
+	for _, k := range d.ids {
+		if k == id {
+			n++
+		}
+	}
+	return n
+}
+
+// appendKey appends the points of the key numbered id, named key, to pts,
+// parsing the values left to parse.
+func (d *entryPoints) appendKey(pts []MetricPoint, id int32, key string) ([]MetricPoint, error) {
+	if d.series != nil {
+		s := d.series[id]
+		for i := range s.Len() {
+			pts = append(pts, s.At(i))
+		}
+		return pts, nil
+	}
+	for j, k := range d.ids {
+		if k != id {
+			continue
+		}
+		p := d.pts[j]
+		v, ok := d.value(p)
+		if !ok {
+			return nil, fmt.Errorf("value %q of %s", d.body[p.off:p.off+p.n], key)
+		}
+		pts = append(pts, MetricPoint{Step: p.step, Key: key, Value: asRecorded(v)})
+	}
+	return pts, nil
 }
 
 // value is p's value, parsed from the body when it was left to parse.
@@ -518,9 +550,10 @@ func (d *entryPoints) value(p lazyPoint) (float64, bool) {
 	return parseValue(d.body[p.off : p.off+p.n])
 }
 
-// decodeLazy reads the points of metrics entry e without parsing values
-// that cannot fail to parse (see lazyPoint); a body that is not in
-// canonical() layout is read by decodeMetrics, as everywhere else.
+// decodeLazy reads the points of metrics entry e. A body of version 1 in
+// canonical() layout is scanned without parsing the values that cannot
+// fail to parse (see lazyPoint); any other body (version 2, or another
+// layout) is read by decodeMetrics, as everywhere else.
 func decodeLazy(e Entry) (entryPoints, error) {
 	d := entryPoints{seq: e.Seq, body: e.Body}
 	var ms metricsScan
@@ -548,16 +581,15 @@ func decodeLazy(e Entry) (entryPoints, error) {
 		d.keys = ms.keys.keys
 		return d, nil
 	}
-	m, err := decodeMetrics(e.Body)
+	m, err := decodeMetrics(e.Body, nil)
 	if err != nil {
 		return entryPoints{}, err
 	}
-	var keys keyOrder
-	d.ids, d.pts = make([]int32, len(m.Points)), make([]lazyPoint, len(m.Points))
-	for i, p := range m.Points {
-		d.ids[i], d.pts[i] = keys.of(p.Key), lazyPoint{step: p.Step, val: p.Value}
+	d.ids, d.pts, d.series = nil, nil, m.Series
+	d.keys = make([]string, len(m.Series))
+	for i, s := range m.Series {
+		d.keys[i] = s.Key
 	}
-	d.keys = keys.keys
 	return d, nil
 }
 

@@ -182,14 +182,7 @@ func (d *deriver) apply(e *Entry, typed any) error {
 			return err
 		}
 	case records.KindMetrics:
-		m, ok := typed.(Metrics)
-		if !ok {
-			var err error
-			if m, err = decodeMetrics(e.Body); err != nil {
-				return fmt.Errorf("%w: %s body: %v", ErrBadRecord, e.Kind, err)
-			}
-		}
-		return d.deriveMetrics(e, m)
+		return d.deriveMetrics(e, typed)
 	case records.KindOutcomes:
 		var o Outcomes
 		if err := decodeBody(e, &o); err != nil {

@@ -228,7 +228,7 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	}
 	var body []byte
 	var err error
-	if m, ok := r.Body.(Metrics); ok {
+	if m, ok := r.Body.(canonicalBody); ok {
 		body, err = m.canonical() // large batches: skip the generic re-encoding
 	} else {
 		body, err = CanonicalJSON(r.Body)

@@ -15,6 +15,7 @@ func init() {
 	records.Register[RunResume](records.KindRunResume, 1)
 	records.Register[Artifact](records.KindArtifact, 1)
 	records.Register[Metrics](records.KindMetrics, 1)
+	records.Register[PackedMetrics](records.KindMetrics, 2)
 	records.Register[Outcomes](records.KindOutcomes, 1)
 }
 

@@ -43,11 +43,17 @@ func copySource(t *testing.T, n int) *ledger.Ledger {
 		if err != nil {
 			t.Fatal(err)
 		}
+		// Metrics bodies of both versions: even runs' as ingestion writes them now.
+		pts := []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}, {Step: 2, Key: "reward", Value: 0.5}}
+		var metricsBody any = ledger.Metrics{Points: pts}
+		if i%2 == 0 {
+			metricsBody = ledger.PackMetrics(pts)
+		}
 		recs := []ledger.Record{
 			{Kind: records.KindRunStart, Run: run, Body: ledger.RunStart{Stage: "rl"}},
 			{Kind: records.KindArtifact, Run: run, Body: ledger.Artifact{Role: "input", Name: "data", Kind: "file", Digest: d}, Blobs: []ledger.Digest{d}},
 			{Kind: "log", Run: run, Body: map[string]any{"stream": "stdout", "offset": 0, "bytes": len(b) + len(run)}, Blobs: []ledger.Digest{own}},
-			{Kind: records.KindMetrics, Run: run, Body: ledger.Metrics{Points: []ledger.MetricPoint{{Step: 1, Key: "reward", Value: 0.25}, {Step: 2, Key: "reward", Value: 0.5}}}},
+			{Kind: records.KindMetrics, Run: run, Body: metricsBody},
 			{Kind: records.KindOutcomes, Run: run, Body: ledger.Outcomes{Items: []ledger.Outcome{{TaskID: "spider-dev-" + strconv.Itoa(i), Sample: 0, Correct: i%2 == 0}}}},
 			{Kind: records.KindRunEnd, Run: run, Body: ledger.RunEnd{Status: "ok"}},
 		}

@@ -1,7 +1,6 @@
 package ledger
 
 import (
-	"encoding/json"
 	"math"
 	"testing"
 
@@ -26,6 +25,30 @@ var metricBodies = []string{
 	"{\"points\":[[1,\"\xff\",1]]}",
 	`{"points":[[-0,"a",-0]]}`,
 	`{"points":[[1,"a",1]]} `,
+	`{"points":[[1,"a",1]],"body_version":3}`,
+	// Version 2: canonical, then every way a body can be malformed.
+	`{"body_version":2,"cursor":{"offset":9},"format":"wandb","series":[{"key":"loss","steps":"AgI=","values":"AAAAAAAA4D8BAAAAAAD4fw=="},{"key":"kl","steps":"BgAB","values":"AAAAAAAA4D8AAAAAAADwPwAAAAAAAPA/"}],"source":"run.wandb"}`,
+	`{"body_version":2,"series":null}`,
+	`{"body_version":2,"series":[]}`,
+	`{"body_version":2,"series":[{"key":"a\"b","steps":"Ag==","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAA8D8="},{"key":"a","steps":"Ag==","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"AgI=","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAA8A=="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"","values":""}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ah==","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"A\ng==","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"ggA=","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"gg==","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"gICAgICAgIAB","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"goCAgICAgCA=","values":"AAAAAAAA8D8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAA8H8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAAAIA="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAA+H8="}]}`,
+	`{"body_version":2,"series":[{"key":"a","steps":"Ag==","values":"AAAAAAAA8D8=","n":1}]}`,
+	`{"body_version":2,"points":[],"series":[]}`,
+	`{"series":[],"body_version":2}`,
+	`{"body_version":2,"series":[]} `,
+	`{"body_version":2.0,"series":[]}`,
 }
 
 func TestScanMetricsAgreesWithJSON(t *testing.T) {
@@ -48,37 +71,58 @@ func TestScanMetricsAgreesWithJSON(t *testing.T) {
 }
 
 // checkScanMetrics checks that decodeMetrics, and the checked view's
-// decodeLazy, read body as encoding/json does: the same points, or an
+// decodeLazy, read body as encoding/json does: the same series, or an
 // error from each.
 func checkScanMetrics(t *testing.T, body []byte) {
 	t.Helper()
-	var want Metrics
-	werr := json.Unmarshal(body, &want)
-	got, gerr := decodeMetrics(body)
+	want, werr := decodeMetricsJSON(body, nil)
+	got, gerr := decodeMetrics(body, nil)
 	if (werr == nil) != (gerr == nil) {
-		t.Fatalf("%s: encoding/json: %v; decodeMetrics: %v", body, werr, gerr)
-	}
-	if diff := cmp.Diff(want, got, cmpopts.EquateNaNs()); werr == nil && diff != "" {
-		t.Errorf("%.80s (-encoding/json +decodeMetrics):\n%s", body, diff)
-	}
-	d, lerr := decodeLazy(Entry{Seq: 1, Body: body})
-	if (werr == nil) != (lerr == nil) {
-		t.Fatalf("%s: encoding/json: %v; decodeLazy: %v", body, werr, lerr)
+		t.Fatalf("%.200s: encoding/json: %v; decodeMetrics: %v", body, werr, gerr)
 	}
 	if werr != nil {
 		return
 	}
-	var lazy []MetricPoint
-	for i, p := range d.pts {
-		v, ok := d.value(p)
-		if !ok || d.seq != 1 {
-			t.Fatalf("%s: point %d: value at %d+%d does not parse, or seq %d", body, i, p.off, p.n, d.seq)
+	if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%.80s (-encoding/json +decodeMetrics):\n%s", body, diff)
+	}
+	d, lerr := decodeLazy(Entry{Seq: 1, Body: body})
+	if lerr != nil {
+		t.Fatalf("%.200s: encoding/json reads it; decodeLazy: %v", body, lerr)
+	}
+	if diff := cmp.Diff(seriesKeys(want.Series), d.keys, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("%.80s: keys (-encoding/json +decodeLazy):\n%s", body, diff)
+	}
+	for i, s := range want.Series {
+		if i >= len(d.keys) {
+			break
 		}
-		lazy = append(lazy, MetricPoint{Step: p.step, Key: d.keys[d.ids[i]], Value: v})
+		lazy, err := d.appendKey(nil, int32(i), s.Key)
+		if err != nil || d.count(int32(i)) != len(lazy) {
+			t.Fatalf("%.200s: key %q: %v, or %d points counted, %d read", body, s.Key, err, d.count(int32(i)), len(lazy))
+		}
+		if diff := cmp.Diff(expand(s), lazy, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); diff != "" {
+			t.Errorf("%.80s: key %q (-encoding/json +decodeLazy):\n%s", body, s.Key, diff)
+		}
 	}
-	if diff := cmp.Diff(want.Points, lazy, cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); diff != "" {
-		t.Errorf("%.80s (-encoding/json +decodeLazy):\n%s", body, diff)
+}
+
+// seriesKeys are the keys of series, in order.
+func seriesKeys(series []PackedSeries) []string {
+	var keys []string
+	for _, s := range series {
+		keys = append(keys, s.Key)
 	}
+	return keys
+}
+
+// expand is s's points.
+func expand(s PackedSeries) []MetricPoint {
+	var pts []MetricPoint
+	for i := range s.Len() {
+		pts = append(pts, s.At(i))
+	}
+	return pts
 }
 
 func FuzzScanMetrics(f *testing.F) {

@@ -43,11 +43,13 @@ func logsRunEntries(t *testing.T, ldir, run string) logsRun {
 				t.Fatal(err)
 			}
 		case records.KindMetrics:
-			var m ledger.Metrics
-			if err := json.Unmarshal(e.Body, &m); err != nil {
+			m, err := ledger.DecodeMetrics(e.Body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			r.points += len(m.Points)
+			for _, s := range m.Series {
+				r.points += s.Len()
+			}
 			r.formats[m.Format] = true
 		}
 	}

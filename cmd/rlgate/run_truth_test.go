@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/runner"
 )
@@ -46,11 +47,15 @@ func truthRunEntries(t *testing.T, ldir, run string) (runner.EndBody, []ledger.M
 				t.Fatal(err)
 			}
 		case records.KindMetrics:
-			var m ledger.Metrics
-			if err := json.Unmarshal(e.Body, &m); err != nil {
+			m, err := ledger.DecodeMetrics(e.Body)
+			if err != nil {
 				t.Fatal(err)
 			}
-			pts = append(pts, m.Points...)
+			for _, s := range m.Series {
+				for i := range s.Len() {
+					pts = append(pts, s.At(i))
+				}
+			}
 		}
 	}
 	return end, pts
@@ -141,7 +146,9 @@ func TestRunTruthConsoleRewriteIsOnePoint(t *testing.T) {
 	}
 	end, pts := truthRunEntries(t, ldir, "c1")
 	wantPts := []ledger.MetricPoint{{Step: 1, Key: "a", Value: 2}, {Step: 1, Key: "b", Value: 5}, {Step: 2, Key: "a", Value: 4}}
-	if d := cmp.Diff(wantPts, pts); d != "" {
+	// An entry holds its points by key: their order across keys is not kept.
+	byKey := cmpopts.SortSlices(func(a, b ledger.MetricPoint) bool { return a.Key < b.Key || a.Key == b.Key && a.Step < b.Step })
+	if d := cmp.Diff(wantPts, pts, byKey); d != "" {
 		t.Errorf("points (-want +got):\n%s", d)
 	}
 	wantFindings := []string{"metrics " + log + ": 2 keys written twice in one record; the last value was kept"}

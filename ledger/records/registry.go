@@ -15,7 +15,7 @@ import (
 // a type registered for it, and the version field in the bodies it writes.
 var versions = map[string][]int{
 	KindInit: {1}, KindRunStart: {1}, KindRunEnd: {1}, KindRunResume: {1},
-	KindArtifact: {1}, KindMetrics: {1}, KindOutcomes: {1}, KindLog: {1},
+	KindArtifact: {1}, KindMetrics: {1, 2}, KindOutcomes: {1}, KindLog: {1},
 	KindGPUSamples: {1}, KindPreflight: {1}, KindTrajectories: {1},
 	KindGold: {1}, KindSplit: {1}, KindBudget: {1}, KindReward: {1},
 	KindTraining: {1}, KindIdentity: {1}, KindWeights: {1},

@@ -117,7 +117,9 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 	return nil
 }
 
-// metricRecords turns points read from source into metrics entries of run.
+// metricRecords turns points read from source into metrics entries of run,
+// every one of body version 2 (ledger.PackedMetrics), whatever its size:
+// one way to write them, which every reader of a run written since reads.
 // Large reads are split into entries of metricsPerEntry points, which the
 // ledger encodes in parallel; only the last carries the cursor, since the
 // cursor is only true once every point before it is stored.
@@ -125,7 +127,8 @@ func metricRecords(run, source string, format metrics.Format, pts []metrics.Poin
 	var recs []ledger.Record
 	for start := 0; start < len(pts); start += metricsPerEntry {
 		chunk := pts[start:min(start+metricsPerEntry, len(pts))]
-		body := ledger.Metrics{Source: source, Format: string(format), Points: asLedgerPoints(chunk)}
+		body := ledger.PackMetrics(asLedgerPoints(chunk))
+		body.Source, body.Format = source, string(format)
 		if start+metricsPerEntry >= len(pts) {
 			body.Cursor = map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}
 		}
