@@ -42,6 +42,10 @@ type sink struct {
 	keys  keyTable
 	stats Stats
 	start int // index in out where the current record begins
+	// With flush, committed points leave out in chunks of chunk points
+	// (see Tailer.Stream).
+	flush func([]Point)
+	chunk int
 }
 
 // begin starts a record.
@@ -70,6 +74,14 @@ func (s *sink) commit(step int64) {
 	}
 	s.stats.Records++
 	s.stats.Points += int64(len(s.out) - s.start)
+	if s.flush != nil && len(s.out) >= s.chunk {
+		n := len(s.out) / s.chunk * s.chunk
+		for i := 0; i < n; i += s.chunk {
+			s.flush(s.out[i : i+s.chunk])
+		}
+		s.out = s.out[:copy(s.out, s.out[n:])]
+		s.start = len(s.out)
+	}
 }
 
 // drop discards the current record.

@@ -173,6 +173,16 @@ func (t *Tailer) Next() ([]Point, error) { return t.read(false) }
 // killed trainer leaves one; a truncated TRL document is an error.
 func (t *Tailer) Final() ([]Point, error) { return t.read(true) }
 
+// Stream makes the Tailer hand the points it reads to fn, in order, in
+// chunks of exactly n as records complete, instead of holding them all
+// for Final or Poll, which then return only the points after the last
+// whole chunk. fn must not keep the slice: its memory is reused. An
+// import of a long run (5 M points) then holds one chunk instead of the
+// run, whose slice alone was 160 MB for the kernel to map and clear.
+func (t *Tailer) Stream(n int, fn func([]Point)) {
+	t.sk.flush, t.sk.chunk = fn, n
+}
+
 func (t *Tailer) read(final bool) ([]Point, error) {
 	// An MLflow run and a legacy SwanLab run are directories, whose files
 	// their readers open; every other format is one file, opened here.
@@ -232,7 +242,7 @@ func (t *Tailer) seek(f *os.File) (int64, error) {
 // hold, judged from the points per byte so far: growing a slice of
 // 800,000 points by doubling costs a third of a large parse.
 func (t *Tailer) reserve(done, left int64) {
-	if done <= 0 || left <= 0 {
+	if done <= 0 || left <= 0 || t.sk.flush != nil {
 		return
 	}
 	more := int(float64(len(t.sk.out)) / float64(done) * float64(left) * 1.05)

@@ -119,6 +119,29 @@ func TestTrackerRealRuns(t *testing.T) {
 					}
 					checkTrackerRun(t, want, tl.Run())
 				}
+				// Streamed in chunks of 7, the same points arrive in order,
+				// each chunk whole, and Final returns the rest.
+				tl, err := NewTailer(path, Options{Format: c.format}, Cursor{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var streamed []Point
+				tl.Stream(7, func(chunk []Point) {
+					if len(chunk) != 7 {
+						t.Errorf("a chunk of %d points, want 7", len(chunk))
+					}
+					streamed = append(streamed, chunk...)
+				})
+				rest, err := tl.Final()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(rest) >= 7 {
+					t.Errorf("Final returned %d points, want fewer than a chunk", len(rest))
+				}
+				if d := cmp.Diff(expectedSeries(t, want), seriesOf(append(streamed, rest...)), cmpopts.EquateNaNs(), cmpopts.EquateEmpty()); d != "" {
+					t.Fatalf("streamed series (-want +got):\n%s", d)
+				}
 			})
 		}
 	}

@@ -66,10 +66,20 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	if err != nil {
 		return nil, err
 	}
-	pts, err := t.Final()
+	// The points are packed as they are read, a chunk of one entry at a
+	// time, so the run is never held as points.
+	var bodies []ledger.PackedMetrics
+	var points int64
+	t.Stream(metricsPerEntry, func(chunk []metrics.Point) {
+		bodies = packChunks(bodies, src.Path, t.Format(), chunk)
+		points += int64(len(chunk))
+	})
+	rest, err := t.Final()
 	if err != nil {
 		return nil, err
 	}
+	bodies = packChunks(bodies, src.Path, t.Format(), rest)
+	points += int64(len(rest))
 	abs, _ := filepath.Abs(src.Path)
 	tr := t.Run()
 	if tr == nil {
@@ -96,13 +106,13 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	}
 	arts, blobs = append(arts, sideArts...), append(blobs, sideBlobs...)
 	start.Redacted = red.Fields()
-	end := EndBody{MetricPoints: int64(len(pts)), MetricFormats: map[string]metrics.Format{src.Path: t.Format()},
+	end := EndBody{MetricPoints: points, MetricFormats: map[string]metrics.Format{src.Path: t.Format()},
 		LogBytes: map[string]int64{"stdout": 0, "stderr": 0}}
 	end.MetricFindings = slices.Clone(tr.Findings)
 	if n := t.Stats().Duplicates; n > 0 {
 		end.MetricFindings = append(end.MetricFindings, fmt.Sprintf("metrics %s: %d keys written twice in one record; the last value was kept", src.Path, n))
 	}
-	if len(pts) == 0 {
+	if points == 0 {
 		end.MetricFindings = append(end.MetricFindings, fmt.Sprintf("metrics %s: the run holds no metric points", src.Path))
 	}
 	end.Status, end.Reason = importedStatus(t.Run())
@@ -137,7 +147,7 @@ func Import(ctx context.Context, l *ledger.Ledger, spec ImportSpec) (*Result, er
 	for i, a := range arts {
 		recs = append(recs, ledger.Record{Kind: records.KindArtifact, Run: spec.Run, Body: a, Blobs: []ledger.Digest{blobs[i]}})
 	}
-	recs = append(recs, metricRecords(spec.Run, src.Path, t.Format(), pts, t.Cursor())...)
+	recs = append(recs, metricEntries(spec.Run, bodies, t.Cursor())...)
 	recs = append(recs, outRecs...)
 	if _, err := l.Append(rec, recs...); err != nil {
 		_, _ = run.Fail(rec, err)

@@ -124,15 +124,29 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 // ledger encodes in parallel; only the last carries the cursor, since the
 // cursor is only true once every point before it is stored.
 func metricRecords(run, source string, format metrics.Format, pts []metrics.Point, c metrics.Cursor) []ledger.Record {
-	var recs []ledger.Record
+	return metricEntries(run, packChunks(nil, source, format, pts), c)
+}
+
+// packChunks appends to bodies the points pts packed into bodies of at
+// most metricsPerEntry points each.
+func packChunks(bodies []ledger.PackedMetrics, source string, format metrics.Format, pts []metrics.Point) []ledger.PackedMetrics {
 	for start := 0; start < len(pts); start += metricsPerEntry {
-		chunk := pts[start:min(start+metricsPerEntry, len(pts))]
-		body := ledger.PackMetrics(asLedgerPoints(chunk))
+		body := ledger.PackMetrics(asLedgerPoints(pts[start:min(start+metricsPerEntry, len(pts))]))
 		body.Source, body.Format = source, string(format)
-		if start+metricsPerEntry >= len(pts) {
+		bodies = append(bodies, body)
+	}
+	return bodies
+}
+
+// metricEntries makes the metrics entries of run from bodies, the last
+// one carrying the cursor.
+func metricEntries(run string, bodies []ledger.PackedMetrics, c metrics.Cursor) []ledger.Record {
+	recs := make([]ledger.Record, len(bodies))
+	for i, body := range bodies {
+		if i == len(bodies)-1 {
 			body.Cursor = map[string]int64{"offset": c.Offset, "line": c.Line, "records": c.Records}
 		}
-		recs = append(recs, ledger.Record{Kind: records.KindMetrics, Run: run, Body: body})
+		recs[i] = ledger.Record{Kind: records.KindMetrics, Run: run, Body: body}
 	}
 	return recs
 }
