@@ -20,6 +20,7 @@ import (
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/demo"
 )
@@ -162,8 +163,8 @@ func demoRepro(dir, exe string, stages ...string) (string, error) {
 // so a synthesis that sampled otherwise shows there). The evaluation is
 // proven within the first demo: it evaluated the SFT model twice, as sft
 // and as the No-update control (TestDemo checks that both served one
-// model identity), in two runs of their own, which must grade every task
-// the same.
+// model identity), in two runs of their own, which must play every
+// episode, turn by turn, and grade every task the same.
 func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 	open := func(dir string) *ledger.Ledger {
 		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
@@ -204,6 +205,27 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 	}
 	if a, b := outcomes(la, "sft"), outcomes(la, "noupdate"); len(a) == 0 || !cmp.Equal(a, b) {
 		t.Errorf("the SFT model graded differently as No-update (-sft +noupdate):\n%s", cmp.Diff(a, b))
+	}
+	// Every turn too: a reply that changed but was graded the same
+	// shows only here. The episodes are compared as JSON (cmp walks a
+	// request body byte by byte), the first that differs shown.
+	a, b := rollouttest.Episodes(t, la, o.EvalRun("sft")), rollouttest.Episodes(t, la, o.EvalRun("noupdate"))
+	if len(a) == 0 || len(a) != len(b) {
+		t.Errorf("the SFT model played %d episodes, as No-update %d", len(a), len(b))
+	}
+	for _, key := range slices.Sorted(maps.Keys(a)) {
+		ja, err := json.Marshal(a[key])
+		if err != nil {
+			t.Fatal(err)
+		}
+		jb, err := json.Marshal(b[key])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("the SFT model played episode %s differently as No-update (-sft +noupdate):\n%s", key, cmp.Diff(a[key], b[key]))
+			break
+		}
 	}
 }
 
