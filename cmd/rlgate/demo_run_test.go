@@ -47,9 +47,9 @@ func demoExe(t *testing.T) string {
 // it, at once (its stages mostly wait on each other), a second demo
 // directory with seed 1 runs only the stages that make a model, up to RL
 // stage 2 (demoAgain), which must train the same models (demoSame). Then,
-// on copies of the first demo, the two injected defects that stop the
-// demo itself must end it in a check failure naming their check
-// (demoInjects).
+// on a copy of the first demo, the injected defect that stops a stage
+// before it starts must end the demo in a check failure naming its check
+// (demoWrongDB).
 func TestDemo(t *testing.T) {
 	exe := demoExe(t)
 	root := t.TempDir()
@@ -107,7 +107,7 @@ func TestDemo(t *testing.T) {
 	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
 	t.Run("seed 1 trains the same models again and grades the same model the same", func(t *testing.T) { demoSame(t, dir, again, s) })
-	demoInjects(t, dir)
+	t.Run("inject "+labdemo.InjectWrongDB, func(t *testing.T) { demoWrongDB(t, dir) })
 }
 
 // demoCopy copies a finished demo directory, its ledger included, to a
@@ -246,39 +246,34 @@ func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.D
 	return nil
 }
 
-// demoInjects: two injected defects, each run over a copy of the demo
-// (so repro runs again only what the defect changes), end the demo in a
-// check failure (exit 3) naming its check: the gate's for budget, the
-// pre-flight's of RL stage 1 for wrong-db. The gate's rejection of each
-// defect class is proven on forked ledgers by TestGate ("each fault fails
-// for its reason": the leaked gold, No-update weights that differ, another
-// protocol, the wrong databases), and that each variant writes its defect
-// into the demo, and nothing else, by lab/demo's TestInjectsWriteTheirDefect
-// and TestUnpackImports; the demo running leak and noupdate-drift to the
-// gate's rejection would prove nothing budget's does not.
-func demoInjects(t *testing.T, done string) {
-	for _, in := range labdemo.Injects {
-		if in.Name != labdemo.InjectBudget && in.Name != labdemo.InjectWrongDB {
-			continue
-		}
-		t.Run("inject "+in.Name, func(t *testing.T) {
-			t.Parallel()
-			fork := demoCopy(t, done)
-			v := labdemo.Options{Seed: 1, Inject: in.Name}
-			parts, err := labdemo.Write(fork, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in.Name, Progress: &out})
-			if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
-				t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
-			}
-			named := slices.ContainsFunc(s.Failed, func(c string) bool { return strings.HasSuffix(c, ": "+in.Check) })
-			if !named || !strings.Contains(err.Error(), in.Check) {
-				t.Errorf("failed checks %v, error %q: want %s named", s.Failed, err, in.Check)
-			}
-		})
+// demoWrongDB: the wrong-db defect, run over a copy of the demo (so repro
+// runs again only what the defect changes), ends the demo in a check
+// failure (exit 3) naming the pre-flight check of RL stage 1 that refused
+// to start it. The other defects are proven where their proof lies: the
+// gate's rejection of each class on forked ledgers by TestGate ("each
+// fault fails for its reason": the leaked gold, No-update weights that
+// differ, another protocol, the wrong databases); that each variant writes
+// its defect into the demo, and nothing else, by lab/demo's
+// TestInjectsWriteTheirDefect and TestUnpackImports; that a gate that
+// rejects the demo's experiment is a check failure naming its checks by
+// workflow/demo's TestGateRejectionIsACheckFailure. Running them through
+// the demo's stages again (most of a minute) would prove nothing more.
+func demoWrongDB(t *testing.T, done string) {
+	fork := demoCopy(t, done)
+	in := labdemo.InjectWrongDB
+	parts, err := labdemo.Write(fork, labdemo.Options{Seed: 1, Inject: in})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in, Progress: &out})
+	if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
+		t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
+	}
+	check := labdemo.InjectCheck(in)
+	named := slices.ContainsFunc(s.Failed, func(c string) bool { return c == "pre-flight: "+check })
+	if !named || !strings.Contains(err.Error(), check) {
+		t.Errorf("failed checks %v, error %q: want pre-flight: %s named", s.Failed, err, check)
 	}
 }
 
