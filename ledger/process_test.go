@@ -119,6 +119,7 @@ func readCommitted(r io.Reader, into map[int64]string, mu *sync.Mutex) {
 }
 
 func TestCrashSafetyUnderSIGKILL(t *testing.T) {
+	t.Parallel() // its own ledger; mostly waits on child processes and fsync
 	if testing.Short() {
 		t.Skip("spawns 32 child processes")
 	}
@@ -208,6 +209,7 @@ func TestCrashSafetyUnderSIGKILL(t *testing.T) {
 }
 
 func TestConcurrentProcesses(t *testing.T) {
+	t.Parallel() // its own ledger; mostly waits on child processes and fsync
 	if testing.Short() {
 		t.Skip("spawns 4 child processes")
 	}

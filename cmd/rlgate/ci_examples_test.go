@@ -25,17 +25,13 @@ type ciStep struct {
 // gateCIExamples runs the commands of examples/ci's GitHub Actions and
 // GitLab jobs as a lab's repository holds them: in a directory outside
 // this module holding only gate.yaml (the example's policy) and the
-// experiment's ledger and data as the artifact (.rlgate/, experiment-data/),
-// with rlgate built by go
-// build. The install step is checked to start with go install of the
-// module path and stands for the binary built here (the test has no
-// network); every other command runs as written, and the job passes.
+// experiment's ledger and data as the artifact (.rlgate/, experiment-data/).
+// The install step is checked to start with go install of the module path
+// and stands for this test binary run as rlgate (demoExe: the test has no
+// network, and it is this package's main built already); every other
+// command runs as written, and the job passes.
 func gateCIExamples(t *testing.T, x *gateExperiment) {
-	bin := t.TempDir()
-	build := exec.Command("go", "build", "-o", filepath.Join(bin, "rlgate"), ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
+	exe := demoExe(t)
 	_, head, errOut := rlgate(t, "--ledger", x.ledger, "head")
 	if head = strings.TrimSpace(head); head == "" {
 		t.Fatalf("head: %s", errOut)
@@ -97,7 +93,7 @@ func gateCIExamples(t *testing.T, x *gateExperiment) {
 			if len(ss) == 0 || !ciInstall.MatchString(strings.TrimSpace(ss[0].run)) {
 				t.Fatalf("%s: the first command does not install rlgate from its module path: %+v", file, ss)
 			}
-			if err := os.Link(filepath.Join(bin, "rlgate"), filepath.Join(installed, "rlgate")); err != nil {
+			if err := os.Link(exe, filepath.Join(installed, "rlgate")); err != nil {
 				t.Fatal(err)
 			}
 			for _, s := range ss[1:] {

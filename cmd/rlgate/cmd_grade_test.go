@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -16,30 +17,67 @@ import (
 	"github.com/rlgate/rlgate/workflow/data"
 )
 
-// TestImportGradeCompare runs the offline evaluation flow a user runs:
-// import BIRD mini-dev, grade the two official baselines in one command,
-// compare them.
-func TestImportGradeCompare(t *testing.T) {
-	dir := t.TempDir()
-	t.Setenv(ledger.EnvLedger, filepath.Join(dir, "ledger"))
-	if code, _, errOut := rlgate(t, "init"); code != 0 {
+// birdGraded is the offline evaluation flow a user runs, through the real
+// commands: BIRD mini-dev imported (data import --json), and its two
+// official baselines graded in one grade --json command, which shares the
+// gold cache between them. Grading Mixtral's predictions takes seconds of
+// SQLite, and TestImportGradeCompare and TestReportBIRDGroups both read
+// the gradings, so the test binary builds it once (as buildGateExperiment
+// does) and hands each caller a fork of its ledger.
+type birdGraded struct {
+	ledger        string // the caller's fork
+	data          string // the imported tasks, shared by every fork
+	imported      data.Imported
+	gpt4, mixtral gradedFile // grade --json, in the order the command was given them
+}
+
+var (
+	birdOnce     sync.Once
+	birdTemplate *birdGraded
+)
+
+const birdDir = "../../testdata/bird"
+
+// buildBirdGraded returns a fork of the BIRD gradings, built on the first
+// call.
+func buildBirdGraded(t *testing.T) *birdGraded {
+	t.Helper()
+	birdOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlgate-bird-fixture-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		birdTemplate = birdGrade(t, dir)
+	})
+	if birdTemplate == nil {
+		t.Fatal("the BIRD gradings failed to build in an earlier test; see its failure")
+	}
+	x := *birdTemplate
+	x.ledger = filepath.Join(t.TempDir(), "ledger")
+	if err := os.CopyFS(x.ledger, os.DirFS(birdTemplate.ledger)); err != nil {
+		t.Fatal(err)
+	}
+	return &x
+}
+
+// birdGrade imports BIRD mini-dev and grades both baselines under dir.
+func birdGrade(t *testing.T, dir string) *birdGraded {
+	t.Helper()
+	x := &birdGraded{ledger: filepath.Join(dir, "ledger"), data: filepath.Join(dir, "bird")}
+	if code, _, errOut := rlgate(t, "--ledger", x.ledger, "init"); code != 0 {
 		t.Fatal(errOut)
 	}
-	bird := "../../testdata/bird"
-	out := filepath.Join(dir, "bird")
-	code, stdout, errOut := rlgate(t, "data", "import", "bird", "--dev", bird+"/mini_dev_sqlite.json", "--db-root", bird+"/dev_databases", "--out", out, "--json")
+	code, stdout, errOut := rlgate(t, "--ledger", x.ledger, "data", "import", "bird", "--dev", birdDir+"/mini_dev_sqlite.json", "--db-root", birdDir+"/dev_databases",
+		"--out", x.data, "--json")
 	if code != 0 {
 		t.Fatalf("import: %s", errOut)
 	}
-	var imp data.Imported
-	if err := json.Unmarshal([]byte(stdout), &imp); err != nil || imp.Tasks.Count != 140 || len(imp.Skipped) != 360 || imp.Seq == 0 {
-		t.Fatalf("import summary %+v, %v", imp, err)
+	if err := json.Unmarshal([]byte(stdout), &x.imported); err != nil {
+		t.Fatalf("import --json: %v: %s", err, stdout)
 	}
-
-	// Both official baselines in one command, which shares the gold
-	// cache between them: a --json list of two summaries, in order.
-	code, stdout, errOut = rlgate(t, "grade", "--predictions", bird+"/predictions/gpt-4.json", "--predictions", bird+"/predictions/mixtral-8x7b.json",
-		"--format", "bird-json", "--tasks", out, "--metric", "bird", "--json")
+	code, stdout, errOut = rlgate(t, "--ledger", x.ledger, "grade", "--predictions", birdDir+"/predictions/gpt-4.json", "--predictions", birdDir+"/predictions/mixtral-8x7b.json",
+		"--format", "bird-json", "--tasks", x.data, "--metric", "bird", "--json")
 	if code != 0 {
 		t.Fatalf("grade: %s", errOut)
 	}
@@ -47,9 +85,26 @@ func TestImportGradeCompare(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list) != 2 {
 		t.Fatalf("grade --json: %d summaries, %v", len(list), err)
 	}
-	one := list[0]
-	if one.Correct != 83 || one.Total != 140 || len(one.Items) != 140 || one.ByDifficulty["simple"].Total != 40 || one.Run == list[1].Run {
-		t.Errorf("grade --json: %d/%d, %d items, %+v, runs %s and %s", one.Correct, one.Total, len(one.Items), one.ByDifficulty, one.Run, list[1].Run)
+	x.gpt4, x.mixtral = list[0], list[1]
+	return x
+}
+
+// TestImportGradeCompare runs the offline evaluation flow a user runs:
+// import BIRD mini-dev, grade the two official baselines in one command
+// (buildBirdGraded), compare them.
+func TestImportGradeCompare(t *testing.T) {
+	x := buildBirdGraded(t)
+	dir := t.TempDir()
+	t.Setenv(ledger.EnvLedger, x.ledger)
+	if imp := x.imported; imp.Tasks.Count != 140 || len(imp.Skipped) != 360 || imp.Seq == 0 {
+		t.Fatalf("import summary %+v", imp)
+	}
+
+	// Both official baselines in one command: a --json list of two
+	// summaries, in order.
+	one := x.gpt4
+	if one.Correct != 83 || one.Total != 140 || len(one.Items) != 140 || one.ByDifficulty["simple"].Total != 40 || one.Run == x.mixtral.Run {
+		t.Errorf("grade --json: %d/%d, %d items, %+v, runs %s and %s", one.Correct, one.Total, len(one.Items), one.ByDifficulty, one.Run, x.mixtral.Run)
 	}
 	if it := one.Items[0]; it.TaskID != fmt.Sprintf("bird-%04d", it.Index) || it.DBID == "" {
 		t.Errorf("first item %+v", it)
@@ -60,7 +115,7 @@ func TestImportGradeCompare(t *testing.T) {
 	var dev []struct {
 		SQL string `json:"SQL"`
 	}
-	raw, _ := os.ReadFile(bird + "/mini_dev_sqlite.json")
+	raw, _ := os.ReadFile(birdDir + "/mini_dev_sqlite.json")
 	json.Unmarshal(raw, &dev)
 	var lines []string
 	for i, q := range dev {
@@ -69,7 +124,7 @@ func TestImportGradeCompare(t *testing.T) {
 	}
 	oracle := filepath.Join(dir, "oracle.jsonl")
 	os.WriteFile(oracle, []byte(strings.Join(lines, "\n")+"\n"), 0o644)
-	code, stdout, errOut = rlgate(t, "grade", "--predictions", oracle, "--format", "jsonl", "--tasks", out, "--metric", "bird", "--run", "eval-oracle")
+	code, stdout, errOut := rlgate(t, "grade", "--predictions", oracle, "--format", "jsonl", "--tasks", x.data, "--metric", "bird", "--run", "eval-oracle")
 	if code != 0 || !strings.Contains(stdout, "execution accuracy 100.00% (140/140)") {
 		t.Fatalf("grade oracle: exit %d\n%s%s", code, stdout, errOut)
 	}
@@ -87,7 +142,7 @@ func TestImportGradeCompare(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &cmp); err != nil || len(cmp.Pairs) != 1 || cmp.Pairs[0].B != 140-83 || cmp.Pairs[0].C != 0 {
 		t.Errorf("compare %+v, %v", cmp, err)
 	}
-	compareByDifficulty(t, list[0], list[1])
+	compareByDifficulty(t, x.gpt4, x.mixtral)
 	if code, out, _ := rlgate(t, "verify"); code != 0 {
 		t.Errorf("verify after the flow: %s", out)
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,11 +18,35 @@ import (
 )
 
 // spiderLedger makes a ledger with the Spider dev set imported, as a new
-// user would, and returns the ledger and dataset directories.
+// user would, and returns the ledger and dataset directories. About
+// twenty tests start from it, so the test binary imports once (as
+// buildGateExperiment builds its experiment once) and hands each caller a
+// copy of the ledger; the imported dataset directory, which every caller
+// only reads, is shared.
 func spiderLedger(t *testing.T) (string, string) {
 	t.Helper()
-	return spiderLedgerIn(t, t.TempDir())
+	spiderOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlgate-spider-fixture-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		spiderImported.ledger, spiderImported.data = spiderLedgerIn(t, dir)
+	})
+	if spiderImported.ledger == "" {
+		t.Fatal("the Spider import failed in an earlier test; see its failure")
+	}
+	ldir := filepath.Join(t.TempDir(), "ledger")
+	if err := os.CopyFS(ldir, os.DirFS(spiderImported.ledger)); err != nil {
+		t.Fatal(err)
+	}
+	return ldir, spiderImported.data
 }
+
+var (
+	spiderOnce     sync.Once
+	spiderImported struct{ ledger, data string }
+)
 
 // spiderLedgerIn is spiderLedger under dir, for a fixture that outlives
 // the test that builds it.

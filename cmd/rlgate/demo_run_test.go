@@ -20,6 +20,7 @@ import (
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/demo"
 )
@@ -44,10 +45,11 @@ func demoExe(t *testing.T) string {
 // after Holm below 0.05, bootstrap interval above 0), and the No-update
 // control served the model identity of the RL stage's input (SFT). Beside
 // it, at once (its stages mostly wait on each other), a second demo
-// directory with seed 1 runs only the stages up to the RL evaluation
-// (demoAgain), which must train the same models and grade the same
-// outcomes. Then, on copies of the first demo, each injected defect must
-// fail the check it names (demoLeak, demoInjects).
+// directory with seed 1 runs only the stages that make a model, up to RL
+// stage 2 (demoAgain), which must train the same models (demoSame). Then,
+// on a copy of the first demo, the injected defect that stops a stage
+// before it starts must end the demo in a check failure naming its check
+// (demoWrongDB).
 func TestDemo(t *testing.T) {
 	exe := demoExe(t)
 	root := t.TempDir()
@@ -69,7 +71,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	if againErr != nil {
-		t.Fatalf("demo again up to eval_rl: %v\n%s", againErr, againOut)
+		t.Fatalf("demo again up to rl2: %v\n%s", againErr, againOut)
 	}
 	if err := s.WriteText(&out); err != nil {
 		t.Fatal(err)
@@ -104,9 +106,8 @@ func TestDemo(t *testing.T) {
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dir) })
 	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
-	t.Run("inject leak: the gold audit of an evaluation fails", func(t *testing.T) { demoLeak(t, dir, exe) })
-	t.Run("seed 1 trains the same models and grades the same again", func(t *testing.T) { demoSame(t, dir, again, s) })
-	demoInjects(t, dir)
+	t.Run("seed 1 trains the same models again and grades the same model the same", func(t *testing.T) { demoSame(t, dir, again, s) })
+	t.Run("inject "+labdemo.InjectWrongDB, func(t *testing.T) { demoWrongDB(t, dir) })
 }
 
 // demoCopy copies a finished demo directory, its ledger included, to a
@@ -121,12 +122,13 @@ func demoCopy(t *testing.T, done string) string {
 }
 
 // demoAgain lays out a second demo directory with seed 1 as rlgate demo
-// does (labdemo.Write, a new ledger) and runs with rlgate repro only the
-// RL evaluation and what it depends on: the imports, base, synthesis, SFT
-// and both RL stages. The No-update control, the other three evaluations
-// and the comparison are left out: they add no stage that makes a model
-// or samples one that the first demo's gate does not already tie to these
-// (noupdate-identical: the control wrote its input).
+// does (labdemo.Write, a new ledger) and runs with rlgate repro only RL
+// stage 2 and what it depends on: the imports, base, synthesis (which
+// samples from the Base policy), SFT and RL stage 1. The No-update
+// control, the evaluations and the comparison are left out: the control
+// makes no model of its own (the first demo's gate proves it wrote its
+// input, noupdate-identical), and the first demo already evaluates one
+// model twice, as SFT and as No-update, which demoSame compares.
 func demoAgain(dir, exe string) (string, error) {
 	ctx := context.Background()
 	if err := labdemo.Prepare(ctx, dir, false); err != nil {
@@ -140,7 +142,7 @@ func demoAgain(dir, exe string) (string, error) {
 		return "", err
 	}
 	l.Close()
-	return demoRepro(dir, exe, "eval_rl")
+	return demoRepro(dir, exe, "rl2")
 }
 
 // demoRepro runs rlgate repro of the stages in the demo directory dir as a
@@ -158,9 +160,11 @@ func demoRepro(dir, exe string, stages ...string) (string, error) {
 // demoSame: the second demo (demoAgain) trained, stage by stage, the
 // checkpoints the first recorded (base, sft, rl1 and rl2, by the digests
 // their run.end entries hold; sft is trained on synthesis's trajectories,
-// so a synthesis that sampled otherwise shows there), served the RL model
-// under the first demo's identity, and graded every task of the RL
-// evaluation as the first did.
+// so a synthesis that sampled otherwise shows there). The evaluation is
+// proven within the first demo: it evaluated the SFT model twice, as sft
+// and as the No-update control (TestDemo checks that both served one
+// model identity), in two runs of their own, which must play every
+// episode, turn by turn, and grade every task the same.
 func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 	open := func(dir string) *ledger.Ledger {
 		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
@@ -187,13 +191,9 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 			t.Errorf("stage %s wrote other outputs with seed 1: %s %v, again %s %v", d.Stage, d.Run, a, againRun[d.Stage], b)
 		}
 	}
-	rl := labdemo.Options{Seed: 1}
-	st, err := rollout.ReadStart(context.Background(), lb, rl.EvalRun("rl"))
-	if err != nil || st.ModelIdentity == nil || *st.ModelIdentity != s.Identities["rl"] {
-		t.Errorf("the RL evaluation again served %v (%v), first %s", st, err, s.Identities["rl"])
-	}
-	outcomes := func(l *ledger.Ledger) []ledger.Outcome {
-		rows, err := l.Outcomes(context.Background(), rl.GradingRun("rl"))
+	o := labdemo.Options{Seed: 1}
+	outcomes := func(l *ledger.Ledger, label string) []ledger.Outcome {
+		rows, err := l.Outcomes(context.Background(), o.GradingRun(label))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -203,8 +203,29 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 		}
 		return out
 	}
-	if a, b := outcomes(la), outcomes(lb); len(a) == 0 || !cmp.Equal(a, b) {
-		t.Errorf("the RL model graded differently again (-first +again):\n%s", cmp.Diff(a, b))
+	if a, b := outcomes(la, "sft"), outcomes(la, "noupdate"); len(a) == 0 || !cmp.Equal(a, b) {
+		t.Errorf("the SFT model graded differently as No-update (-sft +noupdate):\n%s", cmp.Diff(a, b))
+	}
+	// Every turn too: a reply that changed but was graded the same
+	// shows only here. The episodes are compared as JSON (cmp walks a
+	// request body byte by byte), the first that differs shown.
+	a, b := rollouttest.Episodes(t, la, o.EvalRun("sft")), rollouttest.Episodes(t, la, o.EvalRun("noupdate"))
+	if len(a) == 0 || len(a) != len(b) {
+		t.Errorf("the SFT model played %d episodes, as No-update %d", len(a), len(b))
+	}
+	for _, key := range slices.Sorted(maps.Keys(a)) {
+		ja, err := json.Marshal(a[key])
+		if err != nil {
+			t.Fatal(err)
+		}
+		jb, err := json.Marshal(b[key])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(ja, jb) {
+			t.Errorf("the SFT model played episode %s differently as No-update (-sft +noupdate):\n%s", key, cmp.Diff(a[key], b[key]))
+			break
+		}
 	}
 }
 
@@ -225,64 +246,34 @@ func demoOutputs(t *testing.T, l *ledger.Ledger, run string) map[string]ledger.D
 	return nil
 }
 
-// demoLeak: on a copy of the demo with the leak variant written over it,
-// rlgate repro of the RL evaluation imports the eval part again (every
-// question now ends in its gold SQL) and evaluates on it under the
-// variant's run; the gold audit of that evaluation fails
-// no-gold-in-prompts, citing it. The gate runs the gold audit over every
-// evaluation it names (TestGate, "the rl rollout leaked gold into a
-// prompt"), so one evaluation proves what the variant's four would.
-func demoLeak(t *testing.T, done, exe string) {
-	t.Parallel()
+// demoWrongDB: the wrong-db defect, run over a copy of the demo (so repro
+// runs again only what the defect changes), ends the demo in a check
+// failure (exit 3) naming the pre-flight check of RL stage 1 that refused
+// to start it. The other defects are proven where their proof lies: the
+// gate's rejection of each class on forked ledgers by TestGate ("each
+// fault fails for its reason": the leaked gold, No-update weights that
+// differ, another protocol, the wrong databases); that each variant writes
+// its defect into the demo, and nothing else, by lab/demo's
+// TestInjectsWriteTheirDefect and TestUnpackImports; that a gate that
+// rejects the demo's experiment is a check failure naming its checks by
+// workflow/demo's TestGateRejectionIsACheckFailure. Running them through
+// the demo's stages again (most of a minute) would prove nothing more.
+func demoWrongDB(t *testing.T, done string) {
 	fork := demoCopy(t, done)
-	v := labdemo.Options{Seed: 1, Inject: labdemo.InjectLeak}
-	if _, err := labdemo.Write(fork, v); err != nil {
+	in := labdemo.InjectWrongDB
+	parts, err := labdemo.Write(fork, labdemo.Options{Seed: 1, Inject: in})
+	if err != nil {
 		t.Fatal(err)
 	}
-	if out, err := demoRepro(fork, exe, "eval_rl"); err != nil {
-		t.Fatalf("repro eval_rl: %v:\n%s", err, out)
+	var out bytes.Buffer
+	s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in, Progress: &out})
+	if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
+		t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
 	}
-	ldir := filepath.Join(fork, ledger.DefaultDir)
-	code, out, errOut := rlgate(t, "--ledger", ldir, "audit", "gold", "--runs", "rl="+v.GradingRun("rl"), "--json")
-	var r audit.Report
-	if err := json.Unmarshal([]byte(out), &r); err != nil {
-		t.Fatalf("audit gold: exit %d: %v: %s", code, err, errOut)
-	}
-	failed := slices.ContainsFunc(r.Findings, func(f audit.Finding) bool {
-		return !f.OK && f.Check == labdemo.InjectCheck(labdemo.InjectLeak)
-	})
-	if code != exitCheckFailed || !failed {
-		t.Errorf("audit gold of %s: exit %d, findings %+v; want %d failing %s", v.GradingRun("rl"), code, r.Findings, exitCheckFailed, labdemo.InjectCheck(labdemo.InjectLeak))
-	}
-}
-
-// demoInjects: each other injected defect, run over a copy of the demo
-// (so repro runs again only what the defect changes), ends the demo in a
-// check failure (exit 3) naming its check: the gate's for noupdate-drift
-// and budget, the pre-flight's of RL stage 1 for wrong-db.
-func demoInjects(t *testing.T, done string) {
-	for _, in := range labdemo.Injects {
-		if in.Name == labdemo.InjectLeak {
-			continue // demoLeak
-		}
-		t.Run("inject "+in.Name, func(t *testing.T) {
-			t.Parallel()
-			fork := demoCopy(t, done)
-			v := labdemo.Options{Seed: 1, Inject: in.Name}
-			parts, err := labdemo.Write(fork, v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var out bytes.Buffer
-			s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in.Name, Progress: &out})
-			if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
-				t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
-			}
-			named := slices.ContainsFunc(s.Failed, func(c string) bool { return strings.HasSuffix(c, ": "+in.Check) })
-			if !named || !strings.Contains(err.Error(), in.Check) {
-				t.Errorf("failed checks %v, error %q: want %s named", s.Failed, err, in.Check)
-			}
-		})
+	check := labdemo.InjectCheck(in)
+	named := slices.ContainsFunc(s.Failed, func(c string) bool { return c == "pre-flight: "+check })
+	if !named || !strings.Contains(err.Error(), check) {
+		t.Errorf("failed checks %v, error %q: want pre-flight: %s named", s.Failed, err, check)
 	}
 }
 

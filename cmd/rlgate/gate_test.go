@@ -153,9 +153,19 @@ func gateBuild(t *testing.T, dir string) *gateExperiment {
 // files the ledger already names stay shared.
 func (x *gateExperiment) fork(t *testing.T) *gateExperiment {
 	t.Helper()
+	return x.forkIn(t, t.TempDir())
+}
+
+// forkIn is fork into dir, for a fork that outlives the test that takes
+// it (a shared fixture built on the experiment).
+func (x *gateExperiment) forkIn(t *testing.T, dir string) *gateExperiment {
+	t.Helper()
 	y := *x
-	y.dir = t.TempDir()
-	y.ledger = filepath.Join(t.TempDir(), "ledger")
+	y.dir = filepath.Join(dir, "files")
+	if err := os.MkdirAll(y.dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	y.ledger = filepath.Join(dir, "ledger")
 	if err := os.CopyFS(y.ledger, os.DirFS(x.ledger)); err != nil {
 		t.Fatal(err)
 	}

@@ -16,29 +16,16 @@ import (
 type reportCounts struct{ N, Correct, B, C int }
 
 // TestReportBIRDGroups: a report of two BIRD gradings (GPT-4 and Mixtral
-// predictions, graded by rlgate grade) breaks the model table down by
-// difficulty and by database, and every count in it (tasks, correct, and
-// the discordant b and c against the baseline) is the one the official
-// BIRD evaluator's verdicts give, joined with mini_dev's difficulty and
-// db_id. Without a gate verdict the report supports nothing.
+// predictions, graded by rlgate grade: buildBirdGraded) breaks the model
+// table down by difficulty and by database, and every count in it (tasks,
+// correct, and the discordant b and c against the baseline) is the one the
+// official BIRD evaluator's verdicts give, joined with mini_dev's
+// difficulty and db_id. Without a gate verdict the report supports
+// nothing.
 func TestReportBIRDGroups(t *testing.T) {
-	dir := t.TempDir()
-	ldir := filepath.Join(dir, "ledger")
-	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
-		t.Fatal(errOut)
-	}
-	bird := "../../testdata/bird"
-	data := filepath.Join(dir, "bird")
-	if code, _, errOut := rlgate(t, "--ledger", ldir, "data", "import", "bird", "--dev", bird+"/mini_dev_sqlite.json", "--db-root", bird+"/dev_databases", "--out", data); code != 0 {
-		t.Fatal(errOut)
-	}
-	for run, file := range map[string]string{"eval-mixtral": "mixtral-8x7b", "eval-gpt4": "gpt-4"} {
-		if code, _, errOut := rlgate(t, "--ledger", ldir, "grade", "--predictions", bird+"/predictions/"+file+".json", "--format", "bird-json",
-			"--tasks", data, "--metric", "bird", "--run", run); code != 0 {
-			t.Fatalf("grade %s: %s", file, errOut)
-		}
-	}
-	out := reportWrite(t, ldir, "--runs", "base=eval-mixtral,rl=eval-gpt4")
+	x := buildBirdGraded(t)
+	ldir, bird := x.ledger, birdDir
+	out := reportWrite(t, ldir, "--runs", "base="+x.mixtral.Run+",rl="+x.gpt4.Run)
 
 	// Expected: the official verdicts, by mini_dev's difficulty and db_id.
 	raw, err := os.ReadFile(bird + "/mini_dev_sqlite.json")

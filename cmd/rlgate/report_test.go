@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -37,11 +38,39 @@ type reportExperiment struct {
 	ungated    *gateExperiment // a fork taken before any gate ran
 }
 
+// The report and UI tests read it, so the test binary builds it once, in
+// a directory that outlives the test that built it (buildGateExperiment),
+// and hands each caller forks.
+var (
+	reportOnce     sync.Once
+	reportTemplate *reportExperiment
+)
+
+// buildReportExperiment returns forks of the experiment, built on the
+// first call.
 func buildReportExperiment(t *testing.T) *reportExperiment {
 	t.Helper()
-	x := &reportExperiment{gateExperiment: buildGateExperiment(t)}
+	clean := buildGateExperiment(t)
+	reportOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "rlgate-report-fixture-")
+		if err != nil {
+			t.Fatal(err)
+		}
+		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		reportTemplate = reportBuild(t, clean, dir)
+	})
+	if reportTemplate == nil {
+		t.Fatal("the report experiment failed to build in an earlier test; see its failure")
+	}
+	return &reportExperiment{gateExperiment: reportTemplate.fork(t), cleanTrain: reportTemplate.cleanTrain, ungated: reportTemplate.ungated.fork(t)}
+}
+
+// reportBuild gates a fork of the clean experiment under dir, adds the
+// lr = 0 training run and gates again.
+func reportBuild(t *testing.T, clean *gateExperiment, dir string) *reportExperiment {
+	t.Helper()
+	x := &reportExperiment{gateExperiment: clean.forkIn(t, filepath.Join(dir, "gated")), ungated: clean.forkIn(t, filepath.Join(dir, "ungated"))}
 	x.cleanTrain = x.train
-	x.ungated = x.fork(t)
 	if code, v := x.gate(t); code != exitOK || !v.OK {
 		t.Fatalf("clean gate: exit %d, failed %v", code, failedChecks(v))
 	}

@@ -92,6 +92,7 @@ func fleetEnd(t *testing.T, l *ledger.Ledger, run string) rollout.End {
 // counters recorded in run.end add up to the attempts recorded in the
 // episodes and to what the healthy servers received.
 func TestFleetDrainsFailingEndpoint(t *testing.T) {
+	t.Parallel() // its own ledger and servers; mostly waits on the failing endpoint
 	const tasks = 30
 	l := ledgertest.New(t)
 	clean := rollouttest.New(t, rollouttest.ThreeTurns(nil))

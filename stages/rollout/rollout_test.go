@@ -105,6 +105,7 @@ func TestRolloutRecordsEveryTurn(t *testing.T) {
 // no budget is exceeded, nothing is lost; the episodes whose requests
 // always fail are left unfinished and the run failed.
 func TestFaultsEndEveryEpisode(t *testing.T) {
+	t.Parallel() // its own ledger and server; mostly waits on the faults
 	const kinds = 12
 	want := map[int]rollout.StopReason{}
 	normal := rollouttest.ThreeTurns(nil)
@@ -237,6 +238,7 @@ func TestFaultsEndEveryEpisode(t *testing.T) {
 }
 
 func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
+	t.Parallel() // its own ledger and server; mostly waits on the server's delay
 	l := ledgertest.New(t)
 	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		rep := rollouttest.ThreeTurns(nil)(r)
@@ -292,6 +294,7 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 }
 
 func TestReplayReproducesTheRun(t *testing.T) {
+	t.Parallel() // its own ledger and servers
 	l := ledgertest.New(t)
 	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		if r.Sample == 1 && r.Turn == 0 {

@@ -55,6 +55,7 @@ func allRefs(t *testing.T, l *ledger.Ledger, run string) ([]rollout.EpisodeRef, 
 // once the endpoint works, resuming plays only them and the run equals
 // one that never met a fault.
 func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
+	t.Parallel() // its own ledger and servers; mostly waits on the request timeout
 	const kinds = 6
 	var healthy atomic.Bool
 	index := map[string]int{}

@@ -8,8 +8,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/rlgate/rlgate/audit"
 	labdemo "github.com/rlgate/rlgate/lab/demo"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/pipeline"
 )
 
@@ -73,5 +76,32 @@ func TestExecuteNamesTheStageThatFailed(t *testing.T) {
 	s, err = executeIn(t, dir, "stages:\n  starved:\n    cmd: [true]\n    deps: {data: missing.txt}\n    gpu: off\n")
 	if s == nil || err == nil || errors.As(err, new(*CheckFailed)) || !strings.HasPrefix(err.Error(), "demo: stage starved did not run: first run; input data (") {
 		t.Errorf("a stage missing its input: %v", err)
+	}
+}
+
+// TestGateRejectionIsACheckFailure: a demo whose gate rejected the
+// experiment ends in a *CheckFailed (rlgate demo exits 3 on it, which
+// cmd/rlgate's TestDemo proves on the wrong-db variant) that says so with
+// the verdict's summary, and the summary names every failed check. That
+// the gate rejects each injected defect's class is TestGate's (cmd/rlgate),
+// that each variant carries its defect lab/demo's
+// TestInjectsWriteTheirDefect.
+func TestGateRejectionIsACheckFailure(t *testing.T) {
+	v := &audit.Verdict{Seq: 7, Failed: 2, Checks: []audit.GateCheck{
+		{Name: "claim rl > sft", OK: true},
+		{Name: "audit budget: " + audit.CheckSameProtocol},
+		{Name: "claim rl > noupdate"},
+	}}
+	s := &Summary{Verdict: v}
+	err := failure(context.Background(), ledgertest.New(t), s)
+	if !errors.As(err, new(*CheckFailed)) || err.Error() != "demo: the gate rejected the experiment: "+v.Summary() {
+		t.Errorf("a rejected experiment: %v, want a check failure with the verdict's summary", err)
+	}
+	if d := cmp.Diff([]string{"audit budget: " + audit.CheckSameProtocol, "claim rl > noupdate"}, s.Failed); d != "" {
+		t.Errorf("failed checks (-want +got):\n%s", d)
+	}
+	s = &Summary{Verdict: &audit.Verdict{Seq: 7, OK: true, Checks: v.Checks[:1]}}
+	if err := failure(context.Background(), ledgertest.New(t), s); err != nil || len(s.Failed) != 0 {
+		t.Errorf("a passed gate: %v, failed checks %v", err, s.Failed)
 	}
 }
