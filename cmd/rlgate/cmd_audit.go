@@ -39,7 +39,7 @@ func newAuditWeightsCommand() *cli.Command {
 			"                        has the same identity).\n" +
 			"Each checkpoint is a directory or a .safetensors file. The result, with\n" +
 			"every checkpoint's manifest, is recorded as an audit.weights entry.\n\n" + exitCodesHelp,
-		Flags: append([]cli.Flag{jsonFlag,
+		Flags: append([]cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "base", Required: true, Usage: "the base checkpoint training started from (`DIR|FILE`)"},
 			&cli.StringFlag{Name: "trained", Required: true, Usage: "the checkpoint training produced (`DIR|FILE`)"},
 			&cli.StringFlag{Name: "noupdate", Usage: "the No-update control, the same run with lr = 0 (`DIR|FILE`)"},
@@ -95,7 +95,7 @@ func newLedgerAuditCommands() []*cli.Command {
 				"digests). Every check, passing or not, is printed with the ledger entries\n" +
 				"behind it (rlgate show SEQ), and the report is recorded as an audit." + name + "\n" +
 				"entry. Checks:\n" + help[1] + "\n" + exitCodesHelp,
-			Flags: append(append([]cli.Flag{jsonFlag}, subjectsFlags(false)...), auditOptionFlags()...),
+			Flags: append(append([]cli.Flag{jsonFlag()}, subjectsFlags(false)...), auditOptionFlags()...),
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				s, err := subjectsFrom(cmd)
 				if err != nil {

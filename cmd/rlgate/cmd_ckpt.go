@@ -29,7 +29,7 @@ func newCkptDigestCommand() *cli.Command {
 			"every file's digest, and per tensor its dtype, shape, byte length and the\n" +
 			"BLAKE3 of its raw bytes. --record stores the manifest as a blob and appends\n" +
 			"a checkpoint artifact entry, named by the identity, to the ledger.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.BoolFlag{Name: "record", Usage: "store the manifest in the ledger as a checkpoint artifact"},
 			&cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "checkpoint `NAME` for --record (default: the path's base name)"},
 		},
@@ -58,7 +58,7 @@ func newCkptDiffCommand() *cli.Command {
 			"--hash first hashes both checkpoints and skips the tensors whose digests\n" +
 			"are equal: faster when most tensors are unchanged (a No-update control,\n" +
 			"frozen layers), slower when all changed.\n\n" + exitCodesHelp,
-		Flags: append([]cli.Flag{jsonFlag,
+		Flags: append([]cli.Flag{jsonFlag(),
 			&cli.BoolFlag{Name: "hash", Usage: "hash both checkpoints first, report their identities and skip equal tensors"},
 		}, toleranceFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -27,7 +27,7 @@ func newCompareCommand() *cli.Command {
 			"count, and against the baseline b, c and Δ (no test per level: a gate claim\n" +
 			"on a group, docs/GATE.md, is that test). The comparison, breakdown\n" +
 			"included, is recorded in the ledger.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "runs", Required: true, Usage: "`LABEL=RUN,...`, e.g. base=eval-base,sft=eval-sft,rl=eval-rl"},
 			&cli.StringFlag{Name: "baseline", Usage: "`LABEL` the others are compared with (default: the first)"},
 			&cli.FloatFlag{Name: "alpha", Value: stats.DefaultAlpha, Usage: "significance level"},

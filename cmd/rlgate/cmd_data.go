@@ -46,17 +46,17 @@ func newDataCommand() *cli.Command {
 			Description: importHelp,
 			Commands: append([]*cli.Command{
 				{Name: "spider", Usage: "import Spider (dev.json, dev_gold.sql, tables.json, database/)", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag(), out, force, name, dbRoot,
 						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json`"},
 						&cli.StringFlag{Name: "gold", Required: true, Usage: "`dev_gold.sql` (SQL<TAB>db_id per line)"},
 						&cli.StringFlag{Name: "tables", Usage: "`tables.json` (hashed as a source)"}},
 					Action: action("spider")},
 				{Name: "bird", Usage: "import BIRD dev or mini-dev (dev.json / mini_dev_sqlite.json, dev_databases/)", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag(), out, force, name, dbRoot,
 						&cli.StringFlag{Name: "dev", Required: true, Usage: "`dev.json` or mini_dev_sqlite.json"}},
 					Action: action("bird")},
 				{Name: "skyrl", Usage: "import a SkyRL text2sql parquet file", Description: importHelp,
-					Flags: []cli.Flag{jsonFlag, out, force, name, dbRoot,
+					Flags: []cli.Flag{jsonFlag(), out, force, name, dbRoot,
 						&cli.StringFlag{Name: "parquet", Required: true, Usage: "`FILE`.parquet with prompt, db_id, data, reward_spec"}},
 					Action: action("skyrl")},
 			}, variantCommands(importHelp, action, out, force, name, dbRoot)...),
@@ -75,7 +75,7 @@ func variantCommands(help string, action func(kind string) cli.ActionFunc, flags
 	var cmds []*cli.Command
 	for _, v := range dataset.SpiderVariants {
 		cmds = append(cmds, &cli.Command{Name: string(v), Usage: usage[v], Description: help,
-			Flags: slices.Concat([]cli.Flag{jsonFlag}, flags, []cli.Flag{
+			Flags: slices.Concat([]cli.Flag{jsonFlag()}, flags, []cli.Flag{
 				&cli.StringFlag{Name: "dev", Required: true, Usage: "the question `FILE` (gold SQL in each record's query)"},
 				&cli.StringFlag{Name: "tables", Usage: "`tables.json` (hashed as a source)"}}),
 			Action: action(string(v))})

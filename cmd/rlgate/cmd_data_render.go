@@ -23,7 +23,7 @@ func newDataRenderCommand() *cli.Command {
 			"\"system\", \"content\"}, {\"role\": \"user\", \"content\"}]}, in task order, and\n" +
 			"records the file as an artifact with its digest and the digests of the tasks\n" +
 			"and the protocol.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import (or a tasks.jsonl FILE)"},
 			&cli.StringFlag{Name: "protocol", Usage: "protocol `FILE` (YAML or JSON) over the built-in one"},
 			&cli.BoolFlag{Name: "drop-examples", Usage: "render {examples} empty"},

@@ -41,7 +41,7 @@ func newDemoCommand() *cli.Command {
 			strings.Join(injects, "\n") + "\n" +
 			"(wrong-db is caught by rlgate run's pre-flight before RL stage 1 starts.)\n" +
 			"It exits 3 when the gate or a pre-flight check fails.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "dir", Value: "rlgate-demo", Usage: "demo `DIR` (its own ledger is DIR/.rlgate)"},
 			&cli.Int64Flag{Name: "seed", Value: 1, Usage: "`SEED` of initialisation, sampling and training"},
 			&cli.BoolFlag{Name: "force", Usage: "replace an earlier demo's files in DIR when it holds nothing else"},

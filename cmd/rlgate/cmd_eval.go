@@ -30,7 +30,7 @@ func newEvalCommand() *cli.Command {
 			"--json (incomplete, unfinished_episodes) and the grading run's start and end\n" +
 			"entries (allow_incomplete, unfinished_episodes) say so.\n\n" +
 			rolloutHelp + exitCodesHelp,
-		Flags: append([]cli.Flag{jsonFlag,
+		Flags: append([]cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "metric", Required: true, Usage: "`METRIC`: " + grade.MetricList()},
 			&cli.StringFlag{Name: "mode", Value: grade.ModeGreedy, Usage: "`MODE`: greedy, majority or passk"},
 			&cli.IntFlag{Name: "k", Value: 1, Usage: "`K` of pass@k (mode passk; at most --n)"},

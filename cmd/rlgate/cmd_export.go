@@ -40,7 +40,7 @@ func newExportCommand() *cli.Command {
 				"exchanges as history. The entry <file name without extension> is set in\n" +
 				"the dataset_info.json beside --out (other entries are kept), naming the\n" +
 				"columns and tags so that LLaMA-Factory relies on no default.\n\n" + exportHelp + exitCodesHelp,
-			Flags: []cli.Flag{jsonFlag,
+			Flags: []cli.Flag{jsonFlag(),
 				&cli.StringFlag{Name: "from", Required: true, Usage: "`DIR` rlgate synth wrote (or its trajectories.jsonl)"},
 				&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: sharegpt or alpaca"},
 				&cli.StringFlag{Name: "out", Required: true, Usage: "dataset `FILE` to write (e.g. data/sql_sft.json)"},
@@ -74,7 +74,7 @@ func newExportCommand() *cli.Command {
 				"exclusion (path, digest, ids, how many were left out) beside the digests\n" +
 				"of tasks, gold and the file written, which the split audit's\n" +
 				"sft-rl-disjoint check reads.\n\n" + exportHelp + exitCodesHelp,
-			Flags: []cli.Flag{jsonFlag,
+			Flags: []cli.Flag{jsonFlag(),
 				&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import"},
 				&cli.StringFlag{Name: "exclude", Usage: "example_ids.json `FILE` whose ids are left out, or the DIR rlgate synth wrote (default: none)"},
 				&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: skyrl-parquet, verl-parquet or jsonl"},

@@ -38,7 +38,7 @@ func newGateCommand() *cli.Command {
 			"A recorded verdict bound to a model acts on the publish requests waiting for\n" +
 			"that model (rlgate run --publish-to): it publishes them if it passed, and\n" +
 			"says they are withheld if it failed (docs/PUBLISH.md).\n\n" + exitCodesHelp,
-		Flags: append(append([]cli.Flag{jsonFlag,
+		Flags: append(append([]cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` (default: the built-in paper-grade policy)"},
 			&cli.StringFlag{Name: "junit", Usage: "write the checks as JUnit XML to `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide, record nothing, open the ledger read-only"},

@@ -40,7 +40,7 @@ func newGradeCommand() *cli.Command {
 			"128 MiB. A prediction that errs, times out or crosses a limit counts as\n" +
 			"incorrect and stays in the denominator, as in the official evaluators.\n" +
 			"The time limits and result caps used are recorded with the run.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringSliceFlag{Name: "predictions", Required: true, Usage: "predictions `FILE` (repeatable)"},
 			&cli.StringFlag{Name: "format", Required: true, Usage: "`FORMAT`: bird-json, spider-txt or jsonl"},
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import"},

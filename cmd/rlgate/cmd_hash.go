@@ -19,7 +19,7 @@ func newHashCommand() *cli.Command {
 			"recorded as links and never followed). --json prints every file's digest\n" +
 			"and size. --record stores each manifest as a blob and appends a dataset\n" +
 			"entry to the ledger. Ctrl-C stops hashing at once (exit 130).\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.BoolFlag{Name: "record", Usage: "store the manifests in the ledger as dataset entries"},
 			&cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "dataset `NAME` for --record (default: the path's base name; only with one PATH)"},
 		},

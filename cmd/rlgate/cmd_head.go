@@ -15,7 +15,7 @@ func newHeadCommand() *cli.Command {
 			"'rlgate verify --against HEAD' later checks that the ledger still extends it,\n" +
 			"which is the only way to detect a chain whose tail was cut off. Opens the\n" +
 			"ledger read-only.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			s, err := ledgers.Head(ctx, ledgerDir(cmd))
 			if err != nil {

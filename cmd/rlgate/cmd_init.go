@@ -23,7 +23,7 @@ func newInitCommand() *cli.Command {
 			"--cache; credentials only from AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY and\n" +
 			"AWS_SESSION_TOKEN, never recorded), and says where the ledger is (its URL\n" +
 			"without the password) and where its blobs go.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			s, err := ledgers.Init(ctx, ledgerDir(cmd))
 			if err != nil {

@@ -19,7 +19,7 @@ func newKeygenCommand() *cli.Command {
 			"(rlgate verify-bundle --public-key, model_signing verify key --public_key).\n" +
 			"Refuses to overwrite either file. Prints the key's OMS hint (the SHA-256 of\n" +
 			"the public key's PEM), which every bundle signed with it names.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "out", Usage: "private key `FILE`; the public key goes to FILE.pub", Required: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

@@ -31,7 +31,7 @@ func newLedgerCommand() *cli.Command {
 				"and an entry or blob of the source that does not match its hash.\n" +
 				"Ctrl-C stops it between batches of entries: the copy then holds whole\n" +
 				"entries with their blobs, and running the command again goes on.\n\n" + exitCodesHelp,
-			Flags: []cli.Flag{jsonFlag,
+			Flags: []cli.Flag{jsonFlag(),
 				&cli.StringFlag{Name: "from", Usage: "the ledger `DIR` (or postgres:// URL) to copy"},
 				&cli.StringFlag{Name: "to", Usage: "the `DIR` (or postgres:// URL) to copy it into: missing, empty, or an earlier copy"},
 			},

@@ -16,7 +16,7 @@ func newLogCommand() *cli.Command {
 			"100-column terminal: hashes are cut to 12 hex digits and bodies to what\n" +
 			"fits; 'rlgate show SEQ' prints an entry in full, and --json prints every\n" +
 			"field of every entry listed. Opens the ledger read-only.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "kind", Usage: "only entries of this `KIND` (run.start, artifact, metrics, ...)"},
 			&cli.StringFlag{Name: "run", Usage: "only entries of this `RUN`"},
 			&cli.IntFlag{Name: "limit", Usage: "only the first `N` entries that match"},

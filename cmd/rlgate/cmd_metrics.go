@@ -17,7 +17,7 @@ func newMetricsCommand() *cli.Command {
 			"infinities as the strings \"NaN\", \"Infinity\", \"-Infinity\") or --csv\n" +
 			"(key,step,value). Every metrics source, a trainer log or a tracker run, reads\n" +
 			"into the same series.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "run", Usage: "run `ID`", Required: true},
 			&cli.StringSliceFlag{Name: "key", Usage: "metric `KEY` to print (repeatable; default: all)"},
 			&cli.BoolFlag{Name: "csv", Usage: "print key,step,value rows"},

@@ -37,7 +37,7 @@ func newPublishCommand() *cli.Command {
 			"killed is finished by the next one to the same DIR (its leftovers deleted,\n" +
 			"a complete bundle without its entry recorded, or rebuilt for a newer\n" +
 			"verdict). See docs/PUBLISH.md.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "run", Usage: "training run `ID` whose output checkpoint to publish, or its stage (its latest run that ended ok)", Required: true},
 			&cli.StringFlag{Name: "to", Usage: "new or empty `DIR` to publish to", Required: true},
 			&cli.StringFlag{Name: "key", Value: defaultKey, Usage: "ECDSA private key PEM `FILE` (rlgate keygen)"},

@@ -35,7 +35,7 @@ func newReportCommand() *cli.Command {
 			"it was at the head the report records, lists each difference (file:line,\n" +
 			"report value, ledger value) and every missing or extra file, and exits 3 on\n" +
 			"any difference, 0 when all match.\n\n" + exitCodesHelp,
-		Flags: append([]cli.Flag{jsonFlag,
+		Flags: append([]cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "out", Usage: "write the report into `DIR`"},
 			&cli.StringFlag{Name: "format", Value: "md,html,json", Usage: "`FORMATS` to write, of md, html, json (json is always written)"},
 			&cli.StringFlag{Name: "policy", Usage: "YAML policy `FILE` naming the runs and claims (as rlgate gate takes it)"},

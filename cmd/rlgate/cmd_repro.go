@@ -39,7 +39,7 @@ func newReproCommand() *cli.Command {
 			"takes the run that stage ran, or was up to date with; any other stage name\n" +
 			"is that stage's latest run that ended ok (as for rlgate gate). Every gate\n" +
 			"policy is loaded and checked before any stage runs.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE`"},
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide and explain, run and record nothing, name what would fail"},
 		},

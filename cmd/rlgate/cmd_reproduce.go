@@ -38,7 +38,7 @@ func newReproduceCommand() *cli.Command {
 			"reproduce.STAGE. The work directory (--workdir, new or empty) is removed at\n" +
 			"the end unless --keep.\n" +
 			"See docs/REPRODUCE.md. Exits 3 unless every output reproduced.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringSliceFlag{Name: "stage", Usage: "reproduce `STAGE`'s latest run that ended ok (repeatable)"},
 			&cli.BoolFlag{Name: "pipeline", Usage: "reproduce the pipeline file's stages in dependency order"},
 			&cli.StringFlag{Name: "file", Aliases: []string{"f"}, Value: "rlgate.yaml", Usage: "pipeline `FILE` (with --pipeline)"},

@@ -57,7 +57,7 @@ func newRolloutCommand() *cli.Command {
 		Name:        "rollout",
 		Usage:       "play the multi-turn SQL protocol against an OpenAI-compatible endpoint and record every episode",
 		Description: rolloutHelp + exitCodesHelp,
-		Flags:       append([]cli.Flag{jsonFlag}, rolloutFlags()...),
+		Flags:       append([]cli.Flag{jsonFlag()}, rolloutFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			o, err := playOptionsFrom(cmd)
 			if err != nil {

@@ -16,7 +16,7 @@ func newRunsCommand() *cli.Command {
 			"interrupted), stage, start time, duration, and the reason its run.end entry\n" +
 			"gives for a failure or interruption. Opens the ledger read-only: a run whose\n" +
 			"recorder died shows as running until a writing command closes it.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			rows, err := ledgers.Runs(ctx, ledgerDir(cmd))
 			if err != nil {

@@ -31,7 +31,7 @@ func newServePolicyCommand() *cli.Command {
 			"CMD is supervised as rlgate run supervises a stage: Ctrl-C sends it SIGTERM,\n" +
 			"then SIGKILL 10s later, and it is stopped if rlgate dies.\n\n" +
 			exitCodesHelp + " With CMD: CMD's exit code.",
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "ckpt", Required: true, Usage: "checkpoint `DIR` of the reference policy"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8200", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
 		},

@@ -25,7 +25,7 @@ func newServeReplayCommand() *cli.Command {
 			"GET /v1/models reports the run's model identity when the endpoint it was\n" +
 			"recorded against reported it (source server), not one only asserted.\n" +
 			"A request outside the recording gets 404. Serves until interrupted (Ctrl-C).\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "run", Required: true, Usage: "rollout run `ID` to replay"},
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8100", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
 		},

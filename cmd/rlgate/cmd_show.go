@@ -17,7 +17,7 @@ func newShowCommand() *cli.Command {
 		ArgsUsage: "SEQ|HASH",
 		Description: "Prints the entry with that sequence number, or whose hash starts with the\n" +
 			"given hex digits (at least 4), with its body. Opens the ledger read-only.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag},
+		Flags: []cli.Flag{jsonFlag()},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			if cmd.Args().Len() != 1 {
 				return usagef("show takes one argument, an entry's SEQ or HASH; got %d", cmd.Args().Len())

@@ -32,7 +32,7 @@ func newMcNemarCommand(alpha cli.Flag) *cli.Command {
 		Description: "b = tasks only the first system solved, c = tasks only the second solved.\n" +
 			"Prints the exact two-sided p, mid-p, and chi-square with and without\n" +
 			"continuity correction; with --n, also the minimum detectable effect.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.IntFlag{Name: "b", Usage: "tasks only the first system solved", Required: true},
 			&cli.IntFlag{Name: "c", Usage: "tasks only the second system solved", Required: true},
 			&cli.IntFlag{Name: "n", Usage: "paired tasks in all (for the minimum detectable effect)"},
@@ -61,7 +61,7 @@ func newHolmCommand(alpha cli.Flag) *cli.Command {
 		Usage:       "Holm step-down adjustment of several p-values",
 		ArgsUsage:   "P...",
 		Description: "Adjusts the p-values of several claims tested together and says which\nare rejected at family-wise level alpha.\n\n" + exitCodesHelp,
-		Flags:       []cli.Flag{jsonFlag, alpha},
+		Flags:       []cli.Flag{jsonFlag(), alpha},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			var ps []float64
 			for _, a := range cmd.Args().Slice() {

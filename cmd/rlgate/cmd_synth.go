@@ -39,7 +39,7 @@ func newSynthCommand() *cli.Command {
 		Name:        "synth",
 		Usage:       "sample a teacher model, keep the trajectories that pass execution match (cold-start SFT data)",
 		Description: synthHelp + exitCodesHelp,
-		Flags: append(append([]cli.Flag{jsonFlag,
+		Flags: append(append([]cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "tasks", Required: true, Usage: "`DIR` written by rlgate data import (the gold beside the tasks is read after the rollout)"},
 		}, policyServerFlags()...),
 			&cli.IntFlag{Name: "samples-per-question", Value: 20, Usage: "`N` samples of each question, each an independent episode"},

@@ -32,7 +32,7 @@ func newTrainInitCommand() *cli.Command {
 			"clauses out, plus seeded noise of standard deviation 0.01 that breaks ties.\n" +
 			"Greedily it answers \"what are the names of all singers\"-like questions;\n" +
 			"every trigger word (how many, oldest, each, more than) is left to training.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "out", Required: true, Usage: "checkpoint `DIR` to write"},
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "`SEED` of the tie-breaking noise"},
 		},
@@ -64,7 +64,7 @@ func printTrained(cmd *cli.Command, t *train.Trained, err error) error {
 
 // trainCommonFlags are the flags sft and grpo share.
 func trainCommonFlags() []cli.Flag {
-	return []cli.Flag{jsonFlag,
+	return []cli.Flag{jsonFlag(),
 		&cli.StringFlag{Name: "init", Required: true, Usage: "checkpoint `DIR` to start from"},
 		&cli.StringFlag{Name: "tasks", Required: true, Usage: "rlgate data import `DIR` (tasks.jsonl, gold.jsonl, manifest.json)"},
 		&cli.StringFlag{Name: "db-root", Usage: "database root `DIR` (default: the import's)"},

@@ -22,7 +22,7 @@ func newVerifyCommand() *cli.Command {
 			"blob is a note, not a failure. With --against HEAD (from 'rlgate head' or a\n" +
 			"report) it also checks that the ledger still extends that head, which alone\n" +
 			"catches a cut or consistently rewritten tail. Ctrl-C stops it at once.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "against", Usage: "a head printed earlier, `ID/SEQ/blake3:HASH`"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {

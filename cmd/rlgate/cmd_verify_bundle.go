@@ -31,7 +31,7 @@ func newVerifyBundleCommand() *cli.Command {
 			"named, re-derives the verdict from the entries it read, and checks the publish\n" +
 			"entry (run rlgate verify for the chain between). Exit 3 names every failed\n" +
 			"check.\n\n" + exitCodesHelp,
-		Flags: []cli.Flag{jsonFlag,
+		Flags: []cli.Flag{jsonFlag(),
 			&cli.StringFlag{Name: "public-key", Usage: "public key PEM `FILE` (key method)"},
 			&cli.StringSliceFlag{Name: "certificate-chain", Usage: "PEM `FILE` of trusted certificates (certificate method; repeatable)"},
 			&cli.StringSliceFlag{Name: "ignore-path", Usage: "`PATH` inside DIR to leave out, as model_signing --ignore-paths (repeatable)"},

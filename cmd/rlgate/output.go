@@ -8,8 +8,11 @@ import (
 )
 
 // jsonFlag is the --json flag every reporting command takes. Its output is
-// a contract: fields are only ever added.
-var jsonFlag = &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"}
+// a contract: fields are only ever added. It is made afresh for each
+// command: a cli flag holds its parse state, so one flag value shared by
+// the commands of two CLI runs at once (tests run them in parallel in one
+// process) would race.
+func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print the result as JSON"} }
 
 // emit prints a command's result on its standard output: as indented JSON
 // with --json, else through text (textout.Emit).

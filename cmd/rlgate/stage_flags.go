@@ -13,7 +13,7 @@ import (
 // (rlgate run) or imported (rlgate import-run): its name, its run id,
 // and its inputs and outputs by digest.
 func stageFlags() []cli.Flag {
-	return []cli.Flag{jsonFlag,
+	return []cli.Flag{jsonFlag(),
 		&cli.StringFlag{Name: "stage", Validator: ledger.CheckName, Usage: "stage `NAME` (sft, rl1, eval, ...)", Required: true},
 		&cli.StringFlag{Name: "run", Validator: ledger.CheckName, Usage: "run `ID` (default: STAGE-TIME-XXXX)"},
 		&cli.StringSliceFlag{Name: "in", Usage: "input `NAME=PATH` (repeatable)"},
