@@ -54,6 +54,7 @@ func cancelSparseSafetensors(t *testing.T, path string, n int64) {
 // file, a tree, a checkpoint's plain files and tensors, a weight diff):
 // the command stops, says "interrupted" and exits 130.
 func TestInterruptDuringHashing(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	bigFile := filepath.Join(dir, "tree", "sub", "big.bin")
 	cancelSparseFile(t, bigFile, nil, cancelHugeSize)

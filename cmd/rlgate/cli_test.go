@@ -104,6 +104,7 @@ func TestLedgerCommandsEndToEnd(t *testing.T) {
 }
 
 func TestUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	for _, args := range [][]string{
 		{"no-such-command"},
 		{"log", "--no-such-flag"},
@@ -121,6 +122,7 @@ func TestUsageErrorsExit2(t *testing.T) {
 // TestEveryCommandHasHelp is a house rule: a user can learn every command
 // from rlgate help, including what its exit codes mean.
 func TestEveryCommandHasHelp(t *testing.T) {
+	t.Parallel()
 	var walk func(c *cli.Command)
 	walk = func(c *cli.Command) {
 		for _, sub := range c.Commands {

@@ -15,6 +15,7 @@ import (
 )
 
 func TestAuditWeightsCommand(t *testing.T) {
+	t.Parallel()
 	c := writeTestCheckpoints(t)
 	m, err := manifests.BuildCheckpointManifest(t.Context(), c.Trained)
 	if err != nil {
@@ -76,6 +77,7 @@ func TestAuditWeightsCommand(t *testing.T) {
 }
 
 func TestAuditWeightsJSON(t *testing.T) {
+	t.Parallel()
 	c := writeTestCheckpoints(t)
 	l := ledgertest.New(t)
 	var out bytes.Buffer
@@ -111,6 +113,7 @@ func TestAuditWeightsJSON(t *testing.T) {
 }
 
 func TestAuditWeightsNeedsLedger(t *testing.T) {
+	t.Parallel()
 	c := writeTestCheckpoints(t)
 	_, err := runAuditWeights(t.Context(), auditWeightsOptions{Dir: filepath.Join(t.TempDir(), "none"),
 		Weights: audit.WeightsOptions{Base: c.Base, Trained: c.Trained}}, new(bytes.Buffer))

@@ -28,6 +28,7 @@ func writeTestCheckpoints(t *testing.T) manifeststest.Checkpoints {
 // what it computes and records): --json --record the manifest with where
 // it was recorded, and text the identity, every file and every tensor.
 func TestCkptDigest(t *testing.T) {
+	t.Parallel()
 	c := writeTestCheckpoints(t)
 	l := ledgertest.New(t)
 	code, out, errOut := rlgate(t, "--ledger", l.Dir(), "ckpt", "digest", "--json", "--record", c.Trained)
@@ -62,6 +63,7 @@ func TestCkptDigest(t *testing.T) {
 // ‖Δ‖/‖A‖ and the summary line, the identities with --hash --json, and
 // exit 1 with every mismatch for checkpoints of other tensors.
 func TestCkptDiff(t *testing.T) {
+	t.Parallel()
 	c := writeTestCheckpoints(t)
 	code, out, errOut := rlgate(t, "ckpt", "diff", c.Base, c.Resharded)
 	if code != exitOK {
@@ -94,6 +96,7 @@ func TestCkptDiff(t *testing.T) {
 // TestFlagErrorsExit2 runs the commands on their own, before they are
 // registered in the app, so it checks their own argument checks.
 func TestFlagErrorsExit2(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct {
 		cmd  func() *cli.Command
 		args []string

@@ -21,6 +21,7 @@ import (
 // (--reward-weight recorded) and the usage errors. What each mode counts
 // is workflow/evaluate's TestEvalModes.
 func TestEvalCommand(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	golds, err := gold.Read(filepath.Join(data, dataset.GoldFile))
 	if err != nil {

@@ -47,7 +47,7 @@ func buildBirdGraded(t *testing.T) *birdGraded {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		atBinaryEnd(func() { os.RemoveAll(dir) })
 		birdTemplate = birdGrade(t, dir)
 	})
 	if birdTemplate == nil {

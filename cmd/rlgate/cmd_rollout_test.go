@@ -30,7 +30,7 @@ func spiderLedger(t *testing.T) (string, string) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		atBinaryEnd(func() { os.RemoveAll(dir) })
 		spiderImported.ledger, spiderImported.data = spiderLedgerIn(t, dir)
 	})
 	if spiderImported.ledger == "" {
@@ -65,6 +65,7 @@ func spiderLedgerIn(t *testing.T, dir string) (string, string) {
 }
 
 func TestRolloutCommand(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	args := []string{"--ledger", ldir, "rollout", "--tasks", data, "--endpoint", srv.URL + "/v1", "--model", "scripted",
@@ -133,6 +134,7 @@ func TestRolloutCommand(t *testing.T) {
 // the command again: the run ends with the same episodes as one that was
 // never interrupted, none twice.
 func TestRolloutSIGKILLResume(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		rep := rollouttest.ThreeTurns(nil)(r)

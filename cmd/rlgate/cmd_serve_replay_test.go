@@ -38,6 +38,7 @@ func (b *lockedBuffer) Bytes() []byte {
 // serve-replay, and rolls out the same tasks against the replay: the
 // second run is the first, byte for byte in every request and response.
 func TestServeReplayReproducesTheRun(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		if r.Turn == 0 && r.Sample == 1 {

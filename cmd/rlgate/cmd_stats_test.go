@@ -8,6 +8,7 @@ import (
 )
 
 func TestStatsCalculators(t *testing.T) {
+	t.Parallel()
 	// Exact McNemar for b=10, c=2 is 0.0385742 (gonum distuv, statsmodels).
 	code, out, _ := rlgate(t, "stats", "mcnemar", "--b", "10", "--c", "2", "--json")
 	var m map[string]any

@@ -33,6 +33,7 @@ func demoTree(t *testing.T, dir string) map[string]string {
 // is not empty is refused without --force, whether or not a demo wrote
 // it, and with --force when no demo wrote it; nothing in it changes.
 func TestDemoNeverTouchesAnExistingDirUnasked(t *testing.T) {
+	t.Parallel()
 	mine := t.TempDir()
 	os.WriteFile(filepath.Join(mine, "notes.txt"), []byte("my notes\n"), 0o644)
 	os.WriteFile(filepath.Join(mine, demo.PipelineFile), []byte("stages: {}\n"), 0o644)

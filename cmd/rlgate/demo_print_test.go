@@ -13,6 +13,7 @@ import (
 // the first findings of each failed check, and counts the rest, so a leak
 // found in every task does not print one row per task.
 func TestBriefVerdict(t *testing.T) {
+	t.Parallel()
 	v := &audit.Verdict{Failed: 5, Policy: audit.Policy{Name: "p"}}
 	for range 5 {
 		v.Checks = append(v.Checks, audit.GateCheck{Name: "audit gold: no-gold-in-prompts", Message: "leak"})
@@ -56,6 +57,7 @@ func TestBriefVerdict(t *testing.T) {
 // "would pass" and the others as "not supported", never PASS; under a
 // passed gate they read PASS.
 func TestVerdictClaimResults(t *testing.T) {
+	t.Parallel()
 	checks := []audit.GateCheck{
 		{Name: "audit training: lr-positive", Message: "rl: lr 0"},
 		{Name: "claim rl > base", OK: true, Message: "gain"},

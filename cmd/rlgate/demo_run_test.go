@@ -51,6 +51,7 @@ func demoExe(t *testing.T) string {
 // before it starts must end the demo in a check failure naming its check
 // (demoWrongDB).
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	exe := demoExe(t)
 	root := t.TempDir()
 	dir, again := filepath.Join(root, "a"), filepath.Join(root, "b")

@@ -36,6 +36,7 @@ func sqlString(s string) string {
 // holds shows control characters in run ids and stage names as visible
 // escapes, so a ledger cannot repaint the reader's terminal.
 func TestOutputEscapesLedgerNames(t *testing.T) {
+	t.Parallel()
 	dir := ledgerWithRuns(t, "sft=evil")
 	attackExec(t, dir, "UPDATE entries SET run = "+sqlString(evilRun)+" WHERE run = 'evil'")
 	attackExec(t, dir, "UPDATE runs SET run = "+sqlString(evilRun)+", stage = "+sqlString(evilStage)+" WHERE run = 'evil'")

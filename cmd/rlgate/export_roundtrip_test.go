@@ -98,6 +98,7 @@ func exportRun(t *testing.T, args ...string) export.Summary {
 // ShareGPT rule (system first, then human/observation at even and gpt at
 // odd positions, ending on gpt) and to the trajectories it came from.
 func TestExportSFT(t *testing.T) {
+	t.Parallel()
 	ldir, _, synthDir := exportSynthesised(t)
 	trajs, _, _ := synthRead(t, synthDir)
 	dir := t.TempDir()
@@ -221,6 +222,7 @@ func TestExportSFT(t *testing.T) {
 // lines as JSON; no file holds an excluded id, every other task is there
 // with its gold, and the run records the exclusion.
 func TestExportRL(t *testing.T) {
+	t.Parallel()
 	ldir, data, synthDir := exportSynthesised(t)
 	_, _, sftIDs := synthRead(t, synthDir)
 	all, err := tasks.Read(filepath.Join(data, dataset.TasksFile))

@@ -45,6 +45,7 @@ func exportSplitAudit(t *testing.T, ldir, sft, rl string) (int, audit.Finding) {
 // with every shared id. Before the split audit read the exports' records,
 // neither run named an imported dataset and the check never ran.
 func TestExportSplitAuditReadsRecordedExclusion(t *testing.T) {
+	t.Parallel()
 	ldir, data, synthDir := exportSynthesised(t)
 	dir := t.TempDir()
 	sftData := filepath.Join(dir, "sft.json")

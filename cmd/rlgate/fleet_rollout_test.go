@@ -37,6 +37,7 @@ func fleetArgs(ldir, data, run string, endpoints []string) []string {
 // happens and a line per endpoint in the summary, the drained one marked.
 // What the run records is workflow/evaluate's TestRolloutFleetDrains.
 func TestFleetRolloutCommand(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	eps := fleetServers(t)
 	code, out, errOut := rlgate(t, fleetArgs(ldir, data, "f1", eps)...)

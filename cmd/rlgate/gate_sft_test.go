@@ -16,6 +16,7 @@ import (
 // sft > base); started from Base, only noupdate-identical fails, naming
 // the input it should have started from.
 func TestGateRLAfterSFT(t *testing.T) {
+	t.Parallel()
 	x := buildGateExperiment(t)
 	gateTrain(t, x.ledger, x.dir, "train-rl-sft", "rl", x.written["sft"], x.trainData["rl"], x.written["rl"], "1e-6", 0.25, "--param", "lr=1e-6")
 	gateTrain(t, x.ledger, x.dir, "train-noupdate-sft", "noupdate", x.written["sft"], x.trainData["rl"], x.written["sft"], "0", 0.25, "--param", "lr=0")

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -223,9 +224,17 @@ func demoOutsideRepro(t *testing.T, done, exe string) {
 	if code != exitOK || !strings.Contains(out, "gate PASSED") || !strings.Contains(out, "rlgate: train rl: stage rl2 is run rl2-") {
 		t.Errorf("gate --policy gate.yaml outside repro: exit %d:\n%s%s", code, out, errOut)
 	}
-	t.Setenv("PATH", filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	// repro runs as a child process with exe first on its PATH, leaving
+	// this process's environment alone for the tests running beside it.
 	before := ledgerBytes(t, ldir)
-	code, out, errOut = rlgate(t, "--ledger", ldir, "repro", "-f", filepath.Join(fork, demo.PipelineFile), "--dry-run")
+	repro := rlgateProcess(t, "--ledger", ldir, "repro", "-f", filepath.Join(fork, demo.PipelineFile), "--dry-run")
+	repro.Env = append(repro.Env, "PATH="+filepath.Dir(exe)+string(os.PathListSeparator)+os.Getenv("PATH"))
+	var stdout, stderr bytes.Buffer
+	repro.Stdout, repro.Stderr = &stdout, &stderr
+	if err := repro.Run(); err != nil && repro.ProcessState == nil {
+		t.Fatal(err)
+	}
+	code, out, errOut = repro.ProcessState.ExitCode(), stdout.String(), stderr.String()
 	if code != exitOK || strings.Contains(out, "would-run") || !strings.Contains(out, "dry run, nothing recorded") {
 		t.Errorf("repro --dry-run: exit %d:\n%s%s", code, out, errOut)
 	}

@@ -56,8 +56,16 @@ const gateTasks = 40
 var (
 	gateOnce       sync.Once
 	gateTemplate   *gateExperiment
+	sharedMu       sync.Mutex // fixtures are built by tests running in parallel
 	sharedFixtures []func()
 )
+
+// atBinaryEnd has f run once every test of the binary is done.
+func atBinaryEnd(f func()) {
+	sharedMu.Lock()
+	defer sharedMu.Unlock()
+	sharedFixtures = append(sharedFixtures, f)
+}
 
 // removeSharedFixtures undoes what the binary's shared fixtures left: it
 // runs once, after every test.
@@ -72,7 +80,12 @@ func removeSharedFixtures() {
 // the binary's tests are done.
 type binaryLifetime struct{ *testing.T }
 
-func (binaryLifetime) Cleanup(f func()) { sharedFixtures = append(sharedFixtures, f) }
+func (binaryLifetime) Cleanup(f func()) { atBinaryEnd(f) }
+
+// TestGateStageNames is TestGate's case of a policy naming training runs
+// by their stages, on its own: it changes the working directory, so it
+// cannot run beside the tests that run in parallel.
+func TestGateStageNames(t *testing.T) { gateStageNames(t, buildGateExperiment(t).fork(t)) }
 
 // buildGateExperiment returns a fork of the experiment, built on the first
 // call. The fork has a ledger and a directory for new files of its own;
@@ -85,7 +98,7 @@ func buildGateExperiment(t *testing.T) *gateExperiment {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		atBinaryEnd(func() { os.RemoveAll(dir) })
 		gateTemplate = gateBuild(t, dir)
 	})
 	if gateTemplate == nil {
@@ -375,6 +388,7 @@ func gateLog(t *testing.T, ldir, run, kind string) []ledger.Entry {
 // on forks of its ledger that the gate passes it, fails each fault for its
 // reason, and that the audit commands and repro's gate: work on it.
 func TestGate(t *testing.T) {
+	t.Parallel()
 	x := buildGateExperiment(t)
 	t.Run("clean experiment passes", func(t *testing.T) { gateCleanPasses(t, x.fork(t)) })
 	t.Run("dry run records nothing", func(t *testing.T) { gateDryRun(t, x.fork(t)) })
@@ -384,7 +398,6 @@ func TestGate(t *testing.T) {
 	t.Run("repro stops downstream of a failed gate", func(t *testing.T) { gateRepro(t, x.fork(t)) })
 	t.Run("policy and --runs as handed in", func(t *testing.T) { gatePolicyFlags(t, x.fork(t)) })
 	t.Run("claims on a difficulty group", func(t *testing.T) { gateGroupClaims(t, x.fork(t)) })
-	t.Run("a policy names training runs by their stages", func(t *testing.T) { gateStageNames(t, x.fork(t)) })
 	t.Run("repro --dry-run writes nothing", func(t *testing.T) { gateReproDryRun(t, x.fork(t)) })
 }
 

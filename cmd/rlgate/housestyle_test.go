@@ -294,6 +294,7 @@ func goFiles(t *testing.T, fn func(rel string, imports []string, src []byte)) {
 func within(p, dir string) bool { return p == dir || strings.HasPrefix(p, dir+"/") }
 
 func TestImportDirection(t *testing.T) {
+	t.Parallel()
 	rules := loadImportRules(t)
 	seen := map[string]bool{}
 	goFiles(t, func(rel string, imports []string, _ []byte) {
@@ -339,6 +340,7 @@ func TestImportDirection(t *testing.T) {
 // table that strays from it is refused with the line, so a typo can never
 // turn into a rule that allows everything.
 func TestParseImportRules(t *testing.T) {
+	t.Parallel()
 	const direction = "| package | may import besides itself |\n|---|---|\n"
 	const forbidden = "\n| package | must not import |\n|---|---|\n| `low/a` | `low/b` |\n"
 	doc := func(rows string) string {
@@ -451,6 +453,7 @@ func isRecord(f *ast.File, ty ast.Expr) bool {
 // names, for each kind, the constant that spells it and the file that
 // declares it, and leaves out no Kind constant of the code.
 func TestArchitectureKinds(t *testing.T) {
+	t.Parallel()
 	doc, err := os.ReadFile(filepath.Join(repoRoot, architectureDoc))
 	if err != nil {
 		t.Fatal(err)
@@ -507,6 +510,7 @@ func TestArchitectureKinds(t *testing.T) {
 // TestNoFailedTo is a house rule: errors read as a path of what was being
 // done ("open ledger: ..."), never "failed to".
 func TestNoFailedTo(t *testing.T) {
+	t.Parallel()
 	goFiles(t, func(rel string, _ []string, src []byte) {
 		if strings.Contains(strings.ToLower(string(src)), "failed to") {
 			t.Errorf("%s says \"failed to\"; write what was being done instead", rel)
@@ -518,6 +522,7 @@ func TestNoFailedTo(t *testing.T) {
 // only. These three never were in it; what they held is stated where it is
 // used, or in docs/ARCHITECTURE.md.
 func TestCitesOnlyRepoFiles(t *testing.T) {
+	t.Parallel()
 	var outside []string
 	for _, name := range []string{"DESIGN", "STYLE", "FIELD-NOTES"} {
 		outside = append(outside, name+".md")
@@ -556,6 +561,7 @@ func TestCitesOnlyRepoFiles(t *testing.T) {
 // output (docs/ARCHITECTURE.md, the workflow floor), so none grows past
 // 150 lines; one that does holds logic that belongs in a package below.
 func TestCmdFilesAreThin(t *testing.T) {
+	t.Parallel()
 	const most = 150
 	names, err := filepath.Glob("*.go")
 	if err != nil {

@@ -20,6 +20,7 @@ import (
 // by digest after the directory moved (docs/GATE.md, "Where the files are
 // found").
 func TestDataImportKeepsItsFiles(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	var want []ledger.Digest
 	for _, f := range []string{dataset.ManifestFile, dataset.TasksFile, dataset.GoldFile} {

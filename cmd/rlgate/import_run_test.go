@@ -47,6 +47,7 @@ func treeSums(t *testing.T, dir string) map[string][32]byte {
 // that the user's files, SwanLab's SQLite WAL among them, are byte-identical
 // afterwards.
 func TestImportRunRealTrackers(t *testing.T) {
+	t.Parallel()
 	before := treeSums(t, trackerFixtures)
 	dir := t.TempDir()
 	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
@@ -133,6 +134,7 @@ func TestImportRunRealTrackers(t *testing.T) {
 // Face Trainer's tracker keys (train/global_step, train/learning_rate).
 // The killed W&B run fails run-ok and metric-findings (its truncated tail).
 func TestImportedRunTrainingAudit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
 	swan := filepath.Join(trackerFixtures, "swanlab/adsft-llamafactory-0.6.8/swanlog/run-20260531_190548-kd4v3b6ndym9m725v4d7q")
@@ -155,6 +157,7 @@ func TestImportedRunTrainingAudit(t *testing.T) {
 // as recorded (the real MLflow run's two metrics); an unknown key or run is
 // a one-line error saying what to try, and --json with --csv a usage error.
 func TestMetricsCommandCSVAndErrors(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
 	ml := filepath.Join(trackerFixtures, "mlflow/deepcnnclassifier-keras-2022/mlruns/0/cb0096518b0e4c66a94428555f05420b")
@@ -186,6 +189,7 @@ func TestMetricsCommandCSVAndErrors(t *testing.T) {
 // was: no run.start, no half-recorded run. Before, the run was started and
 // then failed when the metrics entry was refused.
 func TestImportRunRefusesBeforeWriting(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
 	w := trackertest.NewWandB()
@@ -215,6 +219,7 @@ func TestImportRunRefusesBeforeWriting(t *testing.T) {
 // tracker's own end state is kept in run.end's metric_runs, its config,
 // summary and console output as artifacts (the killed run has no summary).
 func TestRunIngestsTrackerRuns(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rlgate(t, "--ledger", dir, "init")
 	full := filepath.Join(trackerFixtures, "wandb/coati-rlhf-0.14.2/wandb/run-20230420_073822-clnzftry")

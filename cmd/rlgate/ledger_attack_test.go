@@ -17,6 +17,7 @@ import (
 // the time a whole init takes. Afterwards the directory holds either a
 // ledger that verifies or no ledger, and `init` then succeeds.
 func TestInitSurvivesSIGKILL(t *testing.T) {
+	t.Parallel()
 	full := filepath.Join(t.TempDir(), "ledger")
 	start := time.Now()
 	if out, err := rlgateProcess(t, "--ledger", full, "init").CombinedOutput(); err != nil {
@@ -51,6 +52,7 @@ func TestInitSurvivesSIGKILL(t *testing.T) {
 // refuses one that holds other files or a ledger, and says what to do with
 // the empty ledger.db an interrupted init of an earlier rlgate left.
 func TestInitTargets(t *testing.T) {
+	t.Parallel()
 	empty := t.TempDir()
 	if code, _, errOut := rlgate(t, "--ledger", empty, "init"); code != exitOK {
 		t.Errorf("init in an empty directory: exit %d: %s", code, errOut)
@@ -135,6 +137,7 @@ func attackExec(t *testing.T, dir, query string) {
 // TestVerifyCLIFindsAttacks: each change exits 3 with a finding naming it,
 // with and without --against the head printed before the change.
 func TestVerifyCLIFindsAttacks(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name   string
 		attack func(t *testing.T, dir string)

@@ -96,6 +96,7 @@ func TestLedgerCopyCLI(t *testing.T) {
 // blob is refused naming the blob and its entry, and what was copied
 // before it verifies clean.
 func TestLedgerCopyCLIRefuses(t *testing.T) {
+	t.Parallel()
 	src := readonlyLogLedger(t)
 	dst := filepath.Join(t.TempDir(), "copy")
 	res := copyLedgerCopy(t, func(args ...string) (int, string, string) { return rlgate(t, args...) }, src, dst)

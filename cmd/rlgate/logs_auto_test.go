@@ -75,6 +75,7 @@ func logsExpected(t *testing.T, name string) int {
 // choice in run.end and in every metrics entry; the training audit then
 // finds the optimizer steps and learning rate under the trainer's keys.
 func TestLogsAutoDetectThroughCLI(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		fixture, expected string
 		format            metrics.Format
@@ -144,6 +145,7 @@ func TestLogsAutoDetectThroughCLI(t *testing.T) {
 // guessed: the warning names the file and the lines, run.end records it
 // for the training audit, and nothing is ingested.
 func TestLogsAutoAmbiguousThroughCLI(t *testing.T) {
+	t.Parallel()
 	ldir := truthLedger(t)
 	log := filepath.Join(t.TempDir(), "train.out")
 	script := `printf 'step:1 - a:1\nStep 2: \n{"a": 1}\n' > "$1"`

@@ -286,6 +286,7 @@ func ledgerState(t *testing.T, dir string) map[string]string {
 // compared says which table failed, without the doubled space of an empty
 // group value ("report all : compare: ...").
 func TestReportCompareErrorNamesTheTable(t *testing.T) {
+	t.Parallel()
 	dir := ledgerWithRuns(t, "sft=sft1", "rl=rl1")
 	code, _, errOut := rlgate(t, "--ledger", dir, "report", "--out", filepath.Join(t.TempDir(), "report"), "--runs", "base=sft1,rl=rl1")
 	want := "rlgate: report table all: compare: run sft1 (base) has no graded outcomes. Try: rlgate log --run sft1\n"
@@ -315,6 +316,7 @@ func ledgerWithRuns(t *testing.T, stageRuns ...string) string {
 // tried) is printed as one, and a control character in it, as a run id
 // read from a ledger may hold, is escaped.
 func TestOneLine(t *testing.T) {
+	t.Parallel()
 	in := "failed to connect:\n\t127.0.0.1:5432: tls error\n\t127.0.0.1:5432: run \"a\x1b[2J\" refused\n"
 	want := `failed to connect: 127.0.0.1:5432: tls error; 127.0.0.1:5432: run "a\x1b[2J" refused`
 	if got := oneLine(in); got != want {

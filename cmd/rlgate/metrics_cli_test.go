@@ -113,6 +113,7 @@ func TestSpiderHardnessAndExactMatchThroughCLI(t *testing.T) {
 // the grading of all 140 items against the official files is
 // stages/grade's TestBirdMatchesOfficialVerdicts.
 func TestBirdSoftF1ThroughCLI(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != exitOK {

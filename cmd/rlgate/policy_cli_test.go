@@ -53,6 +53,7 @@ func gatePolicyFlags(t *testing.T, x *gateExperiment) {
 // the ranges a policy file's options are (docs/GATE.md), as usage errors
 // in one line, before any ledger is read.
 func TestAuditOptionFlagRanges(t *testing.T) {
+	t.Parallel()
 	ldir := filepath.Join(t.TempDir(), "no-ledger")
 	for _, tc := range []struct {
 		args []string

@@ -99,6 +99,7 @@ func TestPolicyServesEvalThroughCLI(t *testing.T) {
 // as rlgate ckpt digest computes it), exits with CMD's code and stops
 // serving when CMD ends.
 func TestPolicyServeRunsCMD(t *testing.T) {
+	t.Parallel()
 	base, identity := policyInit(t, t.TempDir(), "1")
 	code, out, errOut := rlgate(t, "serve-policy", "--ckpt", base, "--addr", "127.0.0.1:0", "--",
 		"sh", "-c", `echo "$RLGATE_ENDPOINT $RLGATE_MODEL_IDENTITY $1"; exit 7`, "sh", "{endpoint}")

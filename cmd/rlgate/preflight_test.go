@@ -56,6 +56,7 @@ func preflightEnd(t *testing.T, ldir, run string) (string, string) {
 // pre-flight that the reward audit cites instead of grading again; and
 // --skip-preflight starts the stage unchecked, recorded.
 func TestRunPreflight(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	dir := t.TempDir()
 

@@ -84,6 +84,7 @@ func publishFlip(t *testing.T, file string, at int) {
 // signer's key and certificate signatures, rejects each after one byte of
 // a model file changes, and rejects the spec's invalid vectors.
 func TestPublishVerifyReference(t *testing.T) {
+	t.Parallel()
 	keys := filepath.Join(publishOMS, "reference-signer", "keys")
 	for _, tc := range []struct{ dir, flag, file string }{
 		{"v1.1.0-elliptic-key", "--public-key", "signing-key-pub.pem"},

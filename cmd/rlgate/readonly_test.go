@@ -122,6 +122,7 @@ func readonlyRunStatus(t *testing.T, out string) string {
 // Before, opening for log or verify appended a run.end entry, and
 // checkpointed and removed the WAL, rewriting ledger.db.
 func TestReadOnlyCommandsWriteNothing(t *testing.T) {
+	t.Parallel()
 	for _, stale := range []bool{false, true} {
 		dir := readonlyFixture(t, stale)
 		before := readonlySnapshot(t, dir)
@@ -347,6 +348,7 @@ func readonlyLogJSON(t *testing.T, dir string, args ...string) []ledger.Entry {
 // the last N, --json stays complete, and the table fits 100 columns.
 // Before, there was neither flag and the table was 179 columns wide.
 func TestLogLimitTailAndWidth(t *testing.T) {
+	t.Parallel()
 	dir := readonlyLogLedger(t)
 	all := readonlyLogJSON(t, dir)
 	if len(all) < 7 {

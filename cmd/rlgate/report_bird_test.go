@@ -23,6 +23,7 @@ type reportCounts struct{ N, Correct, B, C int }
 // difficulty and db_id. Without a gate verdict the report supports
 // nothing.
 func TestReportBIRDGroups(t *testing.T) {
+	t.Parallel()
 	x := buildBirdGraded(t)
 	ldir, bird := x.ledger, birdDir
 	out := reportWrite(t, ldir, "--runs", "base="+x.mixtral.Run+",rl="+x.gpt4.Run)

@@ -56,7 +56,7 @@ func buildReportExperiment(t *testing.T) *reportExperiment {
 		if err != nil {
 			t.Fatal(err)
 		}
-		sharedFixtures = append(sharedFixtures, func() { os.RemoveAll(dir) })
+		atBinaryEnd(func() { os.RemoveAll(dir) })
 		reportTemplate = reportBuild(t, clean, dir)
 	})
 	if reportTemplate == nil {
@@ -197,6 +197,7 @@ func reportGolden(t *testing.T, x *reportExperiment, dir, name string) {
 // experiment built through the real commands, compares them with golden
 // files, and checks each against the ledger.
 func TestReport(t *testing.T) {
+	t.Parallel()
 	x := buildReportExperiment(t)
 	passed := reportWrite(t, x.ledger, "--runs", x.runs, "--train", x.cleanTrain)
 	failed := reportWrite(t, x.ledger) // the latest verdict: failed

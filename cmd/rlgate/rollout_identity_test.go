@@ -77,6 +77,7 @@ func recordedIdentity(t *testing.T, ldir, run string) [2]string {
 // was. Without --model-identity the served identity is recorded as the
 // server's; a server that reports none records the assertion as asserted.
 func TestPlayingCommandsCheckServedIdentity(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	dir := t.TempDir()
 	rl2, rl2ID := policyInit(t, dir, "1")

@@ -27,6 +27,7 @@ func unfinishing(t *testing.T) *rollouttest.Server {
 // what to do. What the run records and how it resumes is
 // workflow/evaluate's TestRolloutTransportFailures.
 func TestRolloutFailedCommand(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := unfinishing(t)
 	code, out, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", data, "--endpoint", srv.URL+"/v1", "--model", "scripted", "--run", "flaky",
@@ -46,6 +47,7 @@ func TestRolloutFailedCommand(t *testing.T) {
 // TestRolloutTruthMissingTasks: --tasks naming nothing says so, and what
 // to give, as a usage error (exit 2).
 func TestRolloutTruthMissingTasks(t *testing.T) {
+	t.Parallel()
 	ldir, _ := spiderLedger(t)
 	code, _, errOut := rlgate(t, "--ledger", ldir, "rollout", "--tasks", "/nonexistent", "--endpoint", "http://127.0.0.1:1", "--model", "m", "--run", "r")
 	if code != exitUsage || !strings.Contains(errOut, "/nonexistent does not exist") || !strings.Contains(errOut, "rlgate data import") || strings.Contains(errOut, "is a file") {
@@ -59,6 +61,7 @@ func TestRolloutTruthMissingTasks(t *testing.T) {
 // were counted wrong. What is graded and recorded is workflow/evaluate's
 // TestEvalIncomplete.
 func TestEvalTruthIncomplete(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := unfinishing(t)
 	args := []string{"--ledger", ldir, "eval", "--tasks", data, "--endpoint", srv.URL, "--model", "scripted", "--run", "ev",

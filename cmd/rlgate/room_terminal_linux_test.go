@@ -11,6 +11,7 @@ import (
 // TestRoomIsTerminal: a progress bar is redrawn only on a terminal. /dev/null
 // is a character device but no terminal, which a mode-bit check took for one.
 func TestRoomIsTerminal(t *testing.T) {
+	t.Parallel()
 	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ func rlgateProcess(t *testing.T, args ...string) *exec.Cmd {
 }
 
 func TestSIGKILLMidStage(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {
@@ -119,6 +120,7 @@ func TestSIGKILLMidStage(t *testing.T) {
 // signal to the stage (SIGTERM), records the run as interrupted, and exits
 // 130.
 func TestSIGINTStopsStageAndExits130(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {

@@ -62,6 +62,7 @@ func truthRunEntries(t *testing.T, ldir, run string) (runner.EndBody, []ledger.M
 }
 
 func TestRunTruthStageExitCodeIsKept(t *testing.T) {
+	t.Parallel()
 	ldir := truthLedger(t)
 	code, _, errOut := rlgate(t, "--ledger", ldir, "run", "--stage", "train", "--run", "r7", "--gpu", "off", "--", "sh", "-c", "exit 7")
 	if code != 7 {
@@ -100,6 +101,7 @@ func (w *watchWriter) Write(p []byte) (int, error) {
 // before it exits 0, and gives up with 9 after 20 s), recorded in run.end,
 // and leaves the stage ok; so does a metrics file never written.
 func TestRunTruthMetricsProblemsAreWarnings(t *testing.T) {
+	t.Parallel()
 	ldir := truthLedger(t)
 	dir := t.TempDir()
 	state, seen := filepath.Join(dir, "trainer_state.json"), filepath.Join(dir, "seen")
@@ -136,6 +138,7 @@ i=0; while [ ! -e "$2" ]; do i=$((i+1)); [ $i -gt 400 ] && exit 9; sleep 0.05; d
 // point, the last value, and a recorded warning, as for a key repeated on
 // one line (step 2).
 func TestRunTruthConsoleRewriteIsOnePoint(t *testing.T) {
+	t.Parallel()
 	ldir := truthLedger(t)
 	log := filepath.Join(t.TempDir(), "train.log")
 	script := `printf 'step:1 - a:1 - b:5\rstep:1 - a:2\nstep:2 - a:3 - a:4\n' > "$1"`

@@ -20,6 +20,7 @@ import (
 // stage, timing and, where its run.end gives one, the reason it failed or
 // was interrupted; before, no command listed runs.
 func TestRunsListsEveryRun(t *testing.T) {
+	t.Parallel()
 	dir := readonlyFixture(t, false) // holds rl1-abandoned, left running
 	for _, argv := range [][]string{
 		{"run", "--stage", "sft", "--run", "sft-ok", "--gpu", "off", "--", "true"},
@@ -72,6 +73,7 @@ func TestRunsListsEveryRun(t *testing.T) {
 // TestVersion: rlgate --version prints one line; before, there was no
 // such flag (exit 2).
 func TestVersion(t *testing.T) {
+	t.Parallel()
 	code, out, errOut := rlgate(t, "--version")
 	if code != exitOK || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "rlgate version ") || !strings.Contains(out, runtime.Version()) {
 		t.Fatalf("--version: exit %d, %q, %q", code, out, errOut)
@@ -96,6 +98,7 @@ func TestVersion(t *testing.T) {
 // ignored extra arguments (verify x exited 0, init x said "a ledger
 // already exists"), and show abc / show 0 exited 1.
 func TestReadCommandsUsageErrorsExit2(t *testing.T) {
+	t.Parallel()
 	dir := filepath.Join(t.TempDir(), "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", dir, "init"); code != exitOK {
 		t.Fatal(errOut)

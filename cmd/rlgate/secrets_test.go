@@ -172,6 +172,7 @@ printf hun; sleep 0.1; printf 'ter2\n'`
 }
 
 func TestSecretsRolloutEndpoint(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	backend := rollouttest.New(t, rollouttest.ThreeTurns(nil))
 	target, _ := url.Parse(backend.URL)

@@ -23,6 +23,7 @@ import (
 // the first request a rollout under the same protocol recorded; with
 // --drop-examples the block is gone and nothing else changes.
 func TestDataRenderIsWhatRolloutSends(t *testing.T) {
+	t.Parallel()
 	ldir, imp := spiderLedger(t)
 	dir := t.TempDir()
 	proto := filepath.Join(dir, "protocol.yaml")

@@ -80,6 +80,7 @@ func synthRead(t *testing.T, out string) ([]synth.Trajectory, []synth.GoldRecord
 // the gold apart; then that the same command finds everything recorded and
 // writes identical files.
 func TestSynthRoundTrip(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := synthTeacher(t, data)
 	out := filepath.Join(t.TempDir(), "sft")
@@ -216,6 +217,7 @@ func TestSynthRoundTrip(t *testing.T) {
 // the unfinished episodes. How it resumes and what it writes is
 // workflow/evaluate's TestSynthResume.
 func TestSynthFailedCommand(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
 		if strings.HasSuffix(r.TaskID, "3") {
@@ -234,6 +236,7 @@ func TestSynthFailedCommand(t *testing.T) {
 // teacher, serves that rollout with serve-replay, and synthesises again
 // against the replay under another run: the files come out byte-identical.
 func TestSynthThroughServeReplay(t *testing.T) {
+	t.Parallel()
 	ldir, data := spiderLedger(t)
 	srv := synthTeacher(t, data)
 	synthesise := func(run, endpoint string) synth.Summary {

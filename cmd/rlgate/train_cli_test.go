@@ -74,6 +74,7 @@ func trainFileBytes(t *testing.T, ckpt string) []byte {
 // 0, and writes a checkpoint byte-identical to its input; with lr > 0 the
 // same run changes it.
 func TestTrainNoUpdateKeepsEveryTensor(t *testing.T) {
+	t.Parallel()
 	_, data := spiderLedger(t)
 	dir := t.TempDir()
 	base, baseID := policyInit(t, dir, "1")
@@ -109,6 +110,7 @@ func TestTrainNoUpdateKeepsEveryTensor(t *testing.T) {
 // TestTrainSameSeedSameBytes: init, SFT and GRPO give identical bytes
 // under the same seed (and GRPO other bytes under another).
 func TestTrainSameSeedSameBytes(t *testing.T) {
+	t.Parallel()
 	_, data := spiderLedger(t)
 	dir := t.TempDir()
 	a, _ := policyInit(t, filepath.Join(dir, "a"), "3")
@@ -237,6 +239,7 @@ func trainSplitImport(t *testing.T, ldir, name string, dbs map[string]bool) stri
 // GRPO stage 2 on the tasks stage 1 still fails with a KL term to stage
 // 1; each beats Base on the held-out databases.
 func TestTrainImprovesHeldOut(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != 0 {

@@ -15,6 +15,7 @@ import (
 // token; with --token generate it prints the URL with a new token, which
 // every request must then carry; on loopback it needs none.
 func TestUICommand(t *testing.T) {
+	t.Parallel()
 	dir := ledgerWithRuns(t, "sft=s1")
 	for _, addr := range []string{"0.0.0.0:0", ":8765", "192.0.2.1:8765"} {
 		code, _, errOut := rlgate(t, "--ledger", dir, "ui", "--addr", addr)

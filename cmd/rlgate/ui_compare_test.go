@@ -24,6 +24,7 @@ import (
 // counts are compare's b and c, each filter lists that many tasks, and the
 // page, which takes the latest verdict's evaluations, shows those counts.
 func TestTaskMatrixOfAGatedExperiment(t *testing.T) {
+	t.Parallel()
 	x := buildGateExperiment(t)
 	if code, v := x.gate(t); code != exitOK || !v.OK {
 		t.Fatalf("gate: exit %d, failed %v", code, failedChecks(v))

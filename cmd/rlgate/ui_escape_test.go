@@ -14,6 +14,7 @@ import (
 // ledger.db, as a ledger from a CI artifact may hold them), a command and
 // a log holding HTML, and a gate policy named with a script and ESC.
 func TestUIEscapes(t *testing.T) {
+	t.Parallel()
 	const (
 		markupRun = "<script>alert(1)</script>"
 		evilLog   = `<b>bold</b><img src=x onerror=alert(2)>`

@@ -159,6 +159,7 @@ func atoi(t *testing.T, s string) int {
 // what rlgate report --format json, runs --json, show --json and compare
 // --json state on the same ledger.
 func TestUI(t *testing.T) {
+	t.Parallel()
 	x := buildReportExperiment(t)
 	uiPages(t, x, x.ledger)
 }

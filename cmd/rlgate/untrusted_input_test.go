@@ -101,6 +101,7 @@ var untrustedVariants = []string{"link to /dev/zero", "4 GiB sparse file", "FIFO
 // bundle's report whose report.json is one refuses it (exit 1) in one
 // line.
 func TestUntrustedBundleFiles(t *testing.T) {
+	t.Parallel()
 	ref := filepath.Join(publishOMS, "reference-signer")
 	key := filepath.Join(ref, "keys", "signing-key-pub.pem")
 	// A regular file outside the bundle: the bundle's own, valid model.sig.
@@ -170,6 +171,7 @@ func TestUntrustedBundleFiles(t *testing.T) {
 // memory. The exit code is the command's usual one for a bad file of that
 // flag.
 func TestUntrustedFlagFiles(t *testing.T) {
+	t.Parallel()
 	ref := filepath.Join(publishOMS, "reference-signer")
 	keyBundle := filepath.Join(ref, "v1.1.0-elliptic-key")
 	certBundle := filepath.Join(ref, "v1.1.0-certificate")
@@ -237,6 +239,7 @@ func TestUntrustedFlagFiles(t *testing.T) {
 // waiting, so a second SIGINT ends rlgate at once, exit 130, while the
 // stage still runs, and leaves a ledger that verifies.
 func TestSecondInterruptExitsAtOnce(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ldir := filepath.Join(dir, "ledger")
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != exitOK {
