@@ -246,9 +246,11 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 		t.Fatal(errOut)
 	}
 	pidFile, termed := filepath.Join(dir, "stage.pid"), filepath.Join(dir, "got-term")
-	// The stage notes SIGTERM and goes on; Ctrl-C at a terminal would
-	// reach it too, and it ignores that.
-	script := "echo $$ > " + pidFile + "; trap 'touch " + termed + "' TERM; trap '' INT; echo ready; while true; do sleep 0.05; done"
+	// The stage notes the first SIGTERM and goes on; Ctrl-C at a terminal
+	// would reach it too, and it ignores that. It notes only the first: a
+	// later one (its death signal once rlgate is gone) would write into
+	// the test's directory while it is being removed.
+	script := "echo $$ > " + pidFile + "; trap 'touch " + termed + "; trap : TERM' TERM; trap '' INT; echo ready; while true; do sleep 0.05; done"
 	cmd := rlgateProcess(t, "--ledger", ldir, "run", "--stage", "eval", "--run", "stuck", "--gpu", "off", "--", "sh", "-c", script)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
