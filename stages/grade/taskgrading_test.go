@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -16,20 +15,7 @@ import (
 
 func TestReadTaskGrading(t *testing.T) {
 	ctx := context.Background()
-	dir := importSpider(t)
-	l := ledgertest.New(t)
-	rolloutSpider(t, l, dir, "r", 6, 1, func(g gold.Gold, sample int) string {
-		if g.Index%2 == 0 {
-			return g.SQL
-		}
-		return "SELECT '<script>x</script>'"
-	})
-	g := NewGrader(Options{}, nil)
-	defer g.Close()
-	s, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy"})
-	if err != nil {
-		t.Fatal(err)
-	}
+	l, dir, _, s := gradedRollout(t, 6, 1, "SELECT '<script>x</script>'")
 	golds, err := gold.Read(filepath.Join(dir, dataset.GoldFile))
 	if err != nil {
 		t.Fatal(err)

@@ -49,23 +49,33 @@ func rolloutSpider(t *testing.T, l *ledger.Ledger, dir, run string, n, samples i
 	}
 }
 
-func TestGradeTrajectories(t *testing.T) {
-	ctx := context.Background()
+// gradedRollout records rollout "r" of the first n Spider tasks, samples
+// each, whose even tasks answer their gold and odd ones wrong, and grades
+// it greedily with the Spider metric; the grader stays open until the test
+// ends.
+func gradedRollout(t *testing.T, n, samples int, wrong string) (*ledger.Ledger, string, *Grader, *TrajectorySummary) {
+	t.Helper()
 	dir := importSpider(t)
 	l := ledgertest.New(t)
-	// Even tasks answered with their gold, odd ones with a wrong query.
-	rolloutSpider(t, l, dir, "r", 20, 2, func(g gold.Gold, sample int) string {
+	rolloutSpider(t, l, dir, "r", n, samples, func(g gold.Gold, sample int) string {
 		if g.Index%2 == 0 {
 			return g.SQL
 		}
-		return "SELECT 'wrong'"
+		return wrong
 	})
 	g := NewGrader(Options{}, nil)
-	defer g.Close()
-	s, err := GradeTrajectories(ctx, l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy"})
+	t.Cleanup(func() { g.Close() })
+	s, err := GradeTrajectories(context.Background(), l, g, TrajectoryOptions{Rollout: "r", Dataset: dir, Metric: MetricSpider, Mode: "greedy"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	return l, dir, g, s
+}
+
+func TestGradeTrajectories(t *testing.T) {
+	ctx := context.Background()
+	// Even tasks answered with their gold, odd ones with a wrong query.
+	l, dir, g, s := gradedRollout(t, 20, 2, "SELECT 'wrong'")
 	if s.Run != "r.spider-greedy" || s.Total != 20 || s.Correct != 10 || len(s.Items) != 20 || s.GoldDefects != 0 {
 		t.Fatalf("summary %d/%d run %s", s.Correct, s.Total, s.Run)
 	}
