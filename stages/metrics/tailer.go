@@ -175,7 +175,7 @@ func (t *Tailer) Final() ([]Point, error) { return t.read(true) }
 
 // Stream makes the Tailer hand the points it reads to fn, in order, in
 // chunks of exactly n as records complete, instead of holding them all
-// for Final or Poll, which then return only the points after the last
+// for Final or Next, which then return only the points after the last
 // whole chunk. fn must not keep the slice: its memory is reused. An
 // import of a long run (5 M points) then holds one chunk instead of the
 // run, whose slice alone was 160 MB for the kernel to map and clear.

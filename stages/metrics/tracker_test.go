@@ -214,27 +214,44 @@ func FuzzLLogRecords(f *testing.F) {
 	}
 	f.Add(b[:8000], []byte(`{"model_type": "Scalar", "data": {}}`), uint16(40000))
 	f.Fuzz(func(t *testing.T, raw, payload []byte, repeat uint16) {
+		// decode reads raw's records into sk with fresh decoders.
+		decode := func(sk *sink) {
+			var run TrackerRun
+			var wd wandbDecoder
+			var sd swanDecoder
+			r := llogReader{data: raw, off: llogHeaderLen}
+			for n := 0; ; n++ {
+				if n > len(raw) {
+					t.Fatalf("%d records from %d bytes: the reader does not advance", n, len(raw))
+				}
+				rec, err := r.next()
+				if err != nil {
+					break
+				}
+				_ = wd.record(sk, &run, rec)
+				_ = sd.record(sk, &run, rec)
+			}
+		}
 		var sk sink
-		var run TrackerRun
-		var wd wandbDecoder
-		var sd swanDecoder
-		r := llogReader{data: raw, off: llogHeaderLen}
-		for n := 0; ; n++ {
-			if n > len(raw) {
-				t.Fatalf("%d records from %d bytes: the reader does not advance", n, len(raw))
+		decode(&sk)
+		// Streamed in chunks of 3 (Tailer.Stream), the same points arrive
+		// in the same order.
+		var streamed []Point
+		chunked := sink{chunk: 3, flush: func(c []Point) {
+			if len(c) != 3 {
+				t.Fatalf("a chunk of %d points, want 3", len(c))
 			}
-			rec, err := r.next()
-			if err != nil {
-				break
-			}
-			_ = wd.record(&sk, &run, rec)
-			_ = sd.record(&sk, &run, rec)
+			streamed = append(streamed, c...)
+		}}
+		decode(&chunked)
+		if all := append(streamed, chunked.out...); !pointsEqual(sk.out, all) {
+			t.Fatalf("streamed points differ: %d, whole %d", len(all), len(sk.out))
 		}
 		big := bytes.Repeat(payload, int(repeat)%50000/max(len(payload), 1)+1)
 		w := trackertest.NewWandB()
 		w.Record(payload)
 		w.Record(big)
-		r = llogReader{data: w.B, off: llogHeaderLen}
+		r := llogReader{data: w.B, off: llogHeaderLen}
 		for _, want := range [][]byte{payload, big} {
 			got, err := r.next()
 			if err != nil || !bytes.Equal(got, want) {
