@@ -61,7 +61,7 @@ type Ledger struct {
 }
 
 // dsn builds the SQLite connection string. The file: prefix matters: without
-// it modernc.org/sqlite ignores mode= (see FIELD-NOTES). synchronous=FULL
+// it modernc.org/sqlite ignores mode= and opens read-write. synchronous=FULL
 // makes every commit durable on power loss, not just on a process crash.
 // Mode "ro" refuses every write and sets none of the writer's pragmas;
 // "ro-immutable" also reads without locks or WAL, for a database that
