@@ -1,15 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -245,12 +246,14 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	if code, _, errOut := rlgate(t, "--ledger", ldir, "init"); code != exitOK {
 		t.Fatal(errOut)
 	}
-	pidFile, termed := filepath.Join(dir, "stage.pid"), filepath.Join(dir, "got-term")
-	// The stage notes the first SIGTERM and goes on; Ctrl-C at a terminal
-	// would reach it too, and it ignores that. It notes only the first: a
-	// later one (its death signal once rlgate is gone) would write into
-	// the test's directory while it is being removed.
-	script := "echo $$ > " + pidFile + "; trap 'touch " + termed + "; trap : TERM' TERM; trap '' INT; echo ready; while true; do sleep 0.05; done"
+	pidFile := filepath.Join(dir, "stage.pid")
+	// The stage says "term" on stdout at each SIGTERM and goes on; Ctrl-C
+	// at a terminal would reach it too, and it ignores that. After its pid
+	// file it writes nothing into the test's directory: a late SIGTERM
+	// (its death signal once rlgate is gone) must not create a file there
+	// while the directory is being removed. Once rlgate is gone its stdout
+	// is a broken pipe, and the next "term" ends it.
+	script := "echo $$ > " + pidFile + "; trap 'echo term' TERM; trap '' INT; echo ready; while true; do sleep 0.05; done"
 	cmd := rlgateProcess(t, "--ledger", ldir, "run", "--stage", "eval", "--run", "stuck", "--gpu", "off", "--", "sh", "-c", script)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
@@ -261,12 +264,20 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	buf := make([]byte, 6)
-	if _, err := io.ReadFull(stdout, buf); err != nil || string(buf) != "ready\n" {
+	lines := bufio.NewScanner(stdout)
+	if !lines.Scan() || lines.Text() != "ready" {
 		cmd.Process.Kill()
-		t.Fatalf("the stage did not start: %q %v", buf, err)
+		t.Fatalf("the stage did not start: %q %v", lines.Text(), lines.Err())
 	}
-	go io.Copy(io.Discard, stdout)
+	termed := make(chan struct{})
+	go func() {
+		once := sync.OnceFunc(func() { close(termed) })
+		for lines.Scan() {
+			if lines.Text() == "term" {
+				once()
+			}
+		}
+	}()
 	pidText, err := os.ReadFile(pidFile)
 	if err != nil {
 		t.Fatal(err)
@@ -276,23 +287,17 @@ func TestSecondInterruptExitsAtOnce(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 
-	// First SIGINT: rlgate forwards SIGTERM to the stage, which notes it.
+	// First SIGINT: rlgate forwards SIGTERM to the stage, which says so.
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
 		t.Fatal(err)
 	}
-	for i := 0; ; i++ {
-		if _, err := os.Stat(termed); err == nil {
-			break
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("rlgate ended on the first SIGINT before the stage had SIGTERM: %v\n%s", err, &stderr)
-		case <-time.After(20 * time.Millisecond):
-		}
-		if i > 1500 {
-			cmd.Process.Kill()
-			t.Fatalf("the stage never got SIGTERM after the first SIGINT\n%s", &stderr)
-		}
+	select {
+	case <-termed:
+	case err := <-done:
+		t.Fatalf("rlgate ended on the first SIGINT before the stage had SIGTERM: %v\n%s", err, &stderr)
+	case <-time.After(30 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("the stage never got SIGTERM after the first SIGINT\n%s", &stderr)
 	}
 	// Second SIGINT: rlgate exits now, not when the stage ends.
 	if err := cmd.Process.Signal(syscall.SIGINT); err != nil {
