@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 )
 
 // readFramed decodes the records of a W&B or SwanLab record file from the
@@ -29,9 +30,13 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 		return err
 	}
 	start := t.cur.Offset
+	// pos is how far the records have been read; the cursor, how far they
+	// have been decoded, which trails it while a batch is being parsed.
+	pos := t.cur.Offset
+	dec := t.framedDecoder(size - start)
 	reserved := false
 	for window := int64(readChunk); ; {
-		base := t.cur.Offset
+		base := pos
 		n := min(size-base, window)
 		if int64(cap(t.buf)) < n {
 			t.buf = make([]byte, n)
@@ -49,9 +54,9 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 			if err := t.checkFramedHeader(data); err != nil {
 				return &ParseError{Path: t.path, Err: err}
 			}
-			t.cur.Offset = llogHeaderLen
+			t.cur.Offset, pos = llogHeaderLen, llogHeaderLen
 		}
-		r := llogReader{data: data, base: base, off: t.cur.Offset}
+		r := llogReader{data: data, base: base, off: pos}
 		for {
 			if !reserved && r.off-start >= readChunk {
 				t.reserve(r.off-start, size-r.off)
@@ -59,6 +64,9 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 			}
 			rec, err := r.next()
 			if err == io.EOF && whole {
+				if err := dec.drain(); err != nil {
+					return err
+				}
 				t.sk.stats.PendingBytes = 0
 				return nil
 			}
@@ -67,6 +75,9 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 				break // the rest is in the next window
 			}
 			if incomplete {
+				if err := dec.drain(); err != nil {
+					return err
+				}
 				t.sk.stats.PendingBytes = size - t.cur.Offset
 				if stop.Incomplete && !final {
 					return nil
@@ -80,16 +91,55 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 				t.stopped = true
 				return nil
 			}
-			if err := t.decodeFramed(rec); err != nil {
-				return &ParseError{Path: t.path, Offset: t.cur.Offset, Err: err}
+			if err := dec.add(rec, r.off); err != nil {
+				return err
 			}
-			t.cur.Offset = r.off
+			pos = r.off
 		}
-		if t.cur.Offset == base {
+		if pos == base {
 			window *= 2 // one record longer than the window
 		}
 	}
 }
+
+// framedDecoder decodes the records readFramed reads, in file order.
+type framedDecoder interface {
+	// add decodes rec, which ends at end, or takes it to decode later;
+	// rec's memory is the reader's. The cursor moves past a record once
+	// it is decoded.
+	add(rec []byte, end int64) error
+	// drain decodes every record add took.
+	drain() error
+}
+
+// framedDecoder returns the decoder for left bytes of records: W&B runs
+// of more than parallelBytes are parsed on every core (wandbBatches).
+func (t *Tailer) framedDecoder(left int64) framedDecoder {
+	if t.format == FormatWandB && left > parallelBytes && runtime.GOMAXPROCS(0) > 1 {
+		return &wandbBatches{t: t}
+	}
+	return serialDecoder{t}
+}
+
+// serialDecoder decodes each record as it is read.
+type serialDecoder struct{ t *Tailer }
+
+func (s serialDecoder) add(rec []byte, end int64) error {
+	t := s.t
+	var err error
+	if t.format == FormatWandB {
+		err = t.wandb.record(&t.sk, t.run, rec, nil)
+	} else {
+		err = t.swan.record(&t.sk, t.run, rec)
+	}
+	if err != nil {
+		return &ParseError{Path: t.path, Offset: t.cur.Offset, Err: err}
+	}
+	t.cur.Offset = end
+	return nil
+}
+
+func (serialDecoder) drain() error { return nil }
 
 // checkFramedHeader checks the file header of the Tailer's format.
 func (t *Tailer) checkFramedHeader(data []byte) error {
@@ -105,12 +155,4 @@ func (t *Tailer) checkFramedHeader(data []byte) error {
 		err = fmt.Errorf("backup.swanlab version %d holds protobuf records, which this rlgate does not read (it reads version %d, JSON records, written by SwanLab 0.6). Try: import the run's logs with a SwanLab 0.6 writer, or --metrics with the trainer's own log", v, swanVersionJSON)
 	}
 	return err
-}
-
-// decodeFramed decodes one record of the Tailer's format.
-func (t *Tailer) decodeFramed(rec []byte) error {
-	if t.format == FormatWandB {
-		return t.wandb.record(&t.sk, t.run, rec)
-	}
-	return t.swan.record(&t.sk, t.run, rec)
 }

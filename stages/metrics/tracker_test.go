@@ -228,12 +228,15 @@ func FuzzLLogRecords(f *testing.F) {
 				if err != nil {
 					break
 				}
-				_ = wd.record(sk, &run, rec)
+				_ = wd.record(sk, &run, rec, nil)
 				_ = sd.record(sk, &run, rec)
 			}
 		}
 		var sk sink
 		decode(&sk)
+		// Parsed in batches on other goroutines, the W&B records decode
+		// to the same points, stats, run and error.
+		decodeSerialAndBatched(t, raw)
 		// Streamed in chunks of 3 (Tailer.Stream), the same points arrive
 		// in the same order.
 		var streamed []Point

@@ -76,10 +76,10 @@ const (
 
 // wandbDecoder turns W&B records into points and the run's description.
 type wandbDecoder struct {
-	scan    jsonScanner
-	key     []byte
-	rows    int64 // history rows so far: the step of a row without one
-	runtime int64 // exit record's runtime, seconds
+	p       historyParser
+	row     historyRow // the row being decoded, its items' memory reused
+	rows    int64      // history rows so far: the step of a row without one
+	runtime int64      // exit record's runtime, seconds
 }
 
 // W&B's words for how a run ended, which TrackerRun.Status keeps as the
@@ -96,11 +96,19 @@ type wandbItem struct {
 	value []byte
 }
 
+// historyParser parses history rows and items; it holds the scratch
+// memory they need, so each goroutine parsing rows has its own.
+type historyParser struct {
+	scan jsonScanner
+	key  []byte // nested_key joined with "/", valid until the next decodeItem
+	kept []byte // nested keys of parsed rows, see keep
+}
+
 // decodeItem reads key (nested_key joined with "/" when present, as
 // wandb-core's keyPath does) and value_json without copying them.
-func (d *wandbDecoder) decodeItem(b []byte) (wandbItem, error) {
+func (p *historyParser) decodeItem(b []byte) (wandbItem, error) {
 	var it wandbItem
-	d.key = d.key[:0]
+	p.key = p.key[:0]
 	var key []byte
 	nested := false
 	err := eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
@@ -112,9 +120,9 @@ func (d *wandbDecoder) decodeItem(b []byte) (wandbItem, error) {
 			key = v
 		case wbItemNested:
 			if nested {
-				d.key = append(d.key, '/')
+				p.key = append(p.key, '/')
 			}
-			d.key = append(d.key, v...)
+			p.key = append(p.key, v...)
 			nested = true
 		case wbItemValue:
 			it.value = v
@@ -123,20 +131,39 @@ func (d *wandbDecoder) decodeItem(b []byte) (wandbItem, error) {
 	})
 	it.key = key
 	if nested {
-		it.key = d.key
+		it.key = p.key
 	}
 	return it, err
 }
 
-// record decodes one Record into sk and run.
-func (d *wandbDecoder) record(sk *sink, run *TrackerRun, b []byte) error {
+// keep copies a nested key out of the scratch decodeItem reuses, into
+// chunks that are never written again, so that a parsed row's keys stay
+// valid until the row is applied.
+func (p *historyParser) keep(b []byte) []byte {
+	if cap(p.kept)-len(p.kept) < len(b) {
+		p.kept = make([]byte, 0, max(16<<10, len(b)))
+	}
+	p.kept = append(p.kept, b...)
+	return p.kept[len(p.kept)-len(b) : len(p.kept) : len(p.kept)]
+}
+
+// record decodes one Record into sk and run. pre, when not nil, holds its
+// history rows already parsed (see wandbBatch), in the order the record
+// holds them.
+func (d *wandbDecoder) record(sk *sink, run *TrackerRun, b []byte, pre []historyRow) error {
 	return eachField(b, func(num protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		if typ != protowire.BytesType {
 			return nil
 		}
 		switch num {
 		case wbHistory:
-			return d.history(sk, v)
+			row := &d.row
+			if len(pre) > 0 {
+				row, pre = &pre[0], pre[1:]
+			} else {
+				d.p.parseHistory(row, v)
+			}
+			return d.history(sk, row)
 		case wbSummary:
 			return d.apply(&run.Summary, v)
 		case wbConfig:
@@ -158,55 +185,93 @@ func (d *wandbDecoder) record(sk *sink, run *TrackerRun, b []byte) error {
 	})
 }
 
-// history adds one history row as a record at its _step (else
-// HistoryStep.num, else the row's index). Values that are not numbers are
-// skipped and counted.
-func (d *wandbDecoder) history(sk *sink, b []byte) error {
-	sk.begin()
-	step, hasStep, hasNum := d.rows, false, false
-	var num int64
-	err := eachField(b, func(fn protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
+// historyRow is one HistoryRecord parsed, ready for wandbDecoder.history:
+// its numeric items in order, how many values were not numbers, its step
+// fields, and the error that ended its parse.
+type historyRow struct {
+	items           []historyItem
+	skipped         int64
+	step, num       int64
+	hasStep, hasNum bool
+	err             error
+	stepErr         bool // err is _step's
+}
+
+// historyItem is one numeric HistoryItem; key points into the record (or
+// into historyParser.keep's memory).
+type historyItem struct {
+	key []byte
+	v   float64
+}
+
+// parseHistory parses a HistoryRecord into row. It needs nothing but p,
+// so rows can be parsed on several goroutines at once and applied in
+// order (see wandbBatch): parsing is most of a W&B read's time.
+func (p *historyParser) parseHistory(row *historyRow, b []byte) {
+	*row = historyRow{items: row.items[:0]}
+	row.err = eachField(b, func(fn protowire.Number, typ protowire.Type, v []byte, _ uint64) error {
 		switch {
 		case fn == wbHistItem && typ == protowire.BytesType:
-			it, err := d.decodeItem(v)
+			it, err := p.decodeItem(v)
 			if err != nil {
 				return err
 			}
-			d.scan.reset(it.value)
+			p.scan.reset(it.value)
 			if string(it.key) == "_step" {
-				s, err := d.scan.integer()
+				s, err := p.scan.integer()
 				if err != nil {
-					return fmt.Errorf("history row %d: _step: %w", d.rows, err)
+					row.stepErr = true
+					return err
 				}
-				step, hasStep = s, true
+				row.step, row.hasStep = s, true
 				return nil
 			}
-			x, ok, err := d.scan.number()
-			if err == nil && ok && d.scan.expectEnd() == nil {
-				sk.add(it.key, x)
+			x, ok, err := p.scan.number()
+			if err == nil && ok && p.scan.expectEnd() == nil {
+				key := it.key
+				if len(p.key) > 0 {
+					key = p.keep(key)
+				}
+				row.items = append(row.items, historyItem{key, x})
 			} else {
-				sk.stats.Skipped++
+				row.skipped++
 			}
 		case fn == wbHistStep && typ == protowire.BytesType:
 			return eachField(v, func(fn protowire.Number, typ protowire.Type, _ []byte, u uint64) error {
 				if fn == wbStepNum && typ == protowire.VarintType {
-					num, hasNum = int64(u), true
+					row.num, row.hasNum = int64(u), true
 				}
 				return nil
 			})
 		}
 		return nil
 	})
-	if err != nil {
-		sk.drop()
-		return err
+}
+
+// history adds one parsed history row as a record at its _step (else
+// HistoryStep.num, else the row's index). Values that are not numbers are
+// skipped and counted.
+func (d *wandbDecoder) history(sk *sink, row *historyRow) error {
+	sk.stats.Skipped += row.skipped
+	switch {
+	case row.stepErr:
+		return fmt.Errorf("history row %d: _step: %w", d.rows, row.err)
+	case row.err != nil:
+		return row.err
 	}
-	if !hasStep && hasNum {
-		step = num
+	step := d.rows
+	switch {
+	case row.hasStep:
+		step = row.step
+	case row.hasNum:
+		step = row.num
 	}
 	if err := checkStep(step); err != nil {
-		sk.drop()
 		return fmt.Errorf("history row %d: %w", d.rows, err)
+	}
+	sk.begin()
+	for _, it := range row.items {
+		sk.add(it.key, it.v)
 	}
 	d.rows++
 	sk.commit(step)
@@ -219,7 +284,7 @@ func (d *wandbDecoder) apply(m *map[string]json.RawMessage, b []byte) error {
 		if typ != protowire.BytesType || num != wbUpdate && num != wbRemove {
 			return nil
 		}
-		it, err := d.decodeItem(v)
+		it, err := d.p.decodeItem(v)
 		if err != nil {
 			return err
 		}
