@@ -144,18 +144,30 @@ func (l *Ledger) ReadBlob(d Digest) ([]byte, error) {
 	return b.Bytes(), nil
 }
 
+// MaxWholeBlob is the largest blob ReadBlob and ReadBlobInto read into
+// memory. The blobs rlgate reads whole (manifests, task lists, batches of
+// episodes) are far smaller; a larger file in the blob store was put there
+// by something else, and reading it whole would take the memory its size
+// says before its digest could be checked. Stream such a blob with
+// OpenBlob.
+const MaxWholeBlob = 1 << 30
+
 // ReadBlobInto reads a whole blob into buf, replacing what it held, and
 // checks its digest: a caller that reads many blobs reuses one buffer.
 // buf is grown to the blob's size first, as the doubling of a plain read
 // would copy and clear a large blob several times over. The bytes are
 // hashed once read, in one call: a streaming hasher is 11 KB of fresh
-// memory per blob, and a gate reads about a thousand.
+// memory per blob, and a gate reads about a thousand. A blob larger than
+// MaxWholeBlob is refused unread.
 func (l *Ledger) ReadBlobInto(d Digest, buf *bytes.Buffer) error {
 	f, size, err := l.openBlobFile(d)
 	if err != nil {
 		return err
 	}
 	defer f.Close()
+	if size > MaxWholeBlob {
+		return fmt.Errorf("read blob %s: %d bytes, more than the %d this reader takes into memory: no blob it reads is that large (rlgate verify checks the blob's digest)", d, size, MaxWholeBlob)
+	}
 	buf.Reset()
 	buf.Grow(int(size) + bytes.MinRead)
 	if _, err := buf.ReadFrom(io.LimitReader(f, size)); err != nil {

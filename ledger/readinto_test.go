@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/rlgate/rlgate/ledger"
@@ -47,5 +48,32 @@ func TestReadBlobIntoReusesBufferAndVerifies(t *testing.T) {
 	}
 	if err := l.ReadBlobInto(d, &buf); !errors.Is(err, ledger.ErrBlobCorrupt) {
 		t.Fatalf("a changed blob read with error %v, want %v", err, ledger.ErrBlobCorrupt)
+	}
+}
+
+// TestReadBlobRefusesAHugeFile: a blob file grown past MaxWholeBlob (here
+// a sparse file of 4 GiB, which costs no disk) is refused by its size,
+// before any of it is read or memory is taken for it.
+func TestReadBlobRefusesAHugeFile(t *testing.T) {
+	l, err := ledger.Init(context.Background(), t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	d, err := l.PutBlobBytes([]byte("manifest"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := d.Hex()
+	path := filepath.Join(l.Dir(), "blobs", h[:2], h)
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, 4<<30); err != nil {
+		t.Fatal(err)
+	}
+	_, err = l.ReadBlob(d)
+	if err == nil || !strings.Contains(err.Error(), "more than the 1073741824 this reader takes into memory") {
+		t.Fatalf("a 4 GiB blob file: %v, want it refused by its size", err)
 	}
 }
