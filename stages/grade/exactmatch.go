@@ -5,7 +5,9 @@ import (
 	"errors"
 	"sync"
 
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
+	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/spidersql"
 )
 
@@ -42,6 +44,28 @@ func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string
 		o.Verdict, o.Detail = VerdictWrong, "not an exact set match"
 	}
 	return o, nil
+}
+
+// readEMSchemas reads the schemas of the databases golds use, a database
+// to a worker, before their tasks are graded. Tasks come grouped by
+// database, so workers grading them in order all met a database's first
+// tasks together and all but one waited while its schema was read: about
+// a tenth of exact match's time on Spider dev, with one core idle. A
+// schema that cannot be read is reported by the grading of its first
+// task, as before.
+func (g *Grader) readEMSchemas(ctx context.Context, dbRoot string, golds []gold.Gold) {
+	var paths []string
+	seen := map[string]bool{}
+	for _, gd := range golds {
+		if p := dataset.DBPath(dbRoot, gd.DBID); !seen[p] {
+			seen[p] = true
+			paths = append(paths, p)
+		}
+	}
+	_ = ledger.ForEach(ctx, len(paths), func(ctx context.Context, i int) error {
+		_, _ = g.emSchema(ctx, paths[i])
+		return nil
+	})
 }
 
 // unparsedPrefix starts the detail of a prediction the official parser

@@ -242,6 +242,9 @@ func goldTaskSet(golds []gold.Gold) ledger.Digest {
 // keeping the results in gold order, and counts each on bar (with the
 // errors: a prediction or gold that failed).
 func gradeTasks(ctx context.Context, g *Grader, m Metric, dbRoot string, golds []gold.Gold, preds []Prediction, bar *progress.Bar) ([]Item, error) {
+	if m == MetricSpiderEM {
+		g.readEMSchemas(ctx, dbRoot, golds)
+	}
 	items := make([]Item, len(golds))
 	err := ledger.ForEach(ctx, len(golds), func(ctx context.Context, i int) error {
 		gd := golds[i]
