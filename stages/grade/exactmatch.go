@@ -49,10 +49,9 @@ func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string
 // readEMSchemas reads the schemas of the databases golds use, a database
 // to a worker, before their tasks are graded. Tasks come grouped by
 // database, so workers grading them in order all met a database's first
-// tasks together and all but one waited while its schema was read: about
-// a tenth of exact match's time on Spider dev, with one core idle. A
-// schema that cannot be read is reported by the grading of its first
-// task, as before.
+// tasks together and all but one waited, a core idle, while its schema
+// was read. A schema that cannot be read is reported by the grading of
+// its first task, as before.
 func (g *Grader) readEMSchemas(ctx context.Context, dbRoot string, golds []gold.Gold) {
 	var paths []string
 	seen := map[string]bool{}
