@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -61,16 +60,7 @@ func newDemoCommand() *cli.Command {
 					return perr
 				}
 			}
-			return demoError(err)
+			return err
 		},
 	}
-}
-
-// demoError is the error rlgate demo returns for the demo's: a failed
-// check is checkFailed, so rlgate exits 3.
-func demoError(err error) error {
-	if errors.As(err, new(*demo.CheckFailed)) {
-		return checkFailed{err.Error()}
-	}
-	return err
 }

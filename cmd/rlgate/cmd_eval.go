@@ -53,7 +53,7 @@ func newEvalCommand() *cli.Command {
 			}
 			weights, err := evaluate.ParseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {
-				return fromWorkflow(err)
+				return err
 			}
 			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
 				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
@@ -61,7 +61,7 @@ func newEvalCommand() *cli.Command {
 				if s != nil && !cmd.Bool("json") {
 					evaluate.WriteRollout(cmd.Root().Writer, s.RolloutSummary)
 				}
-				return fromWorkflow(err)
+				return err
 			}
 			return emit(cmd, s, s.WriteText)
 		},

@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/workflow/gate"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -89,15 +87,8 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 	if r == nil {
 		return nil, err
 	}
-	v := r.Verdict
-	if perr := textout.Emit(w, o.JSON, r, r.WriteText); perr != nil {
+	if perr := emitChecked(w, o.JSON, r, r.WriteText, r.Failure()); err == nil {
 		err = perr
 	}
-	if err == nil && !v.OK {
-		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
-		if o.DryRun {
-			err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (dry run: nothing recorded)", v.Failed, len(v.Checks))}
-		}
-	}
-	return v, err
+	return r.Verdict, err
 }

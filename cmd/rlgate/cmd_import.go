@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
-	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/stage"
@@ -54,11 +52,8 @@ func newImportRunCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = emit(cmd, res, func(w io.Writer) error { return stage.WriteImported(w, res, spec.Source.Path) })
-			if err == nil && res.Status != records.StatusOK {
-				return checkFailed{fmt.Sprintf("imported run %s is %s: %s", res.Run, res.Status, res.Reason)}
-			}
-			return err
+			return emitChecked(cmd.Root().Writer, cmd.Bool("json"), res, func(w io.Writer) error { return stage.WriteImported(w, res, spec.Source.Path) },
+				stage.ImportFailure(res))
 		},
 	}
 }

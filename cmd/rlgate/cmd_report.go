@@ -2,14 +2,12 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"strings"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/report"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -89,9 +87,5 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*report.Summa
 	if err != nil {
 		return nil, err
 	}
-	err = textout.Emit(w, o.JSON, s, s.WriteText)
-	if err == nil && s.Check != nil && !s.Check.OK {
-		err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", report.Differences(len(s.Check.Differences)), o.Check)}
-	}
-	return s, err
+	return s, emitChecked(w, o.JSON, s, s.WriteText, s.Failure())
 }

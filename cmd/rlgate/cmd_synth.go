@@ -77,7 +77,7 @@ func newSynthCommand() *cli.Command {
 				if s != nil && s.Rollout != nil && !cmd.Bool("json") {
 					evaluate.WriteRollout(cmd.Root().Writer, s.Rollout)
 				}
-				return fromWorkflow(err)
+				return err
 			}
 			return emit(cmd, s, func(w io.Writer) error { return evaluate.WriteSynth(w, s) })
 		},

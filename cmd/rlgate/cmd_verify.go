@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/ledgers"
@@ -38,11 +37,7 @@ func newVerifyCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = emit(cmd, v.VerifyReport, v.WriteText)
-			if err == nil && !v.OK() {
-				err = checkFailed{fmt.Sprintf("verify %s: %d errors", v.Dir, v.Errors)}
-			}
-			return err
+			return emitChecked(cmd.Root().Writer, cmd.Bool("json"), v.VerifyReport, v.WriteText, v.Failure())
 		},
 	}
 }

@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/workflow/evaluate"
@@ -70,14 +68,4 @@ func playOptionsFrom(cmd *cli.Command) (evaluate.PlayOptions, error) {
 		return o, usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
 	}
 	return o, nil
-}
-
-// fromWorkflow makes a workflow's usage error (evaluate.UsageError) the
-// command line's, so that it exits 2 and points at the help.
-func fromWorkflow(err error) error {
-	var ue evaluate.UsageError
-	if errors.As(err, &ue) {
-		return usageError{msg: err.Error()}
-	}
-	return err
 }

@@ -97,6 +97,23 @@ func WriteReport(w io.Writer, r *audit.Report) error {
 	return err
 }
 
+// Failure says how many of a ledger audit's checks failed and where it is
+// recorded, for the command's exit status; empty when it passed.
+func Failure(r *audit.Report) string {
+	if r.OK {
+		return ""
+	}
+	return fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)
+}
+
+// WeightsFailure is Failure for the weights audit.
+func WeightsFailure(r *audit.WeightsReport) string {
+	if r.OK {
+		return ""
+	}
+	return fmt.Sprintf("audit weights: %d of %d checks failed (entry %d)", r.Failed, len(r.Findings), r.Seq)
+}
+
 // WriteWeights writes the weights audit's checkpoints, its findings (with
 // the most changed tensors where a finding has them) and its verdict.
 func WriteWeights(w io.Writer, r *audit.WeightsReport) error {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
@@ -46,6 +47,21 @@ func VerifyBundle(ctx context.Context, dir, ledgerDir string, o publish.VerifyOp
 		}
 	}
 	return v, nil
+}
+
+// BundleFailure names the checks of bundle's verification that failed, for
+// the command's exit status; empty when every check passed.
+func BundleFailure(bundle string, v *publish.Verification) string {
+	if v.OK {
+		return ""
+	}
+	var failed []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	return fmt.Sprintf("verify-bundle %s: %d of %d checks failed: %s", bundle, v.Failed, len(v.Checks), strings.Join(failed, ", "))
 }
 
 // WriteVerification writes every check of a bundle's verification, then

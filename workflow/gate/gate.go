@@ -143,3 +143,17 @@ func Decide(ctx context.Context, dir string, p audit.Policy, dryRun bool, junit 
 	}
 	return r, err
 }
+
+// Failure says how many of the verdict's checks failed and where it is
+// recorded (nowhere in a dry run), for the command's exit status; empty
+// when it passed.
+func (r *Result) Failure() string {
+	v := r.Verdict
+	switch {
+	case v.OK:
+		return ""
+	case v.Seq == 0:
+		return fmt.Sprintf("gate: %d of %d checks failed (dry run: nothing recorded)", v.Failed, len(v.Checks))
+	}
+	return fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)
+}

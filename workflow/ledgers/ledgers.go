@@ -363,3 +363,12 @@ func WriteCopy(w io.Writer, res *ledger.CopyResult) error {
 		res.Entries, res.Blobs, res.BlobBytes, res.From, res.To, made, res.Head)
 	return err
 }
+
+// Failure says what verifying found wrong, for the command's exit status;
+// empty when the ledger verified.
+func (v *Verified) Failure() string {
+	if v.OK() {
+		return ""
+	}
+	return fmt.Sprintf("verify %s: %d errors", v.Dir, v.Errors)
+}

@@ -110,3 +110,12 @@ func Differences(n int) string {
 	}
 	return fmt.Sprintf("%d differences", n)
 }
+
+// Failure says how the checked report differs from the ledger, for the
+// command's exit status; empty when it matches or nothing was checked.
+func (s *Summary) Failure() string {
+	if s.Check == nil || s.Check.OK {
+		return ""
+	}
+	return fmt.Sprintf("report --check: %s between %s and the ledger", Differences(len(s.Check.Differences)), s.checked)
+}
