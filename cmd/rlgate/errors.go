@@ -11,7 +11,7 @@ import (
 	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/workflow/demo"
-	"github.com/rlgate/rlgate/workflow/evaluate"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Exit codes, the same for every command (documented in each command's help
@@ -53,11 +53,11 @@ func oneLine(msg string) string {
 // fromBelow makes the errors of the packages below that mean a usage error
 // or a failed check the command line's own, so that every command exits
 // 2 or 3 for them alike: a request a workflow refuses as written
-// (evaluate.UsageError) or an export format it does not know is a
+// (usage.Error) or an export format it does not know is a
 // usageError, pointing at the help; a check that stopped the demo is
 // checkFailed.
 func fromBelow(err error) error {
-	var ue evaluate.UsageError
+	var ue usage.Error
 	switch {
 	case errors.As(err, &ue), errors.Is(err, export.ErrFormat):
 		return usageError{msg: err.Error()}
