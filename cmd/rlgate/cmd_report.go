@@ -3,9 +3,7 @@ package main
 import (
 	"context"
 	"io"
-	"strings"
 
-	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/report"
 	"github.com/urfave/cli/v3"
@@ -47,26 +45,13 @@ func newReportCommand() *cli.Command {
 			if o.Check != "" && (cmd.IsSet("format") || cmd.IsSet("policy") || cmd.IsSet("runs") || cmd.IsSet("train")) {
 				return usagef("report --check: the report's report.json says what it covers; give no --format, --policy, --runs or --train")
 			}
-			for _, f := range strings.Split(cmd.String("format"), ",") {
-				if f = strings.TrimSpace(f); f != "" {
-					if _, ok := reports.Files[f]; !ok {
-						return usagef("--format: %q: want md, html or json", f)
-					}
-					o.Report.Formats = append(o.Report.Formats, f)
-				}
-			}
-			if f := cmd.String("policy"); f != "" {
-				p, err := audit.LoadPolicy(f)
-				if err != nil {
-					return usagef("--policy: %v", err)
-				}
-				o.Report.Policy = &p
-			}
 			s, err := subjectsFrom(cmd)
 			if err != nil {
 				return err
 			}
-			o.Report.Subjects = s
+			if o.Report, err = report.Request(cmd.String("format"), cmd.String("policy"), s); err != nil {
+				return err
+			}
 			_, err = runReport(ctx, o, cmd.Root().Writer)
 			return err
 		},

@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"math"
-	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/calc"
@@ -63,16 +62,9 @@ func newHolmCommand(alpha cli.Flag) *cli.Command {
 		Description: "Adjusts the p-values of several claims tested together and says which\nare rejected at family-wise level alpha.\n\n" + exitCodesHelp,
 		Flags:       []cli.Flag{jsonFlag(), alpha},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			var ps []float64
-			for _, a := range cmd.Args().Slice() {
-				p, err := strconv.ParseFloat(a, 64)
-				if err != nil || !(p >= 0 && p <= 1) {
-					return usagef("holm: %q is not a p-value: want a number from 0 to 1", a)
-				}
-				ps = append(ps, p)
-			}
-			if len(ps) == 0 {
-				return usagef("holm needs at least one p-value")
+			ps, err := calc.ParsePValues(cmd.Args().Slice())
+			if err != nil {
+				return err
 			}
 			if err := alphaFlag(cmd); err != nil {
 				return err

@@ -41,9 +41,6 @@ func newVerifyBundleCommand() *cli.Command {
 			}
 			bundle, o := cmd.Args().First(), publish.VerifyOptions{PublicKey: cmd.String("public-key"), CertificateChain: cmd.StringSlice("certificate-chain"),
 				IgnorePaths: cmd.StringSlice("ignore-path"), Signature: cmd.String("signature")}
-			if o.PublicKey != "" && len(o.CertificateChain) > 0 {
-				return usagef("verify-bundle: give --public-key or --certificate-chain, not both")
-			}
 			var ldir string // empty: check no ledger
 			if cmd.IsSet("ledger") {
 				ldir = ledgerDir(cmd)

@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Notes says on w, a line apiece, which run a stage name was taken to be;
@@ -65,8 +67,15 @@ func Weights(ctx context.Context, dir string, o audit.WeightsOptions) (*audit.We
 }
 
 // Compare compares the evaluation runs o names in the ledger in dir and
-// records the comparison.
+// records the comparison. Fewer than two runs, or a baseline that is not
+// one of their labels, is a usage.Error.
 func Compare(ctx context.Context, dir string, o audit.CompareOptions) (*audit.Comparison, error) {
+	if len(o.Runs) < 2 {
+		return nil, usage.Errorf("--runs: give at least two LABEL=RUN pairs")
+	}
+	if b := o.Baseline; b != "" && !slices.ContainsFunc(o.Runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
+		return nil, usage.Errorf("--baseline %q: want one of the labels in --runs", b)
+	}
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
 		return nil, err

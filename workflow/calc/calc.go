@@ -8,9 +8,11 @@ package calc
 import (
 	"fmt"
 	"io"
+	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // McNemarSummary is what stats mcnemar prints.
@@ -60,6 +62,23 @@ type HolmSummary struct {
 	P     []float64 `json:"p"`
 	Alpha float64   `json:"alpha"`
 	stats.HolmResult
+}
+
+// ParsePValues reads holm's arguments, each a p-value from 0 to 1; none,
+// or one that is not a p-value, is a usage.Error.
+func ParsePValues(args []string) ([]float64, error) {
+	var ps []float64
+	for _, a := range args {
+		p, err := strconv.ParseFloat(a, 64)
+		if err != nil || !(p >= 0 && p <= 1) {
+			return nil, usage.Errorf("holm: %q is not a p-value: want a number from 0 to 1", a)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, usage.Errorf("holm needs at least one p-value")
+	}
+	return ps, nil
 }
 
 // Holm is the Holm step-down adjustment of ps at family-wise level alpha.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // CheckpointDigest is a checkpoint's manifest, and where it was recorded.
@@ -71,6 +72,12 @@ type TreeDigest struct {
 // name (only with one path) or the path's base name; the ledger is opened
 // before any hashing.
 func Trees(ctx context.Context, dir string, paths []string, record bool, name string) ([]TreeDigest, error) {
+	switch {
+	case len(paths) == 0:
+		return nil, usage.Errorf("hash needs at least one PATH")
+	case name != "" && len(paths) != 1:
+		return nil, usage.Errorf("--name names one dataset; give one PATH")
+	}
 	var l *ledger.Ledger
 	if record {
 		var err error

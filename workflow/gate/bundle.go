@@ -9,6 +9,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // PublishFrom is rlgate publish: Publish over the ledger in dir.
@@ -32,6 +33,9 @@ func WritePublished(w io.Writer, r *publish.Result) error {
 // (publish.VerifyBundle) and, when ledgerDir is not empty, its claims
 // re-derived from that ledger, opened read-only.
 func VerifyBundle(ctx context.Context, dir, ledgerDir string, o publish.VerifyOptions) (*publish.Verification, error) {
+	if o.PublicKey != "" && len(o.CertificateChain) > 0 {
+		return nil, usage.Errorf("verify-bundle: give --public-key or --certificate-chain, not both")
+	}
 	v, err := publish.VerifyBundle(ctx, dir, o)
 	if err != nil {
 		return nil, err

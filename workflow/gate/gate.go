@@ -16,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/pipeline"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Result is a gate's verdict and what became of the publish requests
@@ -120,6 +121,35 @@ func CheckForPipeline(l *ledger.Ledger, f *pipeline.File) func(ctx context.Conte
 		}
 		return nil
 	}
+}
+
+// Policy is the policy rlgate gate decides under: the one in file, or the
+// built-in paper-grade when file is empty, with the runs s names over the
+// policy's own and its options as options makes them from the policy's.
+// A policy that does not load, names no evaluation or is not consistent is
+// a usage.Error.
+func Policy(file string, s audit.Subjects, options func(audit.Options) audit.Options) (audit.Policy, error) {
+	p := audit.PaperGrade()
+	if file != "" {
+		var err error
+		if p, err = audit.LoadPolicy(file); err != nil {
+			return p, usage.Errorf("--policy: %v", err)
+		}
+	}
+	if s.Runs != nil {
+		p.Subjects.Runs = s.Runs
+	}
+	if s.Train != nil {
+		p.Subjects.Train = s.Train
+	}
+	if len(p.Subjects.Runs) == 0 {
+		return p, usage.Errorf("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
+	}
+	p.Options = options(p.Options)
+	if err := p.Check(); err != nil {
+		return p, usage.Errorf("gate: %v", err)
+	}
+	return p, nil
 }
 
 // Decide is rlgate gate: it opens the ledger in dir (Open), gates it

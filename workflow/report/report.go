@@ -15,7 +15,32 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/audits"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
+
+// Request is the report rlgate report asks for: formats, a comma-separated
+// list of md, html and json; the runs and claims of the policy file, if
+// one is named, with the runs s names. A format it does not know or a
+// policy that does not load is a usage.Error.
+func Request(formats, policy string, s audit.Subjects) (reports.Options, error) {
+	o := reports.Options{Subjects: s}
+	for _, f := range strings.Split(formats, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			if _, ok := reports.Files[f]; !ok {
+				return o, usage.Errorf("--format: %q: want md, html or json", f)
+			}
+			o.Formats = append(o.Formats, f)
+		}
+	}
+	if policy != "" {
+		p, err := audit.LoadPolicy(policy)
+		if err != nil {
+			return o, usage.Errorf("--policy: %v", err)
+		}
+		o.Policy = &p
+	}
+	return o, nil
+}
 
 // Write resolves the stage names of o's subjects and of its policy's,
 // then writes the report into out. resolved, when not nil, hears each
