@@ -42,10 +42,7 @@ func newImportRunCommand() *cli.Command {
 				return usagef("import-run %q: %v", cmd.Args().First(), err)
 			}
 			spec.Source = runner.MetricFile{Path: path, Format: format}
-			if spec.Inputs, err = namedPaths("in", cmd.StringSlice("in")); err != nil {
-				return err
-			}
-			if spec.Outputs, err = namedPaths("out", cmd.StringSlice("out")); err != nil {
+			if spec.Inputs, spec.Outputs, err = (stage.Args{In: cmd.StringSlice("in"), Out: cmd.StringSlice("out")}).Paths(); err != nil {
 				return err
 			}
 			res, err := stage.Import(ctx, ledgerDir(cmd), spec)
