@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/stats"
@@ -38,10 +37,7 @@ func newCompareCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := checkFlags(alphaFlag(cmd), countFlag(cmd, "resamples", stats.MinResamples, math.MaxInt)); err != nil {
-				return err
-			}
-			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples")), ByDifficulty: true}
+			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: cmd.Int("resamples"), ByDifficulty: true}
 			c, err := audits.Compare(ctx, ledgerDir(cmd), opts)
 			if err != nil {
 				return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math"
 
 	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/calc"
@@ -38,14 +37,7 @@ func newMcNemarCommand(alpha cli.Flag) *cli.Command {
 			alpha,
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := checkFlags(countFlag(cmd, "b", 0, math.MaxInt), countFlag(cmd, "c", 0, math.MaxInt), alphaFlag(cmd)); err != nil {
-				return err
-			}
-			b, c, n, a := int(cmd.Int("b")), int(cmd.Int("c")), int(cmd.Int("n")), cmd.Float("alpha")
-			if n != 0 && n < b+c {
-				return usagef("--n %d: want 0 (not given) or at least b+c = %d", n, b+c)
-			}
-			s, err := calc.McNemar(b, c, n, a)
+			s, err := calc.McNemar(cmd.Int("b"), cmd.Int("c"), cmd.Int("n"), cmd.Float("alpha"))
 			if err != nil {
 				return err
 			}
@@ -64,9 +56,6 @@ func newHolmCommand(alpha cli.Flag) *cli.Command {
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			ps, err := calc.ParsePValues(cmd.Args().Slice())
 			if err != nil {
-				return err
-			}
-			if err := alphaFlag(cmd); err != nil {
 				return err
 			}
 			s, err := calc.Holm(ps, cmd.Float("alpha"))

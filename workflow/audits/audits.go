@@ -9,10 +9,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"slices"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/rlgate/rlgate/workflow/usage"
 )
@@ -72,6 +74,9 @@ func Weights(ctx context.Context, dir string, o audit.WeightsOptions) (*audit.We
 func Compare(ctx context.Context, dir string, o audit.CompareOptions) (*audit.Comparison, error) {
 	if len(o.Runs) < 2 {
 		return nil, usage.Errorf("--runs: give at least two LABEL=RUN pairs")
+	}
+	if err := usage.First(usage.Alpha(o.Alpha), usage.Count("resamples", o.B, stats.MinResamples, math.MaxInt)); err != nil {
+		return nil, err
 	}
 	if b := o.Baseline; b != "" && !slices.ContainsFunc(o.Runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
 		return nil, usage.Errorf("--baseline %q: want one of the labels in --runs", b)

@@ -8,6 +8,7 @@ package calc
 import (
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
@@ -25,8 +26,14 @@ type McNemarSummary struct {
 
 // McNemar is McNemar's test on the discordant counts b and c and, when n
 // paired tasks are given (n > 0), the minimum detectable effect at 80%
-// power and level alpha.
+// power and level alpha. Counts or a level out of range are a usage.Error.
 func McNemar(b, c, n int, alpha float64) (*McNemarSummary, error) {
+	if err := usage.First(usage.Count("b", b, 0, math.MaxInt), usage.Count("c", c, 0, math.MaxInt), usage.Alpha(alpha)); err != nil {
+		return nil, err
+	}
+	if n != 0 && n < b+c {
+		return nil, usage.Errorf("--n %d: want 0 (not given) or at least b+c = %d", n, b+c)
+	}
 	r, err := stats.McNemar(b, c)
 	if err != nil {
 		return nil, err
@@ -83,6 +90,9 @@ func ParsePValues(args []string) ([]float64, error) {
 
 // Holm is the Holm step-down adjustment of ps at family-wise level alpha.
 func Holm(ps []float64, alpha float64) (*HolmSummary, error) {
+	if err := usage.Alpha(alpha); err != nil {
+		return nil, err
+	}
 	r, err := stats.Holm(ps, alpha)
 	if err != nil {
 		return nil, err
@@ -110,8 +120,12 @@ type WilsonSummary struct {
 }
 
 // Wilson is the accuracy k/n with its Wilson and Clopper-Pearson
-// intervals at level 1-alpha.
+// intervals at level 1-alpha. Counts or a level out of range are a
+// usage.Error.
 func Wilson(k, n int, alpha float64) (*WilsonSummary, error) {
+	if err := usage.First(usage.Count("n", n, 1, math.MaxInt), usage.Count("k", k, 0, n), usage.Alpha(alpha)); err != nil {
+		return nil, err
+	}
 	wi, err := stats.Wilson(k, n, alpha)
 	if err != nil {
 		return nil, err
@@ -139,8 +153,12 @@ type PassKSummary struct {
 	PassAtK float64 `json:"pass_at_k"`
 }
 
-// PassK is the unbiased pass@k of n samples with c correct.
+// PassK is the unbiased pass@k of n samples with c correct. Counts out of
+// range are a usage.Error.
 func PassK(n, c, k int) (*PassKSummary, error) {
+	if err := usage.First(usage.Count("n", n, 1, math.MaxInt), usage.Count("c", c, 0, n), usage.Count("k", k, 1, n)); err != nil {
+		return nil, err
+	}
 	p, err := stats.PassAtK(n, c, k)
 	if err != nil {
 		return nil, err
