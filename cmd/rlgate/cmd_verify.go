@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
@@ -25,15 +24,7 @@ func newVerifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "against", Usage: "a head printed earlier, `ID/SEQ/blake3:HASH`"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			var against *ledger.Head
-			if s := cmd.String("against"); s != "" {
-				h, err := ledger.ParseHead(s)
-				if err != nil {
-					return usagef("--against: %v", err)
-				}
-				against = &h
-			}
-			v, err := ledgers.Verify(ctx, ledgerDir(cmd), against)
+			v, err := ledgers.Verify(ctx, ledgerDir(cmd), cmd.String("against"))
 			if err != nil {
 				return err
 			}

@@ -112,6 +112,9 @@ const (
 // Log lists the entries of the ledger in dir that o chooses, in chain
 // order, read-only.
 func Log(ctx context.Context, dir string, o LogOptions) (*Listed, error) {
+	if o.Limit > 0 && o.Tail > 0 {
+		return nil, usage.Errorf("--limit and --tail exclude each other")
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -307,14 +310,23 @@ type Verified struct {
 }
 
 // Verify checks the ledger in dir, read-only (ledger.Verify), against a
-// head printed earlier when against is not nil.
-func Verify(ctx context.Context, dir string, against *ledger.Head) (*Verified, error) {
+// head printed earlier (ID/SEQ/blake3:HASH) when against is not empty; one
+// that does not parse is a usage.Error.
+func Verify(ctx context.Context, dir, against string) (*Verified, error) {
+	var o ledger.VerifyOptions
+	if against != "" {
+		h, err := ledger.ParseHead(against)
+		if err != nil {
+			return nil, usage.Errorf("--against: %v", err)
+		}
+		o.Against = &h
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	rep, err := l.Verify(ctx, ledger.VerifyOptions{Against: against})
+	rep, err := l.Verify(ctx, o)
 	if err != nil {
 		return nil, err
 	}

@@ -89,6 +89,9 @@ type Summary struct {
 // (reports.Check); else the report o asks for written into out (Write),
 // each stage name's resolution said on notes (nil: nowhere).
 func Run(ctx context.Context, dir string, o reports.Options, out, check string, notes io.Writer) (*Summary, error) {
+	if (out == "") == (check == "") {
+		return nil, usage.Errorf("report: give --out DIR to write a report or --check DIR to check one")
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
