@@ -1,8 +1,8 @@
 // Package calc is rlgate stats: small calculators that let a user
 // recompute, from a paper's counts, every number rlgate prints, each one
 // statistic of package stats with its summary and text. They read no
-// ledger. The command line checks the counts are counts; the functions
-// here check the rest as package stats does.
+// ledger. Each function refuses counts or a level out of range as a
+// usage.Error naming the flag, then checks the rest as package stats does.
 package calc
 
 import (
