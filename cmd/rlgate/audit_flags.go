@@ -69,14 +69,6 @@ func auditOptionsFrom(cmd *cli.Command, base audit.Options) audit.Options {
 	return base
 }
 
-func parseLabeledRuns(s string) ([]audit.LabeledRun, error) {
-	out, err := parseLabels("runs", s)
-	if err == nil && len(out) < 2 {
-		return nil, usagef("--runs: give at least two LABEL=RUN pairs")
-	}
-	return out, err
-}
-
 // parseLabels reads the LABEL=RUN,... value of flag --name, the spaces
 // around labels and run ids trimmed (audit.AddLabeledRun).
 func parseLabels(name, s string) ([]audit.LabeledRun, error) {

@@ -2,13 +2,11 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/audits"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -77,11 +75,7 @@ func runAuditWeights(ctx context.Context, opts auditWeightsOptions, w io.Writer)
 	if err != nil {
 		return nil, err
 	}
-	err = textout.Emit(w, opts.JSON, r, func(w io.Writer) error { return audits.WriteWeights(w, r) })
-	if err == nil && !r.OK {
-		err = checkFailed{fmt.Sprintf("audit weights: %d of %d checks failed (entry %d)", r.Failed, len(r.Findings), r.Seq)}
-	}
-	return r, err
+	return r, emitChecked(w, opts.JSON, r, func(w io.Writer) error { return audits.WriteWeights(w, r) }, audits.WeightsFailure(r))
 }
 
 func newLedgerAuditCommands() []*cli.Command {
@@ -105,11 +99,7 @@ func newLedgerAuditCommands() []*cli.Command {
 				if err != nil {
 					return err
 				}
-				err = emit(cmd, r, func(w io.Writer) error { return audits.WriteReport(w, r) })
-				if err == nil && !r.OK {
-					err = checkFailed{fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)}
-				}
-				return err
+				return emitChecked(cmd.Root().Writer, cmd.Bool("json"), r, func(w io.Writer) error { return audits.WriteReport(w, r) }, audits.Failure(r))
 			},
 		})
 	}

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
-	"slices"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/stats"
@@ -35,17 +33,11 @@ func newCompareCommand() *cli.Command {
 			&cli.IntFlag{Name: "resamples", Value: stats.DefaultResamples, Usage: fmt.Sprintf("bootstrap resamples `B` (at least %d)", stats.MinResamples)},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			runs, err := parseLabeledRuns(cmd.String("runs"))
+			runs, err := parseLabels("runs", cmd.String("runs"))
 			if err != nil {
 				return err
 			}
-			if err := checkFlags(alphaFlag(cmd), countFlag(cmd, "resamples", stats.MinResamples, math.MaxInt)); err != nil {
-				return err
-			}
-			if b := cmd.String("baseline"); b != "" && !slices.ContainsFunc(runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
-				return usagef("--baseline %q: want one of the labels in --runs", b)
-			}
-			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: int(cmd.Int("resamples")), ByDifficulty: true}
+			opts := audit.CompareOptions{Runs: runs, Baseline: cmd.String("baseline"), Alpha: cmd.Float("alpha"), Seed: cmd.Uint64("seed"), B: cmd.Int("resamples"), ByDifficulty: true}
 			c, err := audits.Compare(ctx, ledgerDir(cmd), opts)
 			if err != nil {
 				return err

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -49,9 +48,6 @@ func newDemoCommand() *cli.Command {
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			o := demo.Options{Dir: cmd.String("dir"), Seed: cmd.Int64("seed"), Force: cmd.Bool("force"), Inject: cmd.String("inject"), Progress: cmd.Root().Writer}
-			if o.Inject != "" && labdemo.InjectCheck(o.Inject) == "" {
-				return usagef("--inject %q: want leak, noupdate-drift, budget or wrong-db", o.Inject)
-			}
 			if cmd.Bool("json") {
 				o.Progress = cmd.Root().ErrWriter
 			}
@@ -61,16 +57,7 @@ func newDemoCommand() *cli.Command {
 					return perr
 				}
 			}
-			return demoError(err)
+			return err
 		},
 	}
-}
-
-// demoError is the error rlgate demo returns for the demo's: a failed
-// check is checkFailed, so rlgate exits 3.
-func demoError(err error) error {
-	if errors.As(err, new(*demo.CheckFailed)) {
-		return checkFailed{err.Error()}
-	}
-	return err
 }

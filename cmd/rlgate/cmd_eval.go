@@ -44,24 +44,17 @@ func newEvalCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			m, err := grade.ParseMetric(cmd.String("metric"))
-			if err != nil {
-				return usagef("--metric: %v", err)
-			}
-			if !m.Executes() {
-				return usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", m, m)
-			}
 			weights, err := evaluate.ParseWeights(cmd.StringSlice("reward-weight"))
 			if err != nil {
-				return fromWorkflow(err)
+				return err
 			}
-			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: m, Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
+			s, err := evaluate.Eval(ctx, evaluate.EvalOptions{PlayOptions: po, Metric: grade.Metric(cmd.String("metric")), Mode: cmd.String("mode"), K: cmd.Int("k"), GradeRun: cmd.String("grade-run"),
 				Weights: weights, AllowIncomplete: cmd.Bool("allow-incomplete"), AllowDBMismatch: cmd.Bool("allow-db-mismatch")})
 			if err != nil {
 				if s != nil && !cmd.Bool("json") {
 					evaluate.WriteRollout(cmd.Root().Writer, s.RolloutSummary)
 				}
-				return fromWorkflow(err)
+				return err
 			}
 			return emit(cmd, s, s.WriteText)
 		},

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"slices"
 	"strings"
@@ -100,12 +99,8 @@ func newExportCommand() *cli.Command {
 	}
 }
 
-// printExport prints an export's summary, or returns its error: a format
-// the export refuses is a usage error.
+// printExport prints an export's summary, or returns its error.
 func printExport(cmd *cli.Command, s *export.Summary, err error) error {
-	if errors.Is(err, export.ErrFormat) {
-		return usagef("%v", err)
-	}
 	if err != nil {
 		return err
 	}

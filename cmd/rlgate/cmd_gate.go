@@ -2,12 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/workflow/gate"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -44,29 +42,13 @@ func newGateCommand() *cli.Command {
 			&cli.BoolFlag{Name: "dry-run", Usage: "decide, record nothing, open the ledger read-only"},
 		}, subjectsFlags(false)...), auditOptionFlags()...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			p := audit.PaperGrade()
-			if f := cmd.String("policy"); f != "" {
-				var err error
-				if p, err = audit.LoadPolicy(f); err != nil {
-					return usagef("--policy: %v", err)
-				}
-			}
 			s, err := subjectsFrom(cmd)
 			if err != nil {
 				return err
 			}
-			if s.Runs != nil {
-				p.Subjects.Runs = s.Runs
-			}
-			if s.Train != nil {
-				p.Subjects.Train = s.Train
-			}
-			if len(p.Subjects.Runs) == 0 {
-				return usagef("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
-			}
-			p.Options = auditOptionsFrom(cmd, p.Options)
-			if err := p.Check(); err != nil {
-				return usagef("gate: %v", err)
+			p, err := gate.Policy(cmd.String("policy"), s, func(o audit.Options) audit.Options { return auditOptionsFrom(cmd, o) })
+			if err != nil {
+				return err
 			}
 			_, err = runGate(ctx, gateOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), JUnit: cmd.String("junit"), Policy: p,
 				DryRun: cmd.Bool("dry-run")}, cmd.Root().Writer)
@@ -89,15 +71,8 @@ func runGate(ctx context.Context, o gateOptions, w io.Writer) (*audit.Verdict, e
 	if r == nil {
 		return nil, err
 	}
-	v := r.Verdict
-	if perr := textout.Emit(w, o.JSON, r, r.WriteText); perr != nil {
+	if perr := emitChecked(w, o.JSON, r, r.WriteText, r.Failure()); err == nil {
 		err = perr
 	}
-	if err == nil && !v.OK {
-		err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)}
-		if o.DryRun {
-			err = checkFailed{fmt.Sprintf("gate: %d of %d checks failed (dry run: nothing recorded)", v.Failed, len(v.Checks))}
-		}
-	}
-	return v, err
+	return r.Verdict, err
 }

@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"slices"
-	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/grade"
@@ -52,31 +50,9 @@ func newGradeCommand() *cli.Command {
 			&cli.BoolFlag{Name: "allow-db-mismatch", Usage: "grade on databases whose digest differs from the one recorded at import (recorded in the run); by default refused"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			m, err := grade.ParseMetric(cmd.String("metric"))
-			if err != nil {
-				return usagef("--metric %q: want %s", cmd.String("metric"), grade.MetricList())
-			}
-			if f := cmd.String("format"); !slices.Contains(grade.Formats, f) {
-				return usagef("--format %q: want %s", f, strings.Join(grade.Formats, ", "))
-			}
-			timeout := cmd.Duration("query-timeout")
-			if timeout < 0 {
-				return usagef("--query-timeout %s: want a positive duration", timeout)
-			}
-			preds := cmd.StringSlice("predictions")
-			if cmd.String("run") != "" && len(preds) > 1 {
-				return usagef("--run names one run; give one --predictions")
-			}
-			var files []grade.FileOptions
-			for _, p := range preds {
-				files = append(files, grade.FileOptions{Predictions: p, Format: cmd.String("format"), Dataset: cmd.String("tasks"),
-					DBRoot: cmd.String("db-root"), Metric: m, Run: cmd.String("run"), Lenient: cmd.Bool("lenient"),
-					AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
-			}
-			// Zero leaves each metric its official default.
-			opts := grade.Options{BirdBudget: timeout}
-			opts.Timeout = timeout
-			out, err := evaluate.Grade(ctx, ledgerDir(cmd), opts, files)
+			out, err := evaluate.GradeFiles(ctx, ledgerDir(cmd), evaluate.GradeRequest{Predictions: cmd.StringSlice("predictions"), Format: cmd.String("format"),
+				Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"), Metric: cmd.String("metric"), Run: cmd.String("run"), QueryTimeout: cmd.Duration("query-timeout"),
+				Lenient: cmd.Bool("lenient"), AllowDBMismatch: cmd.Bool("allow-db-mismatch"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 			if err != nil {
 				return err
 			}

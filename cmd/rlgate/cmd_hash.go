@@ -24,14 +24,7 @@ func newHashCommand() *cli.Command {
 			&cli.StringFlag{Name: "name", Validator: ledger.CheckName, Usage: "dataset `NAME` for --record (default: the path's base name; only with one PATH)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			paths, name := cmd.Args().Slice(), cmd.String("name")
-			if len(paths) == 0 {
-				return usagef("hash needs at least one PATH")
-			}
-			if name != "" && len(paths) != 1 {
-				return usagef("--name names one dataset; give one PATH")
-			}
-			out, err := digest.Trees(ctx, ledgerDir(cmd), paths, cmd.Bool("record"), name)
+			out, err := digest.Trees(ctx, ledgerDir(cmd), cmd.Args().Slice(), cmd.Bool("record"), cmd.String("name"))
 			if err != nil {
 				return err
 			}

@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
 
-	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/stage"
@@ -44,21 +42,15 @@ func newImportRunCommand() *cli.Command {
 				return usagef("import-run %q: %v", cmd.Args().First(), err)
 			}
 			spec.Source = runner.MetricFile{Path: path, Format: format}
-			if spec.Inputs, err = namedPaths("in", cmd.StringSlice("in")); err != nil {
-				return err
-			}
-			if spec.Outputs, err = namedPaths("out", cmd.StringSlice("out")); err != nil {
+			if spec.Inputs, spec.Outputs, err = (stage.Args{In: cmd.StringSlice("in"), Out: cmd.StringSlice("out")}).Paths(); err != nil {
 				return err
 			}
 			res, err := stage.Import(ctx, ledgerDir(cmd), spec)
 			if err != nil {
 				return err
 			}
-			err = emit(cmd, res, func(w io.Writer) error { return stage.WriteImported(w, res, spec.Source.Path) })
-			if err == nil && res.Status != records.StatusOK {
-				return checkFailed{fmt.Sprintf("imported run %s is %s: %s", res.Run, res.Status, res.Reason)}
-			}
-			return err
+			return emitChecked(cmd.Root().Writer, cmd.Bool("json"), res, func(w io.Writer) error { return stage.WriteImported(w, res, spec.Source.Path) },
+				stage.ImportFailure(res))
 		},
 	}
 }

@@ -38,12 +38,6 @@ func newLedgerCommand() *cli.Command {
 			Action: func(ctx context.Context, cmd *cli.Command) error {
 				blobs := blobsLocation(cmd)
 				from, to := ledger.WithBlobs(cmd.String("from"), blobs), ledger.WithBlobs(cmd.String("to"), blobs)
-				switch {
-				case from == "":
-					return usagef("ledger copy: --from DIR is required")
-				case to == "":
-					return usagef("ledger copy: --to DIR is required")
-				}
 				res, err := ledgers.Copy(ctx, from, to, ledgers.CopyOptions{Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)})
 				if err != nil {
 					return err

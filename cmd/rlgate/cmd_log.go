@@ -29,9 +29,6 @@ func newLogCommand() *cli.Command {
 					return usagef("--%s wants a positive number of entries, got %d", f, cmd.Int(f))
 				}
 			}
-			if opts.Limit > 0 && opts.Tail > 0 {
-				return usagef("--limit and --tail exclude each other")
-			}
 			s, err := ledgers.Log(ctx, ledgerDir(cmd), opts)
 			if err != nil {
 				return err

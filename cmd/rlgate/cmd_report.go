@@ -2,14 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 
-	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/report"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -43,32 +39,16 @@ func newReportCommand() *cli.Command {
 		}, subjectsFlags(false)...),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
 			o := reportOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Out: cmd.String("out"), Check: cmd.String("check"), Notes: cmd.Root().ErrWriter}
-			if (o.Out == "") == (o.Check == "") {
-				return usagef("report: give --out DIR to write a report or --check DIR to check one")
-			}
 			if o.Check != "" && (cmd.IsSet("format") || cmd.IsSet("policy") || cmd.IsSet("runs") || cmd.IsSet("train")) {
 				return usagef("report --check: the report's report.json says what it covers; give no --format, --policy, --runs or --train")
-			}
-			for _, f := range strings.Split(cmd.String("format"), ",") {
-				if f = strings.TrimSpace(f); f != "" {
-					if _, ok := reports.Files[f]; !ok {
-						return usagef("--format: %q: want md, html or json", f)
-					}
-					o.Report.Formats = append(o.Report.Formats, f)
-				}
-			}
-			if f := cmd.String("policy"); f != "" {
-				p, err := audit.LoadPolicy(f)
-				if err != nil {
-					return usagef("--policy: %v", err)
-				}
-				o.Report.Policy = &p
 			}
 			s, err := subjectsFrom(cmd)
 			if err != nil {
 				return err
 			}
-			o.Report.Subjects = s
+			if o.Report, err = report.Request(cmd.String("format"), cmd.String("policy"), s); err != nil {
+				return err
+			}
 			_, err = runReport(ctx, o, cmd.Root().Writer)
 			return err
 		},
@@ -89,9 +69,5 @@ func runReport(ctx context.Context, o reportOptions, w io.Writer) (*report.Summa
 	if err != nil {
 		return nil, err
 	}
-	err = textout.Emit(w, o.JSON, s, s.WriteText)
-	if err == nil && s.Check != nil && !s.Check.OK {
-		err = checkFailed{fmt.Sprintf("report --check: %s between %s and the ledger", report.Differences(len(s.Check.Differences)), o.Check)}
-	}
-	return s, err
+	return s, emitChecked(w, o.JSON, s, s.WriteText, s.Failure())
 }

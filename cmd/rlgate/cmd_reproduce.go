@@ -64,13 +64,7 @@ func newReproduceCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			if err := emit(cmd, rs, func(w io.Writer) error { return reproduce.WriteText(w, rs) }); err != nil {
-				return err
-			}
-			if n := reproduce.NotReproduced(rs); n > 0 {
-				return checkFailed{fmt.Sprintf("reproduce: %d of %d runs did not reproduce", n, len(rs))}
-			}
-			return nil
+			return emitChecked(w, cmd.Bool("json"), rs, func(w io.Writer) error { return reproduce.WriteText(w, rs) }, reproduce.Failure(rs))
 		},
 	}
 }

@@ -65,7 +65,7 @@ func newRolloutCommand() *cli.Command {
 			}
 			s, err := evaluate.Rollout(ctx, o)
 			if s == nil {
-				return fromWorkflow(err)
+				return err
 			}
 			// A failed or interrupted run is summarised before its error.
 			if perr := emit(cmd, s, func(w io.Writer) error { return evaluate.WriteRollout(w, s) }); err == nil {

@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"fmt"
-	"io"
 
 	"github.com/rlgate/rlgate/workflow/serve"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -36,33 +34,13 @@ func newServePolicyCommand() *cli.Command {
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8200", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			return runServePolicy(ctx, cmd.String("ckpt"), cmd.String("addr"), cmd.Bool("json"), cmd.Args().Slice(), cmd.Root().Writer, cmd.Root().ErrWriter)
+			argv := cmd.Args().Slice()
+			code, err := serve.Policy(ctx, cmd.String("ckpt"), cmd.String("addr"), cmd.Bool("json"), argv, cmd.Root().Writer, cmd.Root().ErrWriter)
+			if err != nil || code == 0 {
+				return err
+			}
+			// CMD's own exit code; 1 when a signal killed it (-1).
+			return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", argv[0], code), code: max(code, exitError)}
 		},
 	}
-}
-
-// runServePolicy serves until ctx ends (then returns ctx's error) or,
-// with argv, while argv runs; stdout is then argv's alone, and an argv
-// that exits non-zero is a stageExited error carrying its code.
-func runServePolicy(ctx context.Context, ckpt, addr string, asJSON bool, argv []string, stdout, stderr io.Writer) error {
-	s, err := serve.Listen(ctx, ckpt, addr)
-	if err != nil {
-		return err
-	}
-	defer s.Close()
-	if len(argv) == 0 {
-		if err := textout.Emit(stdout, asJSON, s.Endpoint, s.Endpoint.WriteText); err != nil {
-			return err
-		}
-		return s.Wait(ctx)
-	}
-	fmt.Fprintf(stderr, "rlgate: serving %s (model identity %s) at %s for %s\n", ckpt, s.ModelIdentity, s.URL, argv[0])
-	code, err := s.Run(ctx, argv, stdout, stderr)
-	switch {
-	case err != nil, code == 0:
-		return err
-	case code < 0: // killed by a signal
-		return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", argv[0], code), code: exitError}
-	}
-	return stageExited{msg: fmt.Sprintf("serve-policy: %s exited %d", argv[0], code), code: code}
 }

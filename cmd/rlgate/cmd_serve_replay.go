@@ -2,10 +2,8 @@ package main
 
 import (
 	"context"
-	"io"
 
 	"github.com/rlgate/rlgate/workflow/serve"
-	"github.com/rlgate/rlgate/workflow/textout"
 	"github.com/urfave/cli/v3"
 )
 
@@ -30,29 +28,7 @@ func newServeReplayCommand() *cli.Command {
 			&cli.StringFlag{Name: "addr", Value: "127.0.0.1:8100", Usage: "`HOST:PORT` to listen on (port 0: any free port)"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			_, err := runServeReplay(ctx, serveReplayOptions{Dir: ledgerDir(cmd), JSON: cmd.Bool("json"), Run: cmd.String("run"),
-				Addr: cmd.String("addr")}, cmd.Root().Writer)
-			return err
+			return serve.ServeReplay(ctx, ledgerDir(cmd), cmd.String("run"), cmd.String("addr"), cmd.Bool("json"), cmd.Root().Writer)
 		},
 	}
-}
-
-type serveReplayOptions struct {
-	Dir  string
-	JSON bool
-	Run  string
-	Addr string
-}
-
-// runServeReplay serves until ctx ends, then returns ctx's error.
-func runServeReplay(ctx context.Context, o serveReplayOptions, w io.Writer) (*serve.Replaying, error) {
-	s, err := serve.Replay(ctx, o.Dir, o.Run, o.Addr)
-	if err != nil {
-		return nil, err
-	}
-	if err := textout.Emit(w, o.JSON, s, s.WriteText); err != nil {
-		s.Close()
-		return s, err
-	}
-	return s, s.Wait(ctx)
 }

@@ -61,8 +61,7 @@ func TestServeReplayReproducesTheRun(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		_, err := runServeReplay(ctx, serveReplayOptions{Dir: ldir, JSON: true, Run: "recorded", Addr: "127.0.0.1:0"}, out)
-		done <- err
+		done <- serve.ServeReplay(ctx, ldir, "recorded", "127.0.0.1:0", true, out)
 	}()
 	var s serve.Replaying
 	for deadline := time.Now().Add(10 * time.Second); json.Unmarshal(out.Bytes(), &s) != nil; {
@@ -89,7 +88,7 @@ func TestServeReplayReproducesTheRun(t *testing.T) {
 		t.Errorf("the replayed run (%d episodes) differs from the recorded one (-recorded +replayed):\n%s", len(a), cmp.Diff(a, b))
 	}
 
-	if _, err := runServeReplay(context.Background(), serveReplayOptions{Dir: ldir, Run: "no-such-run", Addr: "127.0.0.1:0"}, io.Discard); err == nil {
+	if err := serve.ServeReplay(context.Background(), ldir, "no-such-run", "127.0.0.1:0", false, io.Discard); err == nil {
 		t.Error("serve-replay of a missing run started")
 	}
 }

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"math"
-	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/calc"
@@ -39,14 +37,7 @@ func newMcNemarCommand(alpha cli.Flag) *cli.Command {
 			alpha,
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			if err := checkFlags(countFlag(cmd, "b", 0, math.MaxInt), countFlag(cmd, "c", 0, math.MaxInt), alphaFlag(cmd)); err != nil {
-				return err
-			}
-			b, c, n, a := int(cmd.Int("b")), int(cmd.Int("c")), int(cmd.Int("n")), cmd.Float("alpha")
-			if n != 0 && n < b+c {
-				return usagef("--n %d: want 0 (not given) or at least b+c = %d", n, b+c)
-			}
-			s, err := calc.McNemar(b, c, n, a)
+			s, err := calc.McNemar(cmd.Int("b"), cmd.Int("c"), cmd.Int("n"), cmd.Float("alpha"))
 			if err != nil {
 				return err
 			}
@@ -63,18 +54,8 @@ func newHolmCommand(alpha cli.Flag) *cli.Command {
 		Description: "Adjusts the p-values of several claims tested together and says which\nare rejected at family-wise level alpha.\n\n" + exitCodesHelp,
 		Flags:       []cli.Flag{jsonFlag(), alpha},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			var ps []float64
-			for _, a := range cmd.Args().Slice() {
-				p, err := strconv.ParseFloat(a, 64)
-				if err != nil || !(p >= 0 && p <= 1) {
-					return usagef("holm: %q is not a p-value: want a number from 0 to 1", a)
-				}
-				ps = append(ps, p)
-			}
-			if len(ps) == 0 {
-				return usagef("holm needs at least one p-value")
-			}
-			if err := alphaFlag(cmd); err != nil {
+			ps, err := calc.ParsePValues(cmd.Args().Slice())
+			if err != nil {
 				return err
 			}
 			s, err := calc.Holm(ps, cmd.Float("alpha"))

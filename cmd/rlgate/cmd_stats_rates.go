@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"math"
 
 	"github.com/rlgate/rlgate/workflow/calc"
 	"github.com/urfave/cli/v3"
@@ -19,11 +18,7 @@ func newWilsonCommand(alpha cli.Flag) *cli.Command {
 			alpha,
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			k, n, a := int(cmd.Int("k")), int(cmd.Int("n")), cmd.Float("alpha")
-			if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "k", 0, n), alphaFlag(cmd)); err != nil {
-				return err
-			}
-			s, err := calc.Wilson(k, n, a)
+			s, err := calc.Wilson(cmd.Int("k"), cmd.Int("n"), cmd.Float("alpha"))
 			if err != nil {
 				return err
 			}
@@ -43,11 +38,7 @@ func newPassKCommand() *cli.Command {
 			&cli.IntFlag{Name: "k", Usage: "k of pass@k", Required: true},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			n, c, k := int(cmd.Int("n")), int(cmd.Int("c")), int(cmd.Int("k"))
-			if err := checkFlags(countFlag(cmd, "n", 1, math.MaxInt), countFlag(cmd, "c", 0, n), countFlag(cmd, "k", 1, n)); err != nil {
-				return err
-			}
-			s, err := calc.PassK(n, c, k)
+			s, err := calc.PassK(cmd.Int("n"), cmd.Int("c"), cmd.Int("k"))
 			if err != nil {
 				return err
 			}

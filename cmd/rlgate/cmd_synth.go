@@ -56,28 +56,16 @@ func newSynthCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			o := evaluate.SynthOptions{PlayOptions: po, NumExamples: cmd.Int("num-examples"), Out: cmd.String("out")}
+			o := evaluate.SynthOptions{PlayOptions: po, NumExamples: cmd.Int("num-examples"), Out: cmd.String("out"),
+				Metric: grade.Metric(cmd.String("metric"))}
 			n, temp, seed := cmd.Int("samples-per-question"), cmd.Float("temperature"), cmd.Int64("seed")
 			o.Sampling.N, o.Sampling.Temperature, o.Sampling.Seed = &n, &temp, &seed
-			if m := cmd.String("metric"); m != "" {
-				metric, err := grade.ParseMetric(m)
-				if err != nil || !metric.Executes() {
-					return usagef("--metric %q: want an execution metric: %s, not spider-em", m, grade.MetricList())
-				}
-				o.Metric = metric
-			}
-			switch {
-			case n < 1:
-				return usagef("--samples-per-question %d: want at least 1", n)
-			case o.NumExamples < 0:
-				return usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
-			}
 			s, err := evaluate.Synth(ctx, o)
 			if err != nil {
 				if s != nil && s.Rollout != nil && !cmd.Bool("json") {
 					evaluate.WriteRollout(cmd.Root().Writer, s.Rollout)
 				}
-				return fromWorkflow(err)
+				return err
 			}
 			return emit(cmd, s, func(w io.Writer) error { return evaluate.WriteSynth(w, s) })
 		},

@@ -2,11 +2,10 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"path/filepath"
 
-	"github.com/rlgate/rlgate/lab/refpolicy/train"
+	labtrain "github.com/rlgate/rlgate/lab/refpolicy/train"
+	"github.com/rlgate/rlgate/workflow/train"
 	"github.com/urfave/cli/v3"
 )
 
@@ -37,7 +36,7 @@ func newTrainInitCommand() *cli.Command {
 			&cli.Uint64Flag{Name: "seed", Value: 1, Usage: "`SEED` of the tie-breaking noise"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			t, err := train.Init(ctx, cmd.String("out"), cmd.Uint64("seed"))
+			t, err := labtrain.Init(ctx, cmd.String("out"), cmd.Uint64("seed"))
 			return printTrained(cmd, t, err)
 		},
 	}
@@ -45,21 +44,11 @@ func newTrainInitCommand() *cli.Command {
 
 // printTrained prints what a train subcommand wrote, or returns its
 // error.
-func printTrained(cmd *cli.Command, t *train.Trained, err error) error {
+func printTrained(cmd *cli.Command, t *labtrain.Trained, err error) error {
 	if err != nil {
 		return err
 	}
-	return emit(cmd, t, func(w io.Writer) error {
-		if s := t.SFT; s != nil {
-			fmt.Fprintf(w, "sft: %d of %d trajectories matched, %d steps, loss %.4f -> %.4f\n", s.Examples, s.Trajectories, s.Steps, s.LossFirst, s.LossLast)
-		}
-		if s := t.GRPO; s != nil {
-			fmt.Fprintf(w, "grpo: %d steps, %d episodes, %d of %d groups dropped for zero variance, reward %.3f -> %.3f\n",
-				s.Steps, s.Episodes, s.ZeroAdvGroups, s.Groups, s.MeanRewardHead, s.MeanRewardTail)
-		}
-		_, err := fmt.Fprintf(w, "wrote %s\nmodel identity: %s\n", t.Out, t.ModelIdentity)
-		return err
-	})
+	return emit(cmd, t, func(w io.Writer) error { return train.WriteText(w, t) })
 }
 
 // trainCommonFlags are the flags sft and grpo share.
@@ -90,29 +79,14 @@ func newTrainSFTCommand() *cli.Command {
 			&cli.FloatFlag{Name: "lr", Value: 0.05, Usage: "peak learning rate"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			o := train.SFTOptions{Epochs: int(cmd.Int("epochs")), Batch: int(cmd.Int("batch")), LR: cmd.Float("lr"), Decay: cmd.Float("weight-decay"), Seed: cmd.Uint64("seed")}
-			if o.Epochs < 1 || o.Batch < 1 || o.LR < 0 {
-				return usagef("train sft needs --epochs and --batch of at least 1 and --lr >= 0")
-			}
-			j, err := trainJob(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := train.RunSFT(ctx, j, cmd.String("data"), o)
+			o := labtrain.SFTOptions{Epochs: cmd.Int("epochs"), Batch: cmd.Int("batch"), LR: cmd.Float("lr"), Decay: cmd.Float("weight-decay"), Seed: cmd.Uint64("seed")}
+			t, err := train.SFT(ctx, trainJob(cmd), cmd.String("data"), o)
 			return printTrained(cmd, t, err)
 		},
 	}
 }
 
-// trainJob is the job the flags sft and grpo share describe. An --out
-// that is the --init checkpoint (or --kl-ref) is refused: training would
-// overwrite its own input.
-func trainJob(cmd *cli.Command) (train.Job, error) {
-	j := train.Job{Init: cmd.String("init"), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"), Out: cmd.String("out"), MetricsOut: cmd.String("metrics-out")}
-	for _, in := range []string{j.Init, cmd.String("kl-ref")} {
-		if in != "" && filepath.Clean(in) == filepath.Clean(j.Out) {
-			return j, usagef("train: --out %s is an input checkpoint; write to another directory", j.Out)
-		}
-	}
-	return j, nil
+// trainJob is the job the flags sft and grpo share describe.
+func trainJob(cmd *cli.Command) labtrain.Job {
+	return labtrain.Job{Init: cmd.String("init"), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"), Out: cmd.String("out"), MetricsOut: cmd.String("metrics-out")}
 }

@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 
-	"github.com/rlgate/rlgate/lab/refpolicy/train"
-	"github.com/rlgate/rlgate/stages/grade"
+	labtrain "github.com/rlgate/rlgate/lab/refpolicy/train"
+	"github.com/rlgate/rlgate/workflow/train"
 	"github.com/urfave/cli/v3"
 )
 
@@ -42,26 +42,11 @@ func newTrainGRPOCommand() *cli.Command {
 			&cli.BoolFlag{Name: "unsolved-only", Usage: "train only on tasks --init answers rightly in some but not all of a greedy play and --group-size samples (curriculum)"},
 		),
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			o := train.GRPOOptions{Steps: int(cmd.Int("steps")), Batch: int(cmd.Int("batch")), Group: int(cmd.Int("group-size")), LR: cmd.Float("lr"),
+			o := labtrain.GRPOOptions{Steps: cmd.Int("steps"), Batch: cmd.Int("batch"), Group: cmd.Int("group-size"), LR: cmd.Float("lr"),
 				ClipLow: cmd.Float("clip-low"), ClipHigh: cmd.Float("clip-high"), KLCoef: cmd.Float("kl-coef"), Decay: cmd.Float("weight-decay"),
-				PPOEpochs: int(cmd.Int("ppo-epochs")), Seed: cmd.Uint64("seed")}
-			if o.Steps < 1 || o.Batch < 1 || o.Group < 2 || o.LR < 0 || o.PPOEpochs < 1 {
-				return usagef("train grpo needs --steps, --batch and --ppo-epochs of at least 1, --group-size of at least 2 and --lr >= 0")
-			}
-			reward, ok := grpoRewardMetrics[cmd.String("reward")]
-			if !ok {
-				return usagef("--reward %q: want execution or bird-softf1", cmd.String("reward"))
-			}
-			j, err := trainJob(cmd)
-			if err != nil {
-				return err
-			}
-			t, err := train.RunGRPO(ctx, train.GRPOJob{Job: j, Opts: o, KLRef: cmd.String("kl-ref"), Reward: reward, UnsolvedOnly: cmd.Bool("unsolved-only")})
+				PPOEpochs: cmd.Int("ppo-epochs"), Seed: cmd.Uint64("seed")}
+			t, err := train.GRPO(ctx, labtrain.GRPOJob{Job: trainJob(cmd), Opts: o, KLRef: cmd.String("kl-ref"), UnsolvedOnly: cmd.Bool("unsolved-only")}, cmd.String("reward"))
 			return printTrained(cmd, t, err)
 		},
 	}
 }
-
-// grpoRewardMetrics maps train grpo's --reward to the metric its env
-// grades under: the reward is that metric's verdict, or its score.
-var grpoRewardMetrics = map[string]grade.Metric{"": grade.MetricSpider, "execution": grade.MetricSpider, "bird-softf1": grade.MetricBirdSoftF1}

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 
-	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/workflow/ledgers"
 	"github.com/urfave/cli/v3"
 )
@@ -26,23 +24,11 @@ func newVerifyCommand() *cli.Command {
 			&cli.StringFlag{Name: "against", Usage: "a head printed earlier, `ID/SEQ/blake3:HASH`"},
 		},
 		Action: func(ctx context.Context, cmd *cli.Command) error {
-			var against *ledger.Head
-			if s := cmd.String("against"); s != "" {
-				h, err := ledger.ParseHead(s)
-				if err != nil {
-					return usagef("--against: %v", err)
-				}
-				against = &h
-			}
-			v, err := ledgers.Verify(ctx, ledgerDir(cmd), against)
+			v, err := ledgers.Verify(ctx, ledgerDir(cmd), cmd.String("against"))
 			if err != nil {
 				return err
 			}
-			err = emit(cmd, v.VerifyReport, v.WriteText)
-			if err == nil && !v.OK() {
-				err = checkFailed{fmt.Sprintf("verify %s: %d errors", v.Dir, v.Errors)}
-			}
-			return err
+			return emitChecked(cmd.Root().Writer, cmd.Bool("json"), v.VerifyReport, v.WriteText, v.Failure())
 		},
 	}
 }

@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"io"
-	"strings"
 
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/workflow/gate"
@@ -43,9 +41,6 @@ func newVerifyBundleCommand() *cli.Command {
 			}
 			bundle, o := cmd.Args().First(), publish.VerifyOptions{PublicKey: cmd.String("public-key"), CertificateChain: cmd.StringSlice("certificate-chain"),
 				IgnorePaths: cmd.StringSlice("ignore-path"), Signature: cmd.String("signature")}
-			if o.PublicKey != "" && len(o.CertificateChain) > 0 {
-				return usagef("verify-bundle: give --public-key or --certificate-chain, not both")
-			}
 			var ldir string // empty: check no ledger
 			if cmd.IsSet("ledger") {
 				ldir = ledgerDir(cmd)
@@ -54,17 +49,8 @@ func newVerifyBundleCommand() *cli.Command {
 			if err != nil {
 				return err
 			}
-			err = emit(cmd, v, func(w io.Writer) error { return gate.WriteVerification(w, v) })
-			if err == nil && !v.OK {
-				var failed []string
-				for _, c := range v.Checks {
-					if !c.OK {
-						failed = append(failed, c.Name)
-					}
-				}
-				err = checkFailed{fmt.Sprintf("verify-bundle %s: %d of %d checks failed: %s", bundle, v.Failed, len(v.Checks), strings.Join(failed, ", "))}
-			}
-			return err
+			return emitChecked(cmd.Root().Writer, cmd.Bool("json"), v, func(w io.Writer) error { return gate.WriteVerification(w, v) },
+				gate.BundleFailure(bundle, v))
 		},
 	}
 }

@@ -268,7 +268,7 @@ func demoWrongDB(t *testing.T, done string) {
 	}
 	var out bytes.Buffer
 	s, err := demo.Execute(context.Background(), fork, parts, demo.Options{Seed: 1, Inject: in, Progress: &out})
-	if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), demoError(err)) != exitCheckFailed || s == nil {
+	if !errors.As(err, new(*demo.CheckFailed)) || exitCode(context.Background(), fromBelow(err)) != exitCheckFailed || s == nil {
 		t.Fatalf("want a check failure (exit 3), got %v:\n%s", err, out.String())
 	}
 	check := labdemo.InjectCheck(in)

@@ -8,7 +8,10 @@ import (
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stages/export"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/demo"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Exit codes, the same for every command (documented in each command's help
@@ -45,6 +48,23 @@ func oneLine(msg string) string {
 		b.WriteString(l)
 	}
 	return ledger.Printable(b.String())
+}
+
+// fromBelow makes the errors of the packages below that mean a usage error
+// or a failed check the command line's own, so that every command exits
+// 2 or 3 for them alike: a request a workflow refuses as written
+// (usage.Error) or an export format it does not know is a
+// usageError, pointing at the help; a check that stopped the demo is
+// checkFailed.
+func fromBelow(err error) error {
+	var ue usage.Error
+	switch {
+	case errors.As(err, &ue), errors.Is(err, export.ErrFormat):
+		return usageError{msg: err.Error()}
+	case errors.As(err, new(*demo.CheckFailed)):
+		return checkFailed{err.Error()}
+	}
+	return err
 }
 
 func exitCode(ctx context.Context, err error) int {

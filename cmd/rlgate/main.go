@@ -66,6 +66,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		// Only urfave/cli's help command makes these ("help bogus").
 		err = usageError{msg: cliError(err)}
 	}
+	err = fromBelow(err)
 	code := exitCode(ctx, err)
 	switch {
 	case err == nil:

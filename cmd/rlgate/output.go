@@ -17,5 +17,18 @@ func jsonFlag() cli.Flag { return &cli.BoolFlag{Name: "json", Usage: "print the 
 // emit prints a command's result on its standard output: as indented JSON
 // with --json, else through text (textout.Emit).
 func emit(cmd *cli.Command, summary any, text func(io.Writer) error) error {
-	return textout.Emit(cmd.Root().Writer, cmd.Bool("json"), summary, text)
+	return emitChecked(cmd.Root().Writer, cmd.Bool("json"), summary, text, "")
+}
+
+// emitChecked prints a checking command's result (textout.Emit) and then,
+// when failure names a failed check (the result's Failure), returns it as
+// checkFailed: rlgate exits 3 with the result already out.
+func emitChecked(w io.Writer, asJSON bool, result any, text func(io.Writer) error, failure string) error {
+	if err := textout.Emit(w, asJSON, result, text); err != nil {
+		return err
+	}
+	if failure != "" {
+		return checkFailed{failure}
+	}
+	return nil
 }

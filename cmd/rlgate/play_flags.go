@@ -1,8 +1,6 @@
 package main
 
 import (
-	"errors"
-
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/workflow/evaluate"
@@ -42,7 +40,8 @@ func policyServerFlags() []cli.Flag {
 }
 
 // playOptionsFrom parses rolloutFlags; a command with fewer of them
-// (synth) gets the zero value of each flag it lacks.
+// (synth) gets the zero value of each flag it lacks. The workflow checks
+// the values.
 func playOptionsFrom(cmd *cli.Command) (evaluate.PlayOptions, error) {
 	o := evaluate.PlayOptions{Dir: ledgerDir(cmd), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"),
 		Endpoints: cmd.StringSlice("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
@@ -59,25 +58,5 @@ func playOptionsFrom(cmd *cli.Command) (evaluate.PlayOptions, error) {
 	o.Sampling.Temperature = pointerIfSet(cmd, "temperature", cmd.Float)
 	o.Sampling.TopP = pointerIfSet(cmd, "top-p", cmd.Float)
 	o.Sampling.Seed = pointerIfSet(cmd, "seed", cmd.Int64)
-	switch {
-	case o.Concurrency < 1:
-		return o, usagef("--concurrency %d: want at least 1", o.Concurrency)
-	case o.Limit < 0:
-		return o, usagef("--limit %d: want 0 (all tasks) or more", o.Limit)
-	case o.RequestTimeout <= 0:
-		return o, usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
-	case o.MaxAttempts < 1:
-		return o, usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
-	}
 	return o, nil
-}
-
-// fromWorkflow makes a workflow's usage error (evaluate.UsageError) the
-// command line's, so that it exits 2 and points at the help.
-func fromWorkflow(err error) error {
-	var ue evaluate.UsageError
-	if errors.As(err, &ue) {
-		return usageError{msg: err.Error()}
-	}
-	return err
 }

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"strings"
-
 	"github.com/rlgate/rlgate/ledger"
-	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/stage"
 	"github.com/urfave/cli/v3"
 )
 
@@ -32,51 +30,6 @@ func runSpec(cmd *cli.Command) (runner.Spec, error) {
 	if len(spec.Argv) == 0 {
 		return spec, usagef("run: give the stage's command after --")
 	}
-	var err error
-	if spec.Inputs, err = namedPaths("in", cmd.StringSlice("in")); err != nil {
-		return spec, err
-	}
-	if spec.Outputs, err = namedPaths("out", cmd.StringSlice("out")); err != nil {
-		return spec, err
-	}
-	if ps := cmd.StringSlice("param"); len(ps) > 0 {
-		spec.Params = map[string]string{}
-		for _, p := range ps {
-			k, v, ok := strings.Cut(p, "=")
-			if !ok || k == "" {
-				return spec, usagef("--param %q: want KEY=VALUE", p)
-			}
-			spec.Params[k] = v
-		}
-	}
-	for _, m := range cmd.StringSlice("metrics") {
-		path, format, err := metrics.ParseSpec(m)
-		if err != nil {
-			return spec, usagef("--metrics %q: %v", m, err)
-		}
-		spec.Metrics = append(spec.Metrics, runner.MetricFile{Path: path, Format: format})
-	}
-	switch cmd.String("gpu") {
-	case "auto":
-		spec.GPU = true
-	case "off":
-	default:
-		return spec, usagef("--gpu %q: want auto or off", cmd.String("gpu"))
-	}
-	return spec, nil
-}
-
-func namedPaths(flag string, vals []string) ([]runner.Named, error) {
-	var out []runner.Named
-	for _, v := range vals {
-		k, p, ok := strings.Cut(v, "=")
-		if !ok || k == "" || p == "" {
-			return nil, usagef("--%s %q: want NAME=PATH", flag, v)
-		}
-		if err := ledger.CheckName(k); err != nil {
-			return nil, usagef("--%s: name %q %v", flag, k, err)
-		}
-		out = append(out, runner.Named{Name: k, Path: p})
-	}
-	return out, nil
+	return stage.Args{In: cmd.StringSlice("in"), Out: cmd.StringSlice("out"), Params: cmd.StringSlice("param"), Metrics: cmd.StringSlice("metrics"),
+		GPU: cmd.String("gpu")}.Spec(spec)
 }

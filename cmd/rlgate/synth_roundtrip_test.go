@@ -259,8 +259,7 @@ func TestSynthThroughServeReplay(t *testing.T) {
 	out := &lockedBuffer{}
 	done := make(chan error, 1)
 	go func() {
-		_, err := runServeReplay(ctx, serveReplayOptions{Dir: ldir, JSON: true, Run: "teacher-run", Addr: "127.0.0.1:0"}, out)
-		done <- err
+		done <- serve.ServeReplay(ctx, ldir, "teacher-run", "127.0.0.1:0", true, out)
 	}()
 	var rs serve.Replaying
 	for deadline := time.Now().Add(10 * time.Second); json.Unmarshal(out.Bytes(), &rs) != nil; {

@@ -9,10 +9,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 
 	"github.com/rlgate/rlgate/audit"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Notes says on w, a line apiece, which run a stage name was taken to be;
@@ -65,8 +69,18 @@ func Weights(ctx context.Context, dir string, o audit.WeightsOptions) (*audit.We
 }
 
 // Compare compares the evaluation runs o names in the ledger in dir and
-// records the comparison.
+// records the comparison. Fewer than two runs, or a baseline that is not
+// one of their labels, is a usage.Error.
 func Compare(ctx context.Context, dir string, o audit.CompareOptions) (*audit.Comparison, error) {
+	if len(o.Runs) < 2 {
+		return nil, usage.Errorf("--runs: give at least two LABEL=RUN pairs")
+	}
+	if err := usage.First(usage.Alpha(o.Alpha), usage.Count("resamples", o.B, stats.MinResamples, math.MaxInt)); err != nil {
+		return nil, err
+	}
+	if b := o.Baseline; b != "" && !slices.ContainsFunc(o.Runs, func(r audit.LabeledRun) bool { return r.Label == b }) {
+		return nil, usage.Errorf("--baseline %q: want one of the labels in --runs", b)
+	}
 	l, err := ledger.Open(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -95,6 +109,23 @@ func WriteReport(w io.Writer, r *audit.Report) error {
 	}
 	_, err := fmt.Fprintf(w, "%s audit %s; recorded as entry %d\n", r.Audit, verdict, r.Seq)
 	return err
+}
+
+// Failure says how many of a ledger audit's checks failed and where it is
+// recorded, for the command's exit status; empty when it passed.
+func Failure(r *audit.Report) string {
+	if r.OK {
+		return ""
+	}
+	return fmt.Sprintf("audit %s: %d of %d checks failed (entry %d)", r.Audit, r.Failed, len(r.Findings), r.Seq)
+}
+
+// WeightsFailure is Failure for the weights audit.
+func WeightsFailure(r *audit.WeightsReport) string {
+	if r.OK {
+		return ""
+	}
+	return fmt.Sprintf("audit weights: %d of %d checks failed (entry %d)", r.Failed, len(r.Findings), r.Seq)
 }
 
 // WriteWeights writes the weights audit's checkpoints, its findings (with

@@ -1,16 +1,19 @@
 // Package calc is rlgate stats: small calculators that let a user
 // recompute, from a paper's counts, every number rlgate prints, each one
 // statistic of package stats with its summary and text. They read no
-// ledger. The command line checks the counts are counts; the functions
-// here check the rest as package stats does.
+// ledger. Each function refuses counts or a level out of range as a
+// usage.Error naming the flag, then checks the rest as package stats does.
 package calc
 
 import (
 	"fmt"
 	"io"
+	"math"
+	"strconv"
 
 	"github.com/rlgate/rlgate/stats"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // McNemarSummary is what stats mcnemar prints.
@@ -23,8 +26,14 @@ type McNemarSummary struct {
 
 // McNemar is McNemar's test on the discordant counts b and c and, when n
 // paired tasks are given (n > 0), the minimum detectable effect at 80%
-// power and level alpha.
+// power and level alpha. Counts or a level out of range are a usage.Error.
 func McNemar(b, c, n int, alpha float64) (*McNemarSummary, error) {
+	if err := usage.First(usage.Count("b", b, 0, math.MaxInt), usage.Count("c", c, 0, math.MaxInt), usage.Alpha(alpha)); err != nil {
+		return nil, err
+	}
+	if n != 0 && n < b+c {
+		return nil, usage.Errorf("--n %d: want 0 (not given) or at least b+c = %d", n, b+c)
+	}
 	r, err := stats.McNemar(b, c)
 	if err != nil {
 		return nil, err
@@ -62,8 +71,28 @@ type HolmSummary struct {
 	stats.HolmResult
 }
 
+// ParsePValues reads holm's arguments, each a p-value from 0 to 1; none,
+// or one that is not a p-value, is a usage.Error.
+func ParsePValues(args []string) ([]float64, error) {
+	var ps []float64
+	for _, a := range args {
+		p, err := strconv.ParseFloat(a, 64)
+		if err != nil || !(p >= 0 && p <= 1) {
+			return nil, usage.Errorf("holm: %q is not a p-value: want a number from 0 to 1", a)
+		}
+		ps = append(ps, p)
+	}
+	if len(ps) == 0 {
+		return nil, usage.Errorf("holm needs at least one p-value")
+	}
+	return ps, nil
+}
+
 // Holm is the Holm step-down adjustment of ps at family-wise level alpha.
 func Holm(ps []float64, alpha float64) (*HolmSummary, error) {
+	if err := usage.Alpha(alpha); err != nil {
+		return nil, err
+	}
 	r, err := stats.Holm(ps, alpha)
 	if err != nil {
 		return nil, err
@@ -91,8 +120,12 @@ type WilsonSummary struct {
 }
 
 // Wilson is the accuracy k/n with its Wilson and Clopper-Pearson
-// intervals at level 1-alpha.
+// intervals at level 1-alpha. Counts or a level out of range are a
+// usage.Error.
 func Wilson(k, n int, alpha float64) (*WilsonSummary, error) {
+	if err := usage.First(usage.Count("n", n, 1, math.MaxInt), usage.Count("k", k, 0, n), usage.Alpha(alpha)); err != nil {
+		return nil, err
+	}
 	wi, err := stats.Wilson(k, n, alpha)
 	if err != nil {
 		return nil, err
@@ -120,8 +153,12 @@ type PassKSummary struct {
 	PassAtK float64 `json:"pass_at_k"`
 }
 
-// PassK is the unbiased pass@k of n samples with c correct.
+// PassK is the unbiased pass@k of n samples with c correct. Counts out of
+// range are a usage.Error.
 func PassK(n, c, k int) (*PassKSummary, error) {
+	if err := usage.First(usage.Count("n", n, 1, math.MaxInt), usage.Count("c", c, 0, n), usage.Count("k", k, 1, n)); err != nil {
+		return nil, err
+	}
 	p, err := stats.PassAtK(n, c, k)
 	if err != nil {
 		return nil, err

@@ -29,6 +29,7 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/gate"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Options choose a demo and where it runs.
@@ -79,6 +80,9 @@ func (e *CheckFailed) Error() string { return e.msg }
 // demo failed: a *CheckFailed naming the checks, or a stage that failed
 // or did not run.
 func Run(ctx context.Context, o Options) (*Summary, error) {
+	if o.Inject != "" && labdemo.InjectCheck(o.Inject) == "" {
+		return nil, usage.Errorf("--inject %q: want leak, noupdate-drift, budget or wrong-db", o.Inject)
+	}
 	dir, err := filepath.Abs(o.Dir)
 	if err != nil {
 		return nil, err

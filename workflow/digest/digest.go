@@ -14,15 +14,35 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/manifests"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
+
+// Recorded is where a manifest was recorded: under Name, as the artifact
+// entry Seq, in the blob Manifest; zero when it was not.
+type Recorded struct {
+	Name     string         `json:"name,omitempty"`
+	Seq      int64          `json:"seq,omitempty"`
+	Manifest *ledger.Digest `json:"manifest,omitempty"`
+}
+
+// recordAs records a manifest of path through rec, under name or, when name
+// is empty, the path's base name.
+func recordAs(name, path string, rec func(name string) (ledger.Entry, error)) (Recorded, error) {
+	if name == "" {
+		name = filepath.Base(filepath.Clean(path))
+	}
+	e, err := rec(name)
+	if err != nil {
+		return Recorded{}, err
+	}
+	return Recorded{Name: name, Seq: e.Seq, Manifest: &e.Blobs[0]}, nil
+}
 
 // CheckpointDigest is a checkpoint's manifest, and where it was recorded.
 type CheckpointDigest struct {
 	*manifests.CheckpointManifest
-	Path     string         `json:"path"`
-	Name     string         `json:"name,omitempty"`     // when recorded
-	Seq      int64          `json:"seq,omitempty"`      // the artifact entry, when recorded
-	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, when recorded
+	Path string `json:"path"`
+	Recorded
 }
 
 // Checkpoint hashes the checkpoint at path. With record, it stores the
@@ -46,14 +66,10 @@ func Checkpoint(ctx context.Context, dir, path string, record bool, name string)
 	if l == nil {
 		return d, nil
 	}
-	if d.Name = name; d.Name == "" {
-		d.Name = filepath.Base(filepath.Clean(path))
-	}
-	e, err := manifests.RecordCheckpoint(ctx, l, d.Name, m)
+	d.Recorded, err = recordAs(name, path, func(name string) (ledger.Entry, error) { return manifests.RecordCheckpoint(ctx, l, name, m) })
 	if err != nil {
 		return nil, err
 	}
-	d.Seq, d.Manifest = e.Seq, &e.Blobs[0]
 	return d, nil
 }
 
@@ -61,9 +77,7 @@ func Checkpoint(ctx context.Context, dir, path string, record bool, name string)
 // was recorded.
 type TreeDigest struct {
 	*manifests.DatasetManifest
-	Name     string         `json:"name,omitempty"`     // when recorded
-	Seq      int64          `json:"seq,omitempty"`      // the dataset entry, when recorded
-	Manifest *ledger.Digest `json:"manifest,omitempty"` // the manifest blob, when recorded
+	Recorded
 }
 
 // Trees hashes each of paths, a file or a directory tree. With record, it
@@ -71,6 +85,12 @@ type TreeDigest struct {
 // name (only with one path) or the path's base name; the ledger is opened
 // before any hashing.
 func Trees(ctx context.Context, dir string, paths []string, record bool, name string) ([]TreeDigest, error) {
+	switch {
+	case len(paths) == 0:
+		return nil, usage.Errorf("hash needs at least one PATH")
+	case name != "" && len(paths) != 1:
+		return nil, usage.Errorf("--name names one dataset; give one PATH")
+	}
 	var l *ledger.Ledger
 	if record {
 		var err error
@@ -90,14 +110,9 @@ func Trees(ctx context.Context, dir string, paths []string, record bool, name st
 		}
 		r := TreeDigest{DatasetManifest: m}
 		if l != nil {
-			if r.Name = name; r.Name == "" {
-				r.Name = filepath.Base(filepath.Clean(p))
-			}
-			e, err := manifests.RecordDataset(ctx, l, r.Name, m)
-			if err != nil {
+			if r.Recorded, err = recordAs(name, p, func(name string) (ledger.Entry, error) { return manifests.RecordDataset(ctx, l, name, m) }); err != nil {
 				return nil, err
 			}
-			r.Seq, r.Manifest = e.Seq, &e.Blobs[0]
 		}
 		out = append(out, r)
 	}

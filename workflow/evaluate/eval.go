@@ -43,6 +43,12 @@ type EvalSummary struct {
 // rollout does not end in a state to grade, the error comes back with a
 // summary holding only the rollout's (nil when nothing was played).
 func Eval(ctx context.Context, o EvalOptions) (*EvalSummary, error) {
+	if _, err := grade.ParseMetric(string(o.Metric)); err != nil {
+		return nil, usagef("--metric: %v", err)
+	}
+	if !o.Metric.Executes() {
+		return nil, usagef("--metric %s compares parses, not results, so it cannot vote, reward or pick samples. Try: rlgate grade --metric %s on a predictions file", o.Metric, o.Metric)
+	}
 	ro, src, err := o.resolve()
 	if err != nil {
 		return nil, err
@@ -87,7 +93,7 @@ func Eval(ctx context.Context, o EvalOptions) (*EvalSummary, error) {
 // ParseWeights reads --reward-weight's NAME=W pairs into reward weights by
 // their JSON names; none given leaves the zero value, which grading takes
 // as the default. A pair that is not one, or an unknown name, is a
-// UsageError.
+// usage.Error.
 func ParseWeights(pairs []string) (grade.Weights, error) {
 	m := map[string]float64{}
 	for _, p := range pairs {

@@ -14,6 +14,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 const (
@@ -166,7 +167,7 @@ func noRunStarted(t *testing.T, ldir, what string) {
 
 // isUsage reports whether err is a usage error, which rlgate exits 2 on.
 func isUsage(err error) bool {
-	var ue UsageError
+	var ue usage.Error
 	return errors.As(err, &ue)
 }
 

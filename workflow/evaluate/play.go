@@ -19,17 +19,12 @@ import (
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/grade"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
-// UsageError is a request that cannot be run as written (a sampling
-// value, a tasks path of the wrong kind, a mode the samples cannot
-// serve): the caller's command line says what to change, so rlgate
-// reports it as a usage error (exit 2).
-type UsageError struct{ Msg string }
-
-func (e UsageError) Error() string { return e.Msg }
-
-func usagef(format string, args ...any) error { return UsageError{Msg: fmt.Sprintf(format, args...)} }
+// usagef is a request that cannot be run as written (a sampling value, a
+// tasks path of the wrong kind, a mode the samples cannot serve).
+var usagef = usage.Errorf
 
 // PlayOptions say which servers play the policy, how they are reached,
 // under which protocol and on which tasks: what every workflow that plays
@@ -53,8 +48,18 @@ type PlayOptions struct {
 	Terminal       bool      // Progress is a terminal, where a bar is redrawn in place
 }
 
-// resolve reads the protocol and the tasks and fills rollout.Options.
+// resolve checks the request's numbers, reads the protocol and the tasks and fills rollout.Options.
 func (o *PlayOptions) resolve() (rollout.Options, *dataset.TaskSource, error) {
+	switch {
+	case o.Concurrency < 1:
+		return rollout.Options{}, nil, usagef("--concurrency %d: want at least 1", o.Concurrency)
+	case o.Limit < 0:
+		return rollout.Options{}, nil, usagef("--limit %d: want 0 (all tasks) or more", o.Limit)
+	case o.RequestTimeout <= 0:
+		return rollout.Options{}, nil, usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
+	case o.MaxAttempts < 1:
+		return rollout.Options{}, nil, usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
+	}
 	p := rollout.DefaultProtocol()
 	if o.Protocol != "" {
 		var err error

@@ -24,6 +24,17 @@ type SynthOptions struct {
 // the summary that comes back beside the error holds the rollout's, if
 // one was played.
 func Synth(ctx context.Context, o SynthOptions) (*synth.Summary, error) {
+	if m := o.Metric; m != "" {
+		if _, err := grade.ParseMetric(string(m)); err != nil || !m.Executes() {
+			return nil, usagef("--metric %q: want an execution metric: %s, not spider-em", m, grade.MetricList())
+		}
+	}
+	switch {
+	case o.Sampling.N != nil && *o.Sampling.N < 1:
+		return nil, usagef("--samples-per-question %d: want at least 1", *o.Sampling.N)
+	case o.NumExamples < 0:
+		return nil, usagef("--num-examples %d: want 0 (all questions) or more", o.NumExamples)
+	}
 	ro, src, err := o.resolve()
 	if err != nil {
 		return nil, err

@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // PublishFrom is rlgate publish: Publish over the ledger in dir.
@@ -31,6 +33,9 @@ func WritePublished(w io.Writer, r *publish.Result) error {
 // (publish.VerifyBundle) and, when ledgerDir is not empty, its claims
 // re-derived from that ledger, opened read-only.
 func VerifyBundle(ctx context.Context, dir, ledgerDir string, o publish.VerifyOptions) (*publish.Verification, error) {
+	if o.PublicKey != "" && len(o.CertificateChain) > 0 {
+		return nil, usage.Errorf("verify-bundle: give --public-key or --certificate-chain, not both")
+	}
 	v, err := publish.VerifyBundle(ctx, dir, o)
 	if err != nil {
 		return nil, err
@@ -46,6 +51,21 @@ func VerifyBundle(ctx context.Context, dir, ledgerDir string, o publish.VerifyOp
 		}
 	}
 	return v, nil
+}
+
+// BundleFailure names the checks of bundle's verification that failed, for
+// the command's exit status; empty when every check passed.
+func BundleFailure(bundle string, v *publish.Verification) string {
+	if v.OK {
+		return ""
+	}
+	var failed []string
+	for _, c := range v.Checks {
+		if !c.OK {
+			failed = append(failed, c.Name)
+		}
+	}
+	return fmt.Sprintf("verify-bundle %s: %d of %d checks failed: %s", bundle, v.Failed, len(v.Checks), strings.Join(failed, ", "))
 }
 
 // WriteVerification writes every check of a bundle's verification, then

@@ -16,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/publish"
 	"github.com/rlgate/rlgate/stages/pipeline"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Result is a gate's verdict and what became of the publish requests
@@ -122,6 +123,35 @@ func CheckForPipeline(l *ledger.Ledger, f *pipeline.File) func(ctx context.Conte
 	}
 }
 
+// Policy is the policy rlgate gate decides under: the one in file, or the
+// built-in paper-grade when file is empty, with the runs s names over the
+// policy's own and its options as options makes them from the policy's.
+// A policy that does not load, names no evaluation or is not consistent is
+// a usage.Error.
+func Policy(file string, s audit.Subjects, options func(audit.Options) audit.Options) (audit.Policy, error) {
+	p := audit.PaperGrade()
+	if file != "" {
+		var err error
+		if p, err = audit.LoadPolicy(file); err != nil {
+			return p, usage.Errorf("--policy: %v", err)
+		}
+	}
+	if s.Runs != nil {
+		p.Subjects.Runs = s.Runs
+	}
+	if s.Train != nil {
+		p.Subjects.Train = s.Train
+	}
+	if len(p.Subjects.Runs) == 0 {
+		return p, usage.Errorf("gate: name the evaluations with --runs LABEL=RUN,... or in the --policy file")
+	}
+	p.Options = options(p.Options)
+	if err := p.Check(); err != nil {
+		return p, usage.Errorf("gate: %v", err)
+	}
+	return p, nil
+}
+
 // Decide is rlgate gate: it opens the ledger in dir (Open), gates it
 // under p (Run) and, when junit names a file, writes the verdict's checks
 // there as JUnit XML. A failed publish is returned beside the result, as
@@ -142,4 +172,18 @@ func Decide(ctx context.Context, dir string, p audit.Policy, dryRun bool, junit 
 		}
 	}
 	return r, err
+}
+
+// Failure says how many of the verdict's checks failed and where it is
+// recorded (nowhere in a dry run), for the command's exit status; empty
+// when it passed.
+func (r *Result) Failure() string {
+	v := r.Verdict
+	switch {
+	case v.OK:
+		return ""
+	case v.Seq == 0:
+		return fmt.Sprintf("gate: %d of %d checks failed (dry run: nothing recorded)", v.Failed, len(v.Checks))
+	}
+	return fmt.Sprintf("gate: %d of %d checks failed (verdict entry %d)", v.Failed, len(v.Checks), v.Seq)
 }

@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/progress"
 	"github.com/rlgate/rlgate/workflow/textout"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Created is a new ledger, as rlgate init prints it.
@@ -110,6 +112,9 @@ const (
 // Log lists the entries of the ledger in dir that o chooses, in chain
 // order, read-only.
 func Log(ctx context.Context, dir string, o LogOptions) (*Listed, error) {
+	if o.Limit > 0 && o.Tail > 0 {
+		return nil, usage.Errorf("--limit and --tail exclude each other")
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -178,10 +183,20 @@ func (s *Listed) filterNote() string {
 	return " (" + strings.Join(parts, ", ") + ")"
 }
 
-// Show reads one entry of the ledger in dir, read-only: the one with
-// sequence number seq or, when seq is 0, the one whose hash starts with
-// hash.
-func Show(ctx context.Context, dir string, seq int64, hash string) (*ledger.Entry, error) {
+// Show reads one entry of the ledger in dir, read-only: which is its
+// sequence number (up to 7 digits) or, anything longer, 4 to 64 hex digits
+// its hash starts with, with or without "blake3:", as rlgate head and log
+// print them; anything else is a usage.Error.
+func Show(ctx context.Context, dir, which string) (*ledger.Entry, error) {
+	var seq int64
+	h := strings.TrimPrefix(which, "blake3:")
+	if n, err := strconv.ParseInt(which, 10, 64); err == nil && len(which) < 8 {
+		if seq = n; seq < 1 {
+			return nil, usage.Errorf("show %s: sequence numbers start at 1", which)
+		}
+	} else if len(h) < 4 || len(h) > 64 || strings.Trim(strings.ToLower(h), "0123456789abcdef") != "" {
+		return nil, usage.Errorf("show %q: want an entry's SEQ (a number from 1) or 4 to 64 hex digits of its HASH", which)
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -191,7 +206,7 @@ func Show(ctx context.Context, dir string, seq int64, hash string) (*ledger.Entr
 	if seq > 0 {
 		e, err = l.EntryBySeq(ctx, seq)
 	} else {
-		e, err = l.EntryByHash(ctx, hash)
+		e, err = l.EntryByHash(ctx, which)
 	}
 	if err != nil {
 		return nil, err
@@ -295,14 +310,23 @@ type Verified struct {
 }
 
 // Verify checks the ledger in dir, read-only (ledger.Verify), against a
-// head printed earlier when against is not nil.
-func Verify(ctx context.Context, dir string, against *ledger.Head) (*Verified, error) {
+// head printed earlier (ID/SEQ/blake3:HASH) when against is not empty; one
+// that does not parse is a usage.Error.
+func Verify(ctx context.Context, dir, against string) (*Verified, error) {
+	var o ledger.VerifyOptions
+	if against != "" {
+		h, err := ledger.ParseHead(against)
+		if err != nil {
+			return nil, usage.Errorf("--against: %v", err)
+		}
+		o.Against = &h
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
 	}
 	defer l.Close()
-	rep, err := l.Verify(ctx, ledger.VerifyOptions{Against: against})
+	rep, err := l.Verify(ctx, o)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +352,12 @@ type CopyOptions struct {
 // Copy copies the ledger at from into to (ledger.Copy), with a progress
 // bar of the entries copied.
 func Copy(ctx context.Context, from, to string, o CopyOptions) (*ledger.CopyResult, error) {
+	switch {
+	case from == "":
+		return nil, usage.Errorf("ledger copy: --from DIR is required")
+	case to == "":
+		return nil, usage.Errorf("ledger copy: --to DIR is required")
+	}
 	src, err := ledger.OpenReadOnly(ctx, from)
 	if errors.Is(err, ledger.ErrNoLedger) {
 		return nil, &ledger.Error{Op: "ledger copy --from", Path: from, Err: ledger.ErrNoLedger,
@@ -362,4 +392,13 @@ func WriteCopy(w io.Writer, res *ledger.CopyResult) error {
 	_, err := fmt.Fprintf(w, "copied %d entries and %d blobs (%d bytes) from %s to %s%s\nhead %s\n",
 		res.Entries, res.Blobs, res.BlobBytes, res.From, res.To, made, res.Head)
 	return err
+}
+
+// Failure says what verifying found wrong, for the command's exit status;
+// empty when the ledger verified.
+func (v *Verified) Failure() string {
+	if v.OK() {
+		return ""
+	}
+	return fmt.Sprintf("verify %s: %d errors", v.Dir, v.Errors)
 }

@@ -15,7 +15,32 @@ import (
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/reports"
 	"github.com/rlgate/rlgate/workflow/audits"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
+
+// Request is the report rlgate report asks for: formats, a comma-separated
+// list of md, html and json; the runs and claims of the policy file, if
+// one is named, with the runs s names. A format it does not know or a
+// policy that does not load is a usage.Error.
+func Request(formats, policy string, s audit.Subjects) (reports.Options, error) {
+	o := reports.Options{Subjects: s}
+	for _, f := range strings.Split(formats, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			if _, ok := reports.Files[f]; !ok {
+				return o, usage.Errorf("--format: %q: want md, html or json", f)
+			}
+			o.Formats = append(o.Formats, f)
+		}
+	}
+	if policy != "" {
+		p, err := audit.LoadPolicy(policy)
+		if err != nil {
+			return o, usage.Errorf("--policy: %v", err)
+		}
+		o.Policy = &p
+	}
+	return o, nil
+}
 
 // Write resolves the stage names of o's subjects and of its policy's,
 // then writes the report into out. resolved, when not nil, hears each
@@ -64,6 +89,9 @@ type Summary struct {
 // (reports.Check); else the report o asks for written into out (Write),
 // each stage name's resolution said on notes (nil: nowhere).
 func Run(ctx context.Context, dir string, o reports.Options, out, check string, notes io.Writer) (*Summary, error) {
+	if (out == "") == (check == "") {
+		return nil, usage.Errorf("report: give --out DIR to write a report or --check DIR to check one")
+	}
 	l, err := ledger.OpenReadOnly(ctx, dir)
 	if err != nil {
 		return nil, err
@@ -109,4 +137,13 @@ func Differences(n int) string {
 		return "1 difference"
 	}
 	return fmt.Sprintf("%d differences", n)
+}
+
+// Failure says how the checked report differs from the ledger, for the
+// command's exit status; empty when it matches or nothing was checked.
+func (s *Summary) Failure() string {
+	if s.Check == nil || s.Check.OK {
+		return ""
+	}
+	return fmt.Sprintf("report --check: %s between %s and the ledger", Differences(len(s.Check.Differences)), s.checked)
 }

@@ -29,15 +29,19 @@ func RunIn(ctx context.Context, dir string, o Options) ([]Result, error) {
 	return Run(ctx, l, o)
 }
 
-// NotReproduced counts the results whose run did not reproduce.
-func NotReproduced(rs []Result) int {
+// Failure counts the results whose run did not reproduce, for the
+// command's exit status; empty when every run reproduced.
+func Failure(rs []Result) string {
 	n := 0
 	for _, r := range rs {
 		if !r.Reproduced {
 			n++
 		}
 	}
-	return n
+	if n == 0 {
+		return ""
+	}
+	return fmt.Sprintf("reproduce: %d of %d runs did not reproduce", n, len(rs))
 }
 
 // WriteText writes each run's verdict in a line, under its stage.

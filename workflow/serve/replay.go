@@ -11,6 +11,7 @@ import (
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
 // Replaying is a recorded rollout served as an OpenAI-compatible endpoint
@@ -23,6 +24,21 @@ type Replaying struct {
 	URL      string `json:"url"` // the OpenAI base URL to give rlgate rollout --endpoint
 	srv      *http.Server
 	served   chan error
+}
+
+// ServeReplay is rlgate serve-replay: Replay, said on w (as JSON when
+// asJSON) once it listens, and served until ctx ends; it returns ctx's
+// error.
+func ServeReplay(ctx context.Context, dir, run, addr string, asJSON bool, w io.Writer) error {
+	s, err := Replay(ctx, dir, run, addr)
+	if err != nil {
+		return err
+	}
+	if err := textout.Emit(w, asJSON, s, s.WriteText); err != nil {
+		s.Close()
+		return err
+	}
+	return s.Wait(ctx)
 }
 
 // Replay loads every episode of the rollout run from the ledger in dir

@@ -21,6 +21,7 @@ import (
 	"github.com/rlgate/rlgate/lab/refpolicy"
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/textout"
 )
 
 // Endpoint is what a listening server tells its users.
@@ -83,6 +84,26 @@ func (s *Server) Wait(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// Policy is rlgate serve-policy: the checkpoint ckpt served on addr
+// (Listen) until ctx ends, said on stdout (as JSON when asJSON), returning
+// ctx's error; or, with argv, served while argv runs (Run), said on
+// stderr so that stdout is argv's alone, returning argv's exit code.
+func Policy(ctx context.Context, ckpt, addr string, asJSON bool, argv []string, stdout, stderr io.Writer) (int, error) {
+	s, err := Listen(ctx, ckpt, addr)
+	if err != nil {
+		return 0, err
+	}
+	defer s.Close()
+	if len(argv) == 0 {
+		if err := textout.Emit(stdout, asJSON, s.Endpoint, s.Endpoint.WriteText); err != nil {
+			return 0, err
+		}
+		return 0, s.Wait(ctx)
+	}
+	fmt.Fprintf(stderr, "rlgate: serving %s (model identity %s) at %s for %s\n", ckpt, s.ModelIdentity, s.URL, argv[0])
+	return s.Run(ctx, argv, stdout, stderr)
 }
 
 // Run runs argv against the endpoint and returns its exit code (-1 when a

@@ -10,11 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/publish"
+	"github.com/rlgate/rlgate/stages/metrics"
 	"github.com/rlgate/rlgate/stages/runner"
+	"github.com/rlgate/rlgate/workflow/usage"
 )
 
 // Publish asks for a stage's output checkpoint to be published once a
@@ -123,4 +126,70 @@ func Metrics(ctx context.Context, dir, run string, keys []string) (map[string][]
 		series[k] = pts
 	}
 	return series, keys, nil
+}
+
+// Args are what rlgate run and import-run take of a stage as text: its
+// inputs and outputs as NAME=PATH and, for run, its params as KEY=VALUE,
+// metrics files as FILE[:FORMAT] and GPU telemetry, auto or off.
+type Args struct {
+	In, Out, Params, Metrics []string
+	GPU                      string
+}
+
+// Paths parses the inputs and outputs; one that is not NAME=PATH with a
+// valid name is a usage.Error.
+func (a Args) Paths() (in, out []runner.Named, err error) {
+	if in, err = namedPaths("in", a.In); err == nil {
+		out, err = namedPaths("out", a.Out)
+	}
+	return in, out, err
+}
+
+// Spec is spec with the inputs, outputs, params, metrics files and GPU
+// telemetry of a; a value that does not parse is a usage.Error.
+func (a Args) Spec(spec runner.Spec) (runner.Spec, error) {
+	var err error
+	if spec.Inputs, spec.Outputs, err = a.Paths(); err != nil {
+		return spec, err
+	}
+	if len(a.Params) > 0 {
+		spec.Params = map[string]string{}
+		for _, p := range a.Params {
+			k, v, ok := strings.Cut(p, "=")
+			if !ok || k == "" {
+				return spec, usage.Errorf("--param %q: want KEY=VALUE", p)
+			}
+			spec.Params[k] = v
+		}
+	}
+	for _, m := range a.Metrics {
+		path, format, err := metrics.ParseSpec(m)
+		if err != nil {
+			return spec, usage.Errorf("--metrics %q: %v", m, err)
+		}
+		spec.Metrics = append(spec.Metrics, runner.MetricFile{Path: path, Format: format})
+	}
+	switch a.GPU {
+	case "auto":
+		spec.GPU = true
+	case "off":
+	default:
+		return spec, usage.Errorf("--gpu %q: want auto or off", a.GPU)
+	}
+	return spec, nil
+}
+
+func namedPaths(flag string, vals []string) ([]runner.Named, error) {
+	var out []runner.Named
+	for _, v := range vals {
+		k, p, ok := strings.Cut(v, "=")
+		if !ok || k == "" || p == "" {
+			return nil, usage.Errorf("--%s %q: want NAME=PATH", flag, v)
+		}
+		if err := ledger.CheckName(k); err != nil {
+			return nil, usage.Errorf("--%s: name %q %v", flag, k, err)
+		}
+		out = append(out, runner.Named{Name: k, Path: p})
+	}
+	return out, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/runner"
 	"github.com/rlgate/rlgate/workflow/textout"
 )
@@ -50,6 +51,15 @@ func WriteImported(w io.Writer, res *runner.Result, source string) error {
 		fmt.Fprintf(w, "rlgate: finding: %s\n", f)
 	}
 	return nil
+}
+
+// ImportFailure says why an imported run did not end ok, for the
+// command's exit status; empty when it did.
+func ImportFailure(res *runner.Result) string {
+	if res.Status == records.StatusOK {
+		return ""
+	}
+	return fmt.Sprintf("imported run %s is %s: %s", res.Run, res.Status, res.Reason)
 }
 
 // Series is a run's metric series as rlgate metrics prints them; --json
