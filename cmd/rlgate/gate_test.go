@@ -196,8 +196,10 @@ func (x *gateExperiment) trainRun(t *testing.T, label, run, weights, lr string, 
 // identity, and makes the grading run label's evaluation.
 func (x *gateExperiment) evalRun(t *testing.T, label, run, data string, identity ledger.Digest, extra ...string) {
 	t.Helper()
+	// --flush 1h: episodes go to the ledger 64 at a time however long
+	// the rollout takes, so its entries are the same on a loaded machine.
 	args := append([]string{"--ledger", x.ledger, "eval", "--tasks", data, "--endpoint", x.endpoint, "--model", label,
-		"--model-identity", identity.String(), "--run", run, "--limit", fmt.Sprint(gateTasks), "--metric", "spider"}, extra...)
+		"--model-identity", identity.String(), "--run", run, "--limit", fmt.Sprint(gateTasks), "--metric", "spider", "--flush", "1h"}, extra...)
 	if code, _, errOut := rlgate(t, args...); code != 0 {
 		t.Fatalf("eval %s: exit %d: %s", run, code, errOut)
 	}
@@ -268,7 +270,9 @@ func gateTrain(t *testing.T, ldir, dir, run, stage, base, data, weights, lr stri
 	src := filepath.Join(dir, run+".jsonl")
 	gateWrite(t, src, log.String())
 	out, metrics := filepath.Join(dir, run+"-out"), filepath.Join(dir, run+"-metrics.jsonl")
-	args := append([]string{"--ledger", ldir, "run", "--stage", stage, "--run", run, "--gpu", "off",
+	// --flush 1h: the run's entries are the same however long the stage
+	// takes on a loaded machine (TestReport's goldens hold their seqs).
+	args := append([]string{"--ledger", ldir, "run", "--stage", stage, "--run", run, "--gpu", "off", "--flush", "1h",
 		"--in", "base=" + base, "--in", "data=" + data, "--out", "ckpt=" + out, "--metrics", metrics + ":verl"}, extra...)
 	args = append(args, "--", "sh", "-c", fmt.Sprintf("mkdir -p %s && cp -r %s/. %s && cp %s %s", out, weights, out, src, metrics))
 	if code, _, errOut := rlgate(t, args...); code != 0 {

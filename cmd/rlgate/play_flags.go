@@ -36,6 +36,7 @@ func policyServerFlags() []cli.Flag {
 		&cli.IntFlag{Name: "concurrency", Value: 8, Usage: "`C` episodes played at once"},
 		&cli.DurationFlag{Name: "request-timeout", Value: rollout.DefaultClientOptions().RequestTimeout, Usage: "`DURATION` one request may take before it is retried"},
 		&cli.IntFlag{Name: "max-attempts", Value: rollout.DefaultClientOptions().MaxAttempts, Usage: "`N` attempts of a request before its episode is left unfinished"},
+		&cli.DurationFlag{Name: "flush", Value: rollout.DefaultFlushEvery, Usage: "send finished episodes to the ledger at least every `DURATION` (bounds what a crash can lose)"},
 	}
 }
 
@@ -46,7 +47,7 @@ func playOptionsFrom(cmd *cli.Command) (evaluate.PlayOptions, error) {
 	o := evaluate.PlayOptions{Dir: ledgerDir(cmd), Tasks: cmd.String("tasks"), DBRoot: cmd.String("db-root"),
 		Endpoints: cmd.StringSlice("endpoint"), Model: cmd.String("model"), APIKeyEnv: cmd.String("api-key-env"), Protocol: cmd.String("protocol"),
 		Concurrency: cmd.Int("concurrency"), Run: cmd.String("run"), Limit: cmd.Int("limit"), RequestTimeout: cmd.Duration("request-timeout"),
-		MaxAttempts: cmd.Int("max-attempts"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)}
+		MaxAttempts: cmd.Int("max-attempts"), FlushEvery: cmd.Duration("flush"), Progress: cmd.Root().ErrWriter, Terminal: isTerminal(cmd.Root().ErrWriter)}
 	if s := cmd.String("model-identity"); s != "" {
 		d, err := ledger.ParseDigest(s)
 		if err != nil {

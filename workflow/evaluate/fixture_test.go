@@ -97,7 +97,8 @@ func newLedger(t *testing.T) string {
 // and a run, with the flags' defaults for the rest.
 func play(ldir, tasks, endpoint, run string, limit int) PlayOptions {
 	return PlayOptions{Dir: ldir, Tasks: tasks, Endpoints: []string{endpoint}, Model: "scripted", Run: run, Limit: limit,
-		Concurrency: 8, RequestTimeout: rollout.DefaultClientOptions().RequestTimeout, MaxAttempts: rollout.DefaultClientOptions().MaxAttempts}
+		Concurrency: 8, RequestTimeout: rollout.DefaultClientOptions().RequestTimeout, MaxAttempts: rollout.DefaultClientOptions().MaxAttempts,
+		FlushEvery: rollout.DefaultFlushEvery}
 }
 
 // withSamples sets the protocol's sampling.n, as --n does.

@@ -44,8 +44,9 @@ type PlayOptions struct {
 	Limit          int // 0: every task
 	RequestTimeout time.Duration
 	MaxAttempts    int
-	Progress       io.Writer // where progress goes; nil: nowhere
-	Terminal       bool      // Progress is a terminal, where a bar is redrawn in place
+	FlushEvery     time.Duration // finished episodes reach the ledger at least this often
+	Progress       io.Writer     // where progress goes; nil: nowhere
+	Terminal       bool          // Progress is a terminal, where a bar is redrawn in place
 }
 
 // resolve checks the request's numbers, reads the protocol and the tasks and fills rollout.Options.
@@ -59,6 +60,8 @@ func (o *PlayOptions) resolve() (rollout.Options, *dataset.TaskSource, error) {
 		return rollout.Options{}, nil, usagef("--request-timeout %s: want a positive duration", o.RequestTimeout)
 	case o.MaxAttempts < 1:
 		return rollout.Options{}, nil, usagef("--max-attempts %d: want at least 1", o.MaxAttempts)
+	case o.FlushEvery <= 0:
+		return rollout.Options{}, nil, usagef("--flush %s: want a positive duration", o.FlushEvery)
 	}
 	p := rollout.DefaultProtocol()
 	if o.Protocol != "" {
@@ -87,7 +90,7 @@ func (o *PlayOptions) resolve() (rollout.Options, *dataset.TaskSource, error) {
 	return rollout.Options{Run: o.Run, Tasks: ts.Tasks, TasksPath: ts.Path, TasksDigest: ts.Digest, DBRoot: dbRoot,
 		DBPath: func(id string) string { return dataset.DBPath(dbRoot, id) }, Endpoints: o.Endpoints, Model: o.Model, ModelIdentity: o.ModelIdentity, APIKey: key,
 		Protocol: p, Concurrency: o.Concurrency, Client: rollout.ClientOptions{RequestTimeout: o.RequestTimeout, MaxAttempts: o.MaxAttempts},
-		Progress: o.Progress, Terminal: o.Terminal}, ts, nil
+		FlushEvery: o.FlushEvery, Progress: o.Progress, Terminal: o.Terminal}, ts, nil
 }
 
 // checkTaskDatabases checks the databases a rollout or an evaluation runs

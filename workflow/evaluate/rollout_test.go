@@ -10,9 +10,11 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 )
@@ -240,5 +242,49 @@ func TestRolloutFleetDrains(t *testing.T) {
 	}
 	if len(end.Endpoints) != 3 || requests != 90 {
 		t.Errorf("run.end endpoints %+v: %d answered requests, want 3 per episode", end.Endpoints, requests)
+	}
+}
+
+// TestRolloutFlushEvery: --flush sets how often finished episodes reach
+// the ledger: 10 episodes that take about a second (replies of 50 ms)
+// are one trajectories entry when flushed hourly, and several at the
+// default 200 ms. A duration that is not positive is a usage error that
+// starts no run.
+func TestRolloutFlushEvery(t *testing.T) {
+	ldir, data := newLedger(t), spiderData(t)
+	o := play(ldir, data, "http://127.0.0.1:1/v1", "no-flush", 3)
+	o.FlushEvery = 0
+	if _, err := Rollout(context.Background(), o); !isUsage(err) || !strings.Contains(err.Error(), "--flush 0s") {
+		t.Errorf("--flush 0: %v, want a usage error naming --flush", err)
+	}
+	noRunStarted(t, ldir, "--flush 0")
+
+	turns := rollouttest.ThreeTurns(nil)
+	srv := rollouttest.New(t, func(r *rollouttest.Request) rollouttest.Reply {
+		time.Sleep(50 * time.Millisecond)
+		return turns(r)
+	})
+	entries := func(run string, every time.Duration) int {
+		o := play(ldir, data, srv.URL+"/v1", run, 10)
+		o.Concurrency, o.FlushEvery = 2, every
+		if _, err := Rollout(context.Background(), o); err != nil {
+			t.Fatal(err)
+		}
+		l := openLedger(t, ldir)
+		defer l.Close()
+		n := 0
+		for _, err := range l.Entries(context.Background(), ledger.Filter{Kind: records.KindTrajectories, Run: run}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+			n++
+		}
+		return n
+	}
+	if n := entries("hourly", time.Hour); n != 1 {
+		t.Errorf("%d trajectories entries for 10 episodes flushed hourly, want 1", n)
+	}
+	if n := entries("default", rollout.DefaultFlushEvery); n < 2 {
+		t.Errorf("%d trajectories entries for 10 episodes over about a second at the default flush, want several", n)
 	}
 }
