@@ -215,7 +215,21 @@ type number struct {
 }
 
 func tableSlots(f *featurizer, t *Table, hits []hit, nums []number) [numSlots][]cand {
+	// Each list is made at its size or a little over: grown by appending,
+	// the candidates were copied several times per table.
+	n, numeric := len(t.Columns), 0
+	for ci := range t.Columns {
+		if t.Columns[ci].Numeric {
+			numeric++
+		}
+	}
 	var s [numSlots][]cand
+	s[SlotSelect] = make([]cand, 0, 2+n+4*numeric)
+	s[SlotSelect2] = make([]cand, 0, 1+n)
+	s[SlotGroup] = make([]cand, 0, 1+n)
+	s[SlotWhere] = make([]cand, 0, 1+len(hits)+3*numeric*len(nums))
+	s[SlotOrder] = make([]cand, 0, 1+2*(1+n))
+	s[SlotLimit] = make([]cand, 0, 2+len(nums))
 	// select
 	f.cross("sel:star|agg=count")
 	s[SlotSelect] = append(s[SlotSelect], cand{agg: "count", col: "*", feats: f.take()})
