@@ -24,7 +24,7 @@ var (
 // reminder (or the system prompt's "at most N turns") says how many turns
 // are left.
 func (pol *Model) Reply(msgs []rollout.Message, s Sampler) string {
-	var p Prompt
+	p := &Prompt{}
 	var hist []Exchange
 	turnsLeft := DefaultTurns
 	first := true
@@ -36,7 +36,7 @@ func (pol *Model) Reply(msgs []rollout.Message, s Sampler) string {
 			}
 		case "user":
 			if first {
-				p, first = ParsePrompt(m.Content), false
+				p, first = pol.prompt(m.Content), false
 			} else if g := turnsLeftRe.FindStringSubmatch(m.Content); g != nil {
 				turnsLeft, _ = strconv.Atoi(g[1])
 			}
@@ -52,7 +52,7 @@ func (pol *Model) Reply(msgs []rollout.Message, s Sampler) string {
 			hist = append(hist, x)
 		}
 	}
-	return pol.Next(&p, hist, turnsLeft, s).Turn.String()
+	return pol.Next(p, hist, turnsLeft, s).Turn.String()
 }
 
 // observationOf cuts the observation out of an observation message.

@@ -27,31 +27,52 @@ const maxProbeParts = 120
 type Model struct {
 	W *Weights
 	// situations caches NewSituation by prompt and probe observation (the
-	// candidates do not depend on the weights), at most maxSituations of
-	// them, so a long-running server's memory stays bounded.
-	situations sync.Map
-	cached     atomic.Int64
+	// candidates do not depend on the weights); prompts caches ParsePrompt
+	// by the user prompt, which every turn of an episode sends again.
+	situations memo[*Situation]
+	prompts    memo[*Prompt]
 }
 
-// maxSituations bounds a policy's cache of situations (a few hundred KB
-// each): a training set or an evaluation of a few thousand questions fits.
+// maxSituations bounds a policy's caches (a situation takes a few
+// hundred KB): a training set or an evaluation of a few thousand
+// questions fits.
 const maxSituations = 4096
+
+// memo is a concurrent cache of values by key that keeps at most
+// maxSituations of them, so a long-running server's memory stays
+// bounded; past that, values are computed and not kept.
+type memo[V any] struct {
+	m sync.Map
+	n atomic.Int64
+}
+
+// get returns the value of key, computed by compute when not cached.
+func (c *memo[V]) get(key string, compute func() V) V {
+	if v, ok := c.m.Load(key); ok {
+		return v.(V)
+	}
+	v := compute()
+	if c.n.Load() >= maxSituations {
+		return v
+	}
+	if prev, loaded := c.m.LoadOrStore(key, v); loaded {
+		return prev.(V)
+	}
+	c.n.Add(1)
+	return v
+}
 
 // situation is NewSituation through the policy's cache.
 func (pol *Model) situation(p *Prompt, probed string) *Situation {
-	key := p.key + "\x00" + probed
-	if s, ok := pol.situations.Load(key); ok {
-		return s.(*Situation)
-	}
-	s := NewSituation(p, probed)
-	if pol.cached.Load() >= maxSituations {
-		return s
-	}
-	if prev, loaded := pol.situations.LoadOrStore(key, s); loaded {
-		return prev.(*Situation)
-	}
-	pol.cached.Add(1)
-	return s
+	return pol.situations.get(p.key+"\x00"+probed, func() *Situation { return NewSituation(p, probed) })
+}
+
+// prompt is ParsePrompt through the policy's cache.
+func (pol *Model) prompt(user string) *Prompt {
+	return pol.prompts.get(user, func() *Prompt {
+		p := ParsePrompt(user)
+		return &p
+	})
 }
 
 // Exchange is one <sql> turn of the policy and the observation that came

@@ -2,6 +2,7 @@ package refpolicy
 
 import (
 	"context"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"os/exec"
@@ -217,6 +218,29 @@ func TestPolicyCannotReachGold(t *testing.T) {
 	for _, dep := range deps {
 		if strings.HasSuffix(dep, "/stages/gold") || strings.HasSuffix(dep, "/stages/grade") || strings.HasSuffix(dep, "/stages/dataset") {
 			t.Errorf("lab/refpolicy depends on %s", dep)
+		}
+	}
+}
+
+// Every saved checkpoint's weights are indexed by hashFeat, so the
+// featurizer's hashing of names in parts must give the bucket of the
+// joined name, FNV-1a 32 as hash/fnv computes it.
+func TestHashPartsIsFNVOfTheJoinedName(t *testing.T) {
+	for _, parts := range [][]string{
+		{},
+		{"u:<bias>"},
+		{"sel:agg=max", "|qc:", "oldest", "|", "age"},
+		{"where:number|op=>", "|prev2:", "older", "_", "than"},
+		{"qt:", "ünïcode", "|", "singer"},
+	} {
+		h := fnv.New32a()
+		h.Write([]byte(strings.Join(parts, "")))
+		want := int32(h.Sum32() & (Dim - 1))
+		if got := hashParts(parts...); got != want {
+			t.Errorf("hashParts(%q) = %d, FNV-1a of the joined name gives %d", parts, got, want)
+		}
+		if got := hashFeat(strings.Join(parts, "")); got != want {
+			t.Errorf("hashFeat(%q) = %d, want %d", strings.Join(parts, ""), got, want)
 		}
 	}
 }

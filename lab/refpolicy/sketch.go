@@ -1,7 +1,6 @@
 package refpolicy
 
 import (
-	"hash/fnv"
 	"slices"
 	"strconv"
 	"strings"
@@ -81,10 +80,22 @@ func match(tokens []string, words []string) string {
 // NB: a checkpoint's weights mean something only under the feature names
 // and this hash; renaming a feature or changing the hash silently changes
 // what every saved checkpoint answers (bump Format when doing so).
-func hashFeat(s string) int32 {
-	h := fnv.New32a()
-	h.Write([]byte(s))
-	return int32(h.Sum32() & (Dim - 1))
+func hashFeat(s string) int32 { return hashParts(s) }
+
+// hashParts is hashFeat of the parts' concatenation. FNV-1a reads its
+// input a byte at a time, so hashing the parts in turn gives the same
+// bucket without building the name: a sketch hashes some hundred thousand
+// feature names, and joining them was most of the policy server's time.
+func hashParts(parts ...string) int32 {
+	const offset32, prime32 = 2166136261, 16777619
+	h := uint32(offset32)
+	for _, s := range parts {
+		for i := 0; i < len(s); i++ {
+			h ^= uint32(s[i])
+			h *= prime32
+		}
+	}
+	return int32(h & (Dim - 1))
 }
 
 // featurizer builds one candidate's feature list.
@@ -94,13 +105,14 @@ type featurizer struct {
 	out   []int32
 }
 
-func (f *featurizer) add(s string) { f.out = append(f.out, hashFeat(s)) }
+// add adds the feature named by the concatenation of parts.
+func (f *featurizer) add(parts ...string) { f.out = append(f.out, hashParts(parts...)) }
 
 // cross adds property p crossed with every question feature, and p alone.
 func (f *featurizer) cross(p string) {
 	f.add(p)
 	for _, q := range f.q {
-		f.add(p + "|" + q)
+		f.add(p, "|", q)
 	}
 }
 
@@ -109,7 +121,7 @@ func (f *featurizer) cross(p string) {
 // the question's words.
 func (f *featurizer) column(p string, c *Column) {
 	m := match(c.tokens, f.words)
-	f.add(p + "|col:" + m)
+	f.add(p, "|col:", m)
 	kind := "other"
 	switch {
 	case c.Numeric:
@@ -117,11 +129,11 @@ func (f *featurizer) column(p string, c *Column) {
 	case c.Text:
 		kind = "text"
 	}
-	f.add(p + "|kind:" + kind)
+	f.add(p, "|kind:", kind)
 	for _, t := range c.tokens {
-		f.add(p + "|tok:" + t)
+		f.add(p, "|tok:", t)
 		for i, w := range f.words {
-			f.add(p + "|qc:" + w + "|" + t)
+			f.add(p, "|qc:", w, "|", t)
 			if w != t {
 				continue
 			}
@@ -135,19 +147,22 @@ func (f *featurizer) column(p string, c *Column) {
 // context adds the words before and after question position i.
 func (f *featurizer) context(p string, i int) {
 	if i > 0 {
-		f.add(p + "|prev:" + f.words[i-1])
+		f.add(p, "|prev:", f.words[i-1])
 		if i > 1 {
-			f.add(p + "|prev2:" + f.words[i-2] + "_" + f.words[i-1])
+			f.add(p, "|prev2:", f.words[i-2], "_", f.words[i-1])
 		}
 	}
 	if i+1 < len(f.words) {
-		f.add(p + "|next:" + f.words[i+1])
+		f.add(p, "|next:", f.words[i+1])
 	}
 }
 
+// take returns the candidate's features and starts the next candidate's
+// in the same buffer, so the list grows once per sketch, not once per
+// candidate.
 func (f *featurizer) take() []int32 {
-	out := f.out
-	f.out = nil
+	out := slices.Clone(f.out)
+	f.out = f.out[:0]
 	return out
 }
 
@@ -168,7 +183,7 @@ func buildSketch(p *Prompt, hits []hit) *sketch {
 	for ti := range p.Tables {
 		t := &p.Tables[ti]
 		sk.names = append(sk.names, t.Name)
-		f.add("tbl:" + match(t.tokens, p.words))
+		f.add("tbl:", match(t.tokens, p.words))
 		full := 0
 		for ci := range t.Columns {
 			if match(t.Columns[ci].tokens, p.words) == "full" {
@@ -184,7 +199,7 @@ func buildSketch(p *Prompt, hits []hit) *sketch {
 		}
 		for _, tok := range t.tokens {
 			for _, w := range p.words {
-				f.add("qt:" + w + "|" + tok)
+				f.add("qt:", w, "|", tok)
 			}
 		}
 		sk.tables = append(sk.tables, cand{col: t.Name, feats: f.take()})
@@ -200,7 +215,21 @@ type number struct {
 }
 
 func tableSlots(f *featurizer, t *Table, hits []hit, nums []number) [numSlots][]cand {
+	// Each list is made at its size or a little over: grown by appending,
+	// the candidates were copied several times per table.
+	n, numeric := len(t.Columns), 0
+	for ci := range t.Columns {
+		if t.Columns[ci].Numeric {
+			numeric++
+		}
+	}
 	var s [numSlots][]cand
+	s[SlotSelect] = make([]cand, 0, 2+n+4*numeric)
+	s[SlotSelect2] = make([]cand, 0, 1+n)
+	s[SlotGroup] = make([]cand, 0, 1+n)
+	s[SlotWhere] = make([]cand, 0, 1+len(hits)+3*numeric*len(nums))
+	s[SlotOrder] = make([]cand, 0, 1+2*(1+n))
+	s[SlotLimit] = make([]cand, 0, 2+len(nums))
 	// select
 	f.cross("sel:star|agg=count")
 	s[SlotSelect] = append(s[SlotSelect], cand{agg: "count", col: "*", feats: f.take()})

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"time"
 
@@ -15,6 +16,7 @@ import (
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
+	"golang.org/x/sync/singleflight"
 )
 
 // Task is one training question: its id, database, the prompt the policy
@@ -72,7 +74,10 @@ func LoadTasks(dir, dbRoot string) ([]Task, error) {
 }
 
 // Env executes the policy's queries and grades its answers, remembering
-// both: the same query on the same database is run once.
+// both: the same query on the same database is run once, and the same
+// answer to a task graded once. The samples of a group are played at
+// the same time and open with the same value probe, so a query or answer
+// that is being worked on is waited for, not started again.
 type Env struct {
 	proto  rollout.Protocol
 	metric grade.Metric
@@ -82,6 +87,8 @@ type Env struct {
 	mu      sync.Mutex
 	obs     map[[2]string]string
 	rewards map[[2]string]judgement
+	// observing and judging hold the queries and answers in progress.
+	observing, judging singleflight.Group
 }
 
 // judgement is an answer's grade: whether it is correct, and its reward.
@@ -118,19 +125,46 @@ func (e *Env) MaxTurns() int { return e.proto.MaxTurns }
 // Observe runs q on the database as the rollout's environment does and
 // returns the observation text.
 func (e *Env) Observe(ctx context.Context, dbPath, q string) string {
-	key := [2]string{dbPath, q}
-	e.mu.Lock()
-	o, ok := e.obs[key]
-	e.mu.Unlock()
-	if ok {
-		return o
-	}
-	res, err := e.exec.Execute(ctx, dbPath, q)
-	o = sqlenv.RenderObservation(res, err, sqlenv.ObservationOptions{MaxRows: e.proto.Observation.MaxRows, MaxCellRunes: e.proto.Observation.MaxCellRunes})
-	e.mu.Lock()
-	e.obs[key] = o
-	e.mu.Unlock()
+	o, _ := remember(&e.mu, e.obs, &e.observing, [2]string{dbPath, q}, func() (string, error) {
+		res, err := e.exec.Execute(ctx, dbPath, q)
+		return sqlenv.RenderObservation(res, err, sqlenv.ObservationOptions{MaxRows: e.proto.Observation.MaxRows, MaxCellRunes: e.proto.Observation.MaxCellRunes}), nil
+	})
 	return o
+}
+
+// remember returns m[key] (m guarded by mu), computing it once: a caller
+// that finds it being computed in g waits for that. An error is returned,
+// not remembered.
+func remember[V any](mu *sync.Mutex, m map[[2]string]V, g *singleflight.Group, key [2]string, compute func() (V, error)) (V, error) {
+	lookup := func() (V, bool) {
+		mu.Lock()
+		defer mu.Unlock()
+		v, ok := m[key]
+		return v, ok
+	}
+	if v, ok := lookup(); ok {
+		return v, nil
+	}
+	// The first part of the key is prefixed with its length, so two keys
+	// never name the same flight.
+	v, err, _ := g.Do(strconv.Itoa(len(key[0]))+":"+key[0]+key[1], func() (any, error) {
+		if v, ok := lookup(); ok { // computed since the look above
+			return v, nil
+		}
+		v, err := compute()
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		m[key] = v
+		mu.Unlock()
+		return v, nil
+	})
+	if err != nil {
+		var zero V
+		return zero, err
+	}
+	return v.(V), nil
 }
 
 // Situation returns the candidates of t as the policy sees them once its
@@ -159,28 +193,20 @@ func (e *Env) Correct(ctx context.Context, t *Task, q string) (bool, error) {
 
 // judge grades q against t's gold once per (task, query).
 func (e *Env) judge(ctx context.Context, t *Task, q string) (judgement, error) {
-	key := [2]string{t.ID, q}
-	e.mu.Lock()
-	j, ok := e.rewards[key]
-	e.mu.Unlock()
-	if ok {
+	return remember(&e.mu, e.rewards, &e.judging, [2]string{t.ID, q}, func() (judgement, error) {
+		out, err := e.grader.Grade(ctx, e.metric, t.DBPath, q, t.Gold)
+		if err != nil {
+			return judgement{}, fmt.Errorf("reward %s: %w", t.ID, err)
+		}
+		j := judgement{correct: out.Correct}
+		switch {
+		case out.Score != nil:
+			j.reward = *out.Score
+		case out.Correct:
+			j.reward = 1
+		}
 		return j, nil
-	}
-	out, err := e.grader.Grade(ctx, e.metric, t.DBPath, q, t.Gold)
-	if err != nil {
-		return judgement{}, fmt.Errorf("reward %s: %w", t.ID, err)
-	}
-	j.correct = out.Correct
-	switch {
-	case out.Score != nil:
-		j.reward = *out.Score
-	case out.Correct:
-		j.reward = 1
-	}
-	e.mu.Lock()
-	e.rewards[key] = j
-	e.mu.Unlock()
-	return j, nil
+	})
 }
 
 // Play runs one episode of pol on t in process, as a rollout against the
