@@ -356,19 +356,24 @@ var valueRules = sync.OnceValue(func() []valueRule {
 		{regexp.MustCompile(bearer), false, containsAny("bearer")},
 		{regexp.MustCompile(authorization), false, containsAny("authorization")},
 		{regexp.MustCompile(webhook), false, containsAny("hooks.slack.com", "discord", "webhook.office.com")},
-		{regexp.MustCompile(assignment), true, secretWordIn("=")},
-		{regexp.MustCompile(jsonMember), true, secretWordIn(`":`, `" :`)},
-		{regexp.MustCompile(header), true, secretWordIn(":")},
+		{regexp.MustCompile(assignment), true, secretNameBefore("=")},
+		{regexp.MustCompile(jsonMember), true, secretNameBefore(":")},
+		{regexp.MustCompile(header), true, secretNameBefore(":")},
 	}
 })
 
 type valueRule struct {
 	re    *regexp.Regexp
 	named bool
-	may   func(lower string) bool
+	may   func(s, lower string) bool
 }
 
-func containsAny(subs ...string) func(string) bool {
+func containsAny(subs ...string) func(string, string) bool {
+	f := containsAnyOf(subs...)
+	return func(_, lower string) bool { return f(lower) }
+}
+
+func containsAnyOf(subs ...string) func(string) bool {
 	return func(s string) bool {
 		for _, sub := range subs {
 			if strings.Contains(s, sub) {
@@ -379,11 +384,44 @@ func containsAny(subs ...string) func(string) bool {
 	}
 }
 
-// secretWordIn: s holds one of seps and a word that can make a name
-// secret.
-func secretWordIn(seps ...string) func(string) bool {
-	sep, word := containsAny(seps...), containsAny(append(slices.Clone(secretWordEnds), secretWords...)...)
-	return func(s string) bool { return sep(s) && word(s) }
+// secretNameBefore: a separator of seps in s follows a secret name
+// (SecretName), with white space and a closing quote allowed between: the
+// only places a named rule can match. The name taken is the longest run of
+// name characters, whose words include those of every name the rules can
+// match there.
+func secretNameBefore(seps string) func(s, lower string) bool {
+	word := containsAnyOf(append(slices.Clone(secretWordEnds), secretWords...)...)
+	return func(s, lower string) bool {
+		if !word(lower) {
+			return false
+		}
+		for i := strings.IndexAny(s, seps); i >= 0; {
+			j := i
+			for j > 0 && strings.IndexByte(" \t\n\f\r", s[j-1]) >= 0 {
+				j--
+			}
+			if j > 0 && s[j-1] == '"' {
+				j--
+			}
+			k := j
+			for k > 0 && isNameByte(s[k-1]) {
+				k--
+			}
+			if k < j && SecretName(s[k:j]) {
+				return true
+			}
+			n := strings.IndexAny(s[i+1:], seps)
+			if n < 0 {
+				break
+			}
+			i += 1 + n
+		}
+		return false
+	}
+}
+
+func isNameByte(c byte) bool {
+	return c == '_' || c == '.' || c == '-' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // maskText returns s with every secret the value rule finds replaced by
@@ -414,7 +452,7 @@ func maskLine(s string) (string, []string) {
 	}
 	lower := strings.ToLower(s)
 	for _, r := range valueRules() {
-		if !r.may(lower) {
+		if !r.may(s, lower) {
 			continue
 		}
 		for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
