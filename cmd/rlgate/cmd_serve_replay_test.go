@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/workflow/serve"
@@ -85,8 +84,8 @@ func TestServeReplayReproducesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed"); len(a) != 50 || cmp.Diff(a, b) != "" {
-		t.Errorf("the replayed run (%d episodes) differs from the recorded one (-recorded +replayed):\n%s", len(a), cmp.Diff(a, b))
+	if a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed"); len(a) != 50 || rollouttest.EpisodesDiff(a, b) != "" {
+		t.Errorf("the replayed run (%d episodes) differs from the recorded one (-recorded +replayed):\n%s", len(a), rollouttest.EpisodesDiff(a, b))
 	}
 
 	if _, err := runServeReplay(context.Background(), serveReplayOptions{Dir: ldir, Run: "no-such-run", Addr: "127.0.0.1:0"}, io.Discard); err == nil {
