@@ -51,10 +51,9 @@ func demoExe(t *testing.T) string {
 // on held-out databases. Beside it, at once (its stages mostly wait on
 // each other), a second demo directory with seed 1 runs the stages up to
 // SFT (demoAgain), which must synthesize and train the same again
-// (demoSame). Then,
-// on a copy of the first demo, the injected defect that stops a stage
-// before it starts must end the demo in a check failure naming its check
-// (demoWrongDB).
+// (demoSame). Then, on a copy of the first demo, the injected defect that
+// stops a stage before it starts must end the demo in a check failure
+// naming its check (demoWrongDB).
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	exe := demoExe(t)
@@ -179,11 +178,10 @@ func demoRepro(dir, exe string, stages ...string) (string, error) {
 // demoSame: the second demo (demoAgain) wrote, stage by stage, the
 // outputs the first recorded (base, synthesis's trajectories and sft, by
 // the digests their run.end entries hold) and the same SFT metrics log.
-// The evaluation is
-// proven within the first demo: it evaluated the SFT model twice, as sft
-// and as the No-update control (TestDemo checks that both served one
-// model identity), in two runs of their own, which must play every
-// episode, turn by turn, and grade every task the same.
+// The evaluation is proven within the first demo: it evaluated the SFT
+// model twice, as sft and as the No-update control (TestDemo checks that
+// both served one model identity), in two runs of their own, which must
+// play every episode, turn by turn, and grade every task the same.
 func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 	open := func(dir string) *ledger.Ledger {
 		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
