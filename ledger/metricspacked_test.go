@@ -6,7 +6,6 @@ import (
 	"math/rand/v2"
 	"testing"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
@@ -53,7 +52,7 @@ func TestPackedCanonicalMatchesGeneric(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if diff := cmp.Diff(m, got, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmpDiff(m, got, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("trial %d: packed (-written +read):\n%s", trial, diff)
 		}
 		b1, err := v1.canonical()
@@ -68,7 +67,7 @@ func TestPackedCanonicalMatchesGeneric(t *testing.T) {
 			t.Fatalf("a body of version 1 decodes as version %d", asV1.BodyVersion)
 		}
 		asV1.BodyVersion = 2
-		if diff := cmp.Diff(got, asV1, cmpopts.EquateEmpty()); diff != "" {
+		if diff := cmpDiff(got, asV1, cmpopts.EquateEmpty()); diff != "" {
 			t.Fatalf("trial %d: (-version 2 +version 1):\n%s", trial, diff)
 		}
 	}

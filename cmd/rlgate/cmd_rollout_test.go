@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
@@ -200,7 +199,7 @@ func TestRolloutSIGKILLResume(t *testing.T) {
 	}
 	defer l.Close()
 	a, b := rollouttest.Episodes(t, l, "killed"), rollouttest.Episodes(t, l, "uninterrupted")
-	if diff := cmp.Diff(b, a); len(a) != 160 || diff != "" {
+	if diff := rollouttest.EpisodesDiff(b, a); len(a) != 160 || diff != "" {
 		t.Errorf("killed and resumed run (%d episodes) differs from an uninterrupted one (%d; -uninterrupted +killed):\n%s", len(a), len(b), diff)
 	}
 	runs, _ := l.Runs(context.Background())

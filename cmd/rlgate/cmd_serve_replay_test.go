@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout/rollouttest"
 	"github.com/rlgate/rlgate/workflow/serve"
@@ -84,8 +83,8 @@ func TestServeReplayReproducesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	if a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed"); len(a) != 50 || cmp.Diff(a, b) != "" {
-		t.Errorf("the replayed run (%d episodes) differs from the recorded one (-recorded +replayed):\n%s", len(a), cmp.Diff(a, b))
+	if a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed"); len(a) != 50 || rollouttest.EpisodesDiff(a, b) != "" {
+		t.Errorf("the replayed run (%d episodes) differs from the recorded one (-recorded +replayed):\n%s", len(a), rollouttest.EpisodesDiff(a, b))
 	}
 
 	if err := serve.ServeReplay(context.Background(), ldir, "no-such-run", "127.0.0.1:0", false, io.Discard); err == nil {

@@ -43,13 +43,17 @@ func demoExe(t *testing.T) string {
 // TestDemo runs rlgate demo with seed 1 and checks what the issue asks
 // of it: the gate passes with RL beating its own input, SFT (exact McNemar
 // after Holm below 0.05, bootstrap interval above 0), and the No-update
-// control served the model identity of the RL stage's input (SFT). Beside
-// it, at once (its stages mostly wait on each other), a second demo
-// directory with seed 1 runs only the stages that make a model, up to RL
-// stage 2 (demoAgain), which must train the same models (demoSame). Then,
-// on a copy of the first demo, the injected defect that stops a stage
-// before it starts must end the demo in a check failure naming its check
-// (demoWrongDB).
+// control served the model identity of the RL stage's input (SFT). The
+// gate's claims sft > base and rl > sft are measured on the eval part,
+// whose databases the training parts do not hold: that is the proof that
+// the reference trainer's SFT on synthesized trajectories and its GRPO
+// curriculum (stage 2 with a KL term, whose log TestDemo reads) improve
+// on held-out databases. Beside it, at once (its stages mostly wait on
+// each other), a second demo directory with seed 1 runs the stages up to
+// SFT (demoAgain), which must synthesize and train the same again
+// (demoSame). Then, on a copy of the first demo, the injected defect that
+// stops a stage before it starts must end the demo in a check failure
+// naming its check (demoWrongDB).
 func TestDemo(t *testing.T) {
 	t.Parallel()
 	exe := demoExe(t)
@@ -72,7 +76,7 @@ func TestDemo(t *testing.T) {
 		t.Fatalf("demo: %v\n%s", err, out.String())
 	}
 	if againErr != nil {
-		t.Fatalf("demo again up to rl2: %v\n%s", againErr, againOut)
+		t.Fatalf("demo again up to sft: %v\n%s", againErr, againOut)
 	}
 	if err := s.WriteText(&out); err != nil {
 		t.Fatal(err)
@@ -92,6 +96,14 @@ func TestDemo(t *testing.T) {
 	if len(ids) != 4 || ids["noupdate"] != ids["sft"] || ids["rl"] == ids["sft"] || ids["sft"] == ids["base"] {
 		t.Errorf("model identities served: %v; want No-update = SFT (the RL stage's input), and Base, RL different", ids)
 	}
+	// Curriculum stage 2 trains with a KL term to stage 1 (--kl-ref):
+	// every step it logs must carry it, or the training audit has no KL
+	// to read.
+	for i, m := range trainMetrics(t, filepath.Join(dir, "logs", "rl2.jsonl")) {
+		if _, ok := m["actor/kl_loss"]; !ok {
+			t.Fatalf("rl2 (--kl-ref) step %d logs no actor/kl_loss: %v", i+1, m)
+		}
+	}
 	served := map[string]string{}
 	for _, label := range labdemo.Labels {
 		served[label] = rollout.IdentityServer
@@ -107,7 +119,7 @@ func TestDemo(t *testing.T) {
 	t.Run("--force deletes only the demo's files", func(t *testing.T) { demoForce(t, dir) })
 	t.Run("its policy gates outside repro; repro --dry-run writes nothing", func(t *testing.T) { demoOutsideRepro(t, dir, exe) })
 	t.Run("moved elsewhere gates the same", func(t *testing.T) { demoMoved(t, dir, s.Verdict) })
-	t.Run("seed 1 trains the same models again and grades the same model the same", func(t *testing.T) { demoSame(t, dir, again, s) })
+	t.Run("seed 1 synthesizes and trains the same again and grades the same model the same", func(t *testing.T) { demoSame(t, dir, again, s) })
 	t.Run("inject "+labdemo.InjectWrongDB, func(t *testing.T) { demoWrongDB(t, dir) })
 }
 
@@ -123,13 +135,18 @@ func demoCopy(t *testing.T, done string) string {
 }
 
 // demoAgain lays out a second demo directory with seed 1 as rlgate demo
-// does (labdemo.Write, a new ledger) and runs with rlgate repro only RL
-// stage 2 and what it depends on: the imports, base, synthesis (which
-// samples from the Base policy), SFT and RL stage 1. The No-update
-// control, the evaluations and the comparison are left out: the control
-// makes no model of its own (the first demo's gate proves it wrote its
-// input, noupdate-identical), and the first demo already evaluates one
-// model twice, as SFT and as No-update, which demoSame compares.
+// does (labdemo.Write, a new ledger) and runs with rlgate repro only SFT
+// and what it depends on: its import, base and synthesis (the Base policy
+// served, sampled by concurrent requests, the one stage no other test
+// plays at the demo's scale). The GRPO stages are left out: that the
+// trainer's GRPO, with a KL term as RL stage 2 has, writes the same bytes
+// and metrics for the same seed, and other bytes for another, is
+// TestTrainSameSeedSameBytes's proof, on the same code as the demo's rl1
+// and rl2 run. The No-update control, the evaluations and the comparison
+// are left out too: the control makes no model of its own (the first
+// demo's gate proves it wrote its input, noupdate-identical), and the
+// first demo already evaluates one model twice, as SFT and as No-update,
+// which demoSame compares.
 func demoAgain(dir, exe string) (string, error) {
 	ctx := context.Background()
 	if err := labdemo.Prepare(ctx, dir, false); err != nil {
@@ -143,7 +160,7 @@ func demoAgain(dir, exe string) (string, error) {
 		return "", err
 	}
 	l.Close()
-	return demoRepro(dir, exe, "rl2")
+	return demoRepro(dir, exe, "sft")
 }
 
 // demoRepro runs rlgate repro of the stages in the demo directory dir as a
@@ -158,14 +175,13 @@ func demoRepro(dir, exe string, stages ...string) (string, error) {
 	return string(out), err
 }
 
-// demoSame: the second demo (demoAgain) trained, stage by stage, the
-// checkpoints the first recorded (base, sft, rl1 and rl2, by the digests
-// their run.end entries hold; sft is trained on synthesis's trajectories,
-// so a synthesis that sampled otherwise shows there). The evaluation is
-// proven within the first demo: it evaluated the SFT model twice, as sft
-// and as the No-update control (TestDemo checks that both served one
-// model identity), in two runs of their own, which must play every
-// episode, turn by turn, and grade every task the same.
+// demoSame: the second demo (demoAgain) wrote, stage by stage, the
+// outputs the first recorded (base, synthesis's trajectories and sft, by
+// the digests their run.end entries hold) and the same SFT metrics log.
+// The evaluation is proven within the first demo: it evaluated the SFT
+// model twice, as sft and as the No-update control (TestDemo checks that
+// both served one model identity), in two runs of their own, which must
+// play every episode, turn by turn, and grade every task the same.
 func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 	open := func(dir string) *ledger.Ledger {
 		l, err := ledger.OpenReadOnly(context.Background(), filepath.Join(dir, ledger.DefaultDir))
@@ -185,12 +201,15 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 		againRun[r.Stage] = r.Run
 	}
 	for _, d := range s.Decisions {
-		if !slices.Contains([]string{"base", "sft", "rl1", "rl2"}, d.Stage) {
+		if !slices.Contains([]string{"base", "synthesize", "sft"}, d.Stage) {
 			continue
 		}
 		if a, b := demoOutputs(t, la, d.Run), demoOutputs(t, lb, againRun[d.Stage]); len(a) == 0 || !maps.Equal(a, b) {
 			t.Errorf("stage %s wrote other outputs with seed 1: %s %v, again %s %v", d.Stage, d.Run, a, againRun[d.Stage], b)
 		}
+	}
+	if a, b := trainMetrics(t, filepath.Join(first, "logs", "sft.jsonl")), trainMetrics(t, filepath.Join(again, "logs", "sft.jsonl")); len(a) == 0 || !cmp.Equal(a, b) {
+		t.Errorf("sft logged other metrics with seed 1 (-first +again):\n%s", cmp.Diff(a, b))
 	}
 	o := labdemo.Options{Seed: 1}
 	outcomes := func(l *ledger.Ledger, label string) []ledger.Outcome {
@@ -208,25 +227,10 @@ func demoSame(t *testing.T, first, again string, s *demo.Summary) {
 		t.Errorf("the SFT model graded differently as No-update (-sft +noupdate):\n%s", cmp.Diff(a, b))
 	}
 	// Every turn too: a reply that changed but was graded the same
-	// shows only here. The episodes are compared as JSON (cmp walks a
-	// request body byte by byte), the first that differs shown.
+	// shows only here.
 	a, b := rollouttest.Episodes(t, la, o.EvalRun("sft")), rollouttest.Episodes(t, la, o.EvalRun("noupdate"))
-	if len(a) == 0 || len(a) != len(b) {
-		t.Errorf("the SFT model played %d episodes, as No-update %d", len(a), len(b))
-	}
-	for _, key := range slices.Sorted(maps.Keys(a)) {
-		ja, err := json.Marshal(a[key])
-		if err != nil {
-			t.Fatal(err)
-		}
-		jb, err := json.Marshal(b[key])
-		if err != nil {
-			t.Fatal(err)
-		}
-		if !bytes.Equal(ja, jb) {
-			t.Errorf("the SFT model played episode %s differently as No-update (-sft +noupdate):\n%s", key, cmp.Diff(a[key], b[key]))
-			break
-		}
+	if d := rollouttest.EpisodesDiff(a, b); len(a) == 0 || d != "" {
+		t.Errorf("the SFT model played %d episodes, as No-update otherwise:\n%s", len(a), d)
 	}
 }
 

@@ -111,7 +111,7 @@ func TestFleetDrainsFailingEndpoint(t *testing.T) {
 		t.Errorf("%d episodes recorded, want each of %d once", len(refs), tasks)
 	}
 	policyVisible := cmpopts.IgnoreFields(rollout.Turn{}, "Retried", "Endpoint")
-	if diff := cmp.Diff(rollouttest.Episodes(t, l, "clean"), rollouttest.Episodes(t, l, "fleet"), policyVisible); diff != "" {
+	if diff := rollouttest.EpisodesDiff(rollouttest.Episodes(t, l, "clean"), rollouttest.Episodes(t, l, "fleet"), policyVisible); diff != "" {
 		t.Errorf("fleet run differs from one on a healthy endpoint (-clean +fleet):\n%s", diff)
 	}
 

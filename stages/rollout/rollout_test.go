@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
 	"github.com/rlgate/rlgate/stages/dataset"
 	"github.com/rlgate/rlgate/stages/rollout"
@@ -273,8 +272,8 @@ func TestResumeAfterInterruptPlaysOnlyTheRest(t *testing.T) {
 	if _, err := rollout.Play(ctx, l, o); err != nil {
 		t.Fatal(err)
 	}
-	if a, b := rollouttest.Episodes(t, l, "resumed"), rollouttest.Episodes(t, l, "uninterrupted"); cmp.Diff(b, a) != "" {
-		t.Errorf("resumed run differs from an uninterrupted one (%d vs %d episodes; -uninterrupted +resumed):\n%s", len(a), len(b), cmp.Diff(b, a))
+	if a, b := rollouttest.Episodes(t, l, "resumed"), rollouttest.Episodes(t, l, "uninterrupted"); rollouttest.EpisodesDiff(b, a) != "" {
+		t.Errorf("resumed run differs from an uninterrupted one (%d vs %d episodes; -uninterrupted +resumed):\n%s", len(a), len(b), rollouttest.EpisodesDiff(b, a))
 	}
 
 	// A finished run is complete; other settings are refused.
@@ -321,7 +320,7 @@ func TestReplayReproducesTheRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, b := rollouttest.Episodes(t, l, "recorded"), rollouttest.Episodes(t, l, "replayed")
-	if diff := cmp.Diff(a, b); diff != "" {
+	if diff := rollouttest.EpisodesDiff(a, b); diff != "" {
 		t.Errorf("the replayed run differs from the recorded one (-recorded +replayed):\n%s", diff)
 	}
 

@@ -11,7 +11,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/ledgertest"
@@ -136,10 +135,10 @@ func TestTransportFailuresLeaveRunUnfinished(t *testing.T) {
 	}
 	// Failed attempts before a good reply are not what the policy saw.
 	clean, policyVisible := rollouttest.Episodes(t, l, "clean"), cmpopts.IgnoreFields(rollout.Turn{}, "Retried")
-	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "faulty"), policyVisible); diff != "" {
+	if diff := rollouttest.EpisodesDiff(clean, rollouttest.Episodes(t, l, "faulty"), policyVisible); diff != "" {
 		t.Errorf("resumed run differs from one that met no fault (-clean +resumed):\n%s", diff)
 	}
-	if diff := cmp.Diff(clean, rollouttest.Episodes(t, l, "replayed"), policyVisible); diff != "" {
+	if diff := rollouttest.EpisodesDiff(clean, rollouttest.Episodes(t, l, "replayed"), policyVisible); diff != "" {
 		t.Errorf("replay of the resumed run differs (-clean +replayed):\n%s", diff)
 	}
 }

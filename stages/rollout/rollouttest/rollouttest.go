@@ -10,15 +10,19 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
@@ -246,4 +250,36 @@ func Episodes(t testing.TB, l *ledger.Ledger, run string) map[string]rollout.Epi
 		out[key] = ep
 	}
 	return out
+}
+
+// EpisodesDiff is cmp.Diff(want, got, opts...) of two runs' Episodes, as
+// one diff per episode that differs (or that one run lacks), in key
+// order; "" when the runs played alike. cmp walks every request body byte
+// by byte, seconds for a run of a hundred episodes, so an episode that is
+// reflect.DeepEqual in both (and then equal under any option) is passed
+// over without it.
+func EpisodesDiff(want, got map[string]rollout.Episode, opts ...cmp.Option) string {
+	keys := slices.Collect(maps.Keys(want))
+	for key := range got {
+		if _, ok := want[key]; !ok {
+			keys = append(keys, key)
+		}
+	}
+	slices.Sort(keys)
+	var b strings.Builder
+	for _, key := range keys {
+		w, inWant := want[key]
+		g, inGot := got[key]
+		switch {
+		case !inGot:
+			fmt.Fprintf(&b, "episode %s: missing\n", key)
+		case !inWant:
+			fmt.Fprintf(&b, "episode %s: not wanted\n", key)
+		case !reflect.DeepEqual(w, g):
+			if d := cmp.Diff(w, g, opts...); d != "" {
+				fmt.Fprintf(&b, "episode %s (-want +got):\n%s", key, d)
+			}
+		}
+	}
+	return b.String()
 }
