@@ -278,7 +278,7 @@ func (l *Ledger) applyEntries(ctx context.Context, entries iter.Seq2[Entry, erro
 		return err
 	}
 	defer tx.Rollback()
-	d := newDeriver(ctx, tx)
+	d := newDeriver(ctx, tx, false) // the view's own SQLite database
 	defer d.close()
 	for e, err := range entries {
 		if err != nil {

@@ -47,6 +47,10 @@ type deriver struct {
 	pending map[string][][]any
 	// pack is deriveMetrics' buffer for large batches.
 	pack []byte
+	// deltas: metrics rows hold their steps as varint differences (SQLite's
+	// derived tables since version 3); else as little-endian int64
+	// (PostgreSQL's, version 1). See stepColumn.
+	deltas bool
 }
 
 type execer interface {
@@ -54,8 +58,11 @@ type execer interface {
 	PrepareContext(ctx context.Context, query string) (*sql.Stmt, error)
 }
 
-func newDeriver(ctx context.Context, tx execer) *deriver {
-	return &deriver{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
+// newDeriver derives rows into tx in the layout of a SQLite ledger's
+// derived tables (pg: a PostgreSQL ledger's, whose verify derives them
+// into a SQLite scratch database to compare).
+func newDeriver(ctx context.Context, tx execer, pg bool) *deriver {
+	return &deriver{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}, deltas: !pg}
 }
 
 // later queues a row for table, written by flush.
@@ -200,7 +207,8 @@ func decodeBody(e *Entry, v any) error {
 	return nil
 }
 
-// rebuildDerived recreates the derived tables in dst from the entries read
+// rebuildDerived recreates the derived tables of a SQLite ledger (or a
+// SQLite scratch copy of them) in dst from the entries read
 // through src, a page at a time so src and dst may be one transaction.
 func rebuildDerived(ctx context.Context, src queryer, dst execer) error {
 	if _, err := dst.ExecContext(ctx, dropDerivedDDL); err != nil {
@@ -209,7 +217,7 @@ func rebuildDerived(ctx context.Context, src queryer, dst execer) error {
 	if _, err := dst.ExecContext(ctx, derivedDDL); err != nil {
 		return err
 	}
-	d := newDeriver(ctx, dst)
+	d := newDeriver(ctx, dst, false)
 	defer d.close()
 	if err := eachEntryPage(ctx, src, func(e *Entry) error { return d.apply(e, nil) }); err != nil {
 		return err

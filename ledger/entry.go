@@ -114,7 +114,7 @@ func (l *Ledger) appendTx(ctx context.Context, tx *sql.Tx, recs []Record, at []s
 	if err != nil {
 		return nil, err
 	}
-	d := newDeriver(ctx, tx)
+	d := newDeriver(ctx, tx, l.pg)
 	defer d.close()
 	now := time.Now().UTC().Format(timeFormat)
 	for i := range prepared {

@@ -187,9 +187,27 @@ func (d *deriver) deriveMetrics(e *Entry, typed any) (err error) {
 		}()
 	}
 	for _, s := range m.Series {
-		d.later("metrics(run, key, seq, n, steps, vals)", e.Run, s.Key, e.Seq, s.Len(), s.Steps, s.Values)
+		steps := s.Steps
+		if d.deltas {
+			steps = appendSteps(make([]byte, 0, len(steps)/8+8), steps)
+		}
+		// By position: the steps' column is named by the table's backend
+		// (stepColumn), while their layout is the ledger's, which a
+		// PostgreSQL ledger's verify derives into a SQLite scratch table.
+		d.later("metrics", e.Run, s.Key, e.Seq, s.Len(), steps, s.Values)
 	}
 	return nil
+}
+
+// stepColumn names the column of a metrics row that holds its steps: in a
+// SQLite ledger step_deltas, each step's difference from the one before as
+// a varint (the bytes of a version 2 body's steps), since derived version
+// 3; in a PostgreSQL ledger steps, little-endian int64.
+func stepColumn(pg bool) string {
+	if pg {
+		return "steps"
+	}
+	return "step_deltas"
 }
 
 // packReuse is the size from which a batch's packed rows go through the
@@ -221,19 +239,26 @@ func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []
 		sp, ss := byStep(pts, seqs)
 		return sp, ss, nil
 	}
-	rows, err := l.db.QueryContext(ctx, "SELECT seq, n, steps, vals FROM metrics WHERE run = ? AND key = ? ORDER BY seq", run, key)
+	rows, err := l.db.QueryContext(ctx, "SELECT seq, n, "+stepColumn(l.pg)+", vals FROM metrics WHERE run = ? AND key = ? ORDER BY seq", run, key)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer rows.Close()
 	var pts []MetricPoint
 	var seqs []int64
+	var decoded []byte
 	for rows.Next() {
 		var seq int64
 		var n int
 		var steps, vals []byte
 		if err := rows.Scan(&seq, &n, &steps, &vals); err != nil {
 			return nil, nil, err
+		}
+		if !l.pg {
+			if decoded, err = decodeVarintSteps(steps, decoded[:0]); err != nil {
+				decoded = nil // a damaged row: refused below
+			}
+			steps = decoded
 		}
 		if len(steps) != 8*n || len(vals) != 8*n {
 			return nil, nil, fmt.Errorf("series %s/%s: entry %d: packed row is damaged (run rlgate verify)", run, key, seq)

@@ -11,11 +11,13 @@ import (
 
 // PackedMetrics is version 2 of the metrics body (docs/FORMAT.md, "Body
 // versions"): a batch's points grouped by key, each key's steps and values
-// packed as the derived metrics rows hold them. Version 1 (Metrics) writes
+// packed as the derived metrics rows of a SQLite ledger hold them.
+// Version 1 (Metrics) writes
 // every point as [step,"key",value], about 50 bytes of JSON a point to
 // encode, hash, store and parse again; a W&B run of 5 million points made
 // 250 MB of it. Packed, a point takes 9 bytes (12 in base64) when steps
-// go up by one, and a batch's rows are its arrays as they are. The body
+// go up by one, and a batch's rows are its arrays as they are (the steps'
+// varints, the values' bytes). The body
 // holds them itself rather than in a blob, so that the entries alone
 // still hold everything the derived tables do, and the chain's hash is
 // the only check they need.
@@ -28,9 +30,10 @@ type PackedMetrics struct {
 }
 
 // PackedSeries is one key's points of a batch, in the order they were
-// logged (a step logged twice keeps both). In memory, as in the derived
-// rows, Steps are little-endian int64 and Values little-endian float64, 8
-// bytes a point each. In JSON both are base64 strings (standard alphabet,
+// logged (a step logged twice keeps both). In memory Steps are
+// little-endian int64 and Values little-endian float64, 8 bytes a point
+// each; a SQLite ledger's derived rows keep the steps as their varints
+// (stepColumn). In JSON both are base64 strings (standard alphabet,
 // padded): values as they are, and steps as each step's difference from
 // the one before (the first's from 0) in zigzag varints, the encoding
 // of Go's binary.AppendVarint, shortest form: steps mostly go up by one,
@@ -258,6 +261,12 @@ func decodeSteps(text, dst, scratch []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
+	return decodeVarintSteps(enc, dst)
+}
+
+// decodeVarintSteps appends the steps (little-endian int64) that enc, their
+// varints as appendSteps writes them, stands for to dst.
+func decodeVarintSteps(enc, dst []byte) ([]byte, error) {
 	var short [binary.MaxVarintLen64]byte
 	prev := int64(0)
 	for i := 0; i < len(enc); {

@@ -123,7 +123,7 @@ func derivedRows(t *testing.T, dir string) [][]any {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	rows, err := db.Query("SELECT run, key, seq, n, steps, vals FROM metrics ORDER BY run, key, seq")
+	rows, err := db.Query("SELECT run, key, seq, n, step_deltas, vals FROM metrics ORDER BY run, key, seq")
 	if err != nil {
 		t.Fatal(err)
 	}

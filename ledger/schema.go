@@ -19,9 +19,15 @@ const applicationID = 0x726c6774
 // KB of packed points each, were the keys of its b-tree, and every key
 // comparison of an insert read a whole row from its overflow pages: most
 // of the time an import of millions of points spent in SQLite.
+//
+// 3: a metrics row holds its steps as varint differences (step_deltas, the
+// bytes a body of version 2 holds in base64), not as 8-byte integers: a
+// byte a step when steps go up by one, which took a quarter off what an
+// import of millions of points writes (docs/BENCHMARKS.md).
+//
 // PostgreSQL ledgers keep version 1 (pgDerivedVersion): their tables did
 // not change.
-const derivedVersion = 2
+const derivedVersion = 3
 
 // pgDerivedVersion numbers the shape of pgDDL's derived tables.
 const pgDerivedVersion = 1
@@ -67,7 +73,8 @@ var derivedTables = []struct{ name, order string }{
 
 // derivedDDL creates the derived query tables; see derive.go for how each
 // entry kind fills them. A metrics row packs one key's points of one entry
-// (n little-endian int64 steps and float64 values, NaN for null): a
+// (n steps as varint differences, n little-endian float64 values, NaN
+// for null; see stepColumn): a
 // trainer logs tens of thousands of points per batch, and a row per point
 // made ingest and series reads an order of magnitude slower. Rows that
 // large belong in a rowid table, its primary key a separate index of small
@@ -103,9 +110,9 @@ CREATE TABLE metrics (
 	run   TEXT NOT NULL,
 	key   TEXT NOT NULL,
 	seq   INTEGER NOT NULL,
-	n     INTEGER NOT NULL,
-	steps BLOB NOT NULL,
-	vals  BLOB NOT NULL,
+	n           INTEGER NOT NULL,
+	step_deltas BLOB NOT NULL,
+	vals        BLOB NOT NULL,
 	PRIMARY KEY (run, key, seq)
 );
 CREATE TABLE outcomes (

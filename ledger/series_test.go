@@ -2,7 +2,8 @@ package ledger_test
 
 import (
 	"database/sql"
-	"github.com/rlgate/rlgate/ledger/records"
+	"encoding/binary"
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/rlgate/rlgate/ledger"
+	"github.com/rlgate/rlgate/ledger/records"
 )
 
 // TestSeriesOfIrregularBatches appends metrics batches whose steps log
@@ -117,22 +119,47 @@ func TestSeriesOfIrregularBatches(t *testing.T) {
 	}
 }
 
-// TestMetricsTableOfVersion1Rebuilt: a ledger whose metrics table is
-// derived version 1's (WITHOUT ROWID, each row's packed points inside its
-// b-tree's keys) gets this version's on open, with the same rows, and
-// verifies clean.
-func TestMetricsTableOfVersion1Rebuilt(t *testing.T) {
+// TestMetricsTableOfEarlierVersionsRebuilt: a ledger whose metrics table
+// is derived version 1's (WITHOUT ROWID, each row's packed points inside
+// its b-tree's keys) or version 2's (steps as 8-byte integers) gets this
+// version's on open, with the same series, and verifies clean.
+func TestMetricsTableOfEarlierVersionsRebuilt(t *testing.T) {
+	for _, c := range []struct {
+		version, options string
+	}{{"1", " WITHOUT ROWID"}, {"2", ""}} {
+		t.Run("version "+c.version, func(t *testing.T) { metricsTableRebuilt(t, c.version, c.options) })
+	}
+}
+
+func metricsTableRebuilt(t *testing.T, version, options string) {
 	dir := t.TempDir()
 	l, err := ledger.Init(ctx, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
 	pts := []ledger.MetricPoint{{Step: 1, Key: "loss", Value: 2}, {Step: 1, Key: "lr", Value: 1e-6}, {Step: 2, Key: "loss", Value: 1.5}}
-	if _, err := l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}}); err != nil {
+	e, err := l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: "rl", Body: ledger.Metrics{Points: pts}})
+	if err != nil {
 		t.Fatal(err)
 	}
 	l.Close()
-	rawExec(t, dir, `ALTER TABLE metrics RENAME TO metrics_now`)
+	// The rows as that version held them: steps and values little-endian.
+	packed := func(vs ...float64) string {
+		var b []byte
+		for _, v := range vs {
+			b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+		}
+		return fmt.Sprintf("x'%x'", b)
+	}
+	steps := func(ss ...int64) string {
+		var b []byte
+		for _, s := range ss {
+			b = binary.LittleEndian.AppendUint64(b, uint64(s))
+		}
+		return fmt.Sprintf("x'%x'", b)
+	}
+	seq := e[0].Seq
+	rawExec(t, dir, `DROP TABLE metrics`)
 	rawExec(t, dir, `CREATE TABLE metrics (
 	run   TEXT NOT NULL,
 	key   TEXT NOT NULL,
@@ -141,10 +168,10 @@ func TestMetricsTableOfVersion1Rebuilt(t *testing.T) {
 	steps BLOB NOT NULL,
 	vals  BLOB NOT NULL,
 	PRIMARY KEY (run, key, seq)
-) WITHOUT ROWID`)
-	rawExec(t, dir, `INSERT INTO metrics SELECT run, key, seq, n, steps, vals FROM metrics_now`)
-	rawExec(t, dir, `DROP TABLE metrics_now`)
-	rawExec(t, dir, `UPDATE meta SET value = '1' WHERE key = 'derived_version'`)
+)`+options)
+	rawExec(t, dir, fmt.Sprintf(`INSERT INTO metrics VALUES ('rl', 'loss', %d, 2, %s, %s), ('rl', 'lr', %d, 1, %s, %s)`,
+		seq, steps(1, 2), packed(2, 1.5), seq, steps(1), packed(1e-6)))
+	rawExec(t, dir, `UPDATE meta SET value = '`+version+`' WHERE key = 'derived_version'`)
 
 	if rep := verifyDir(t, dir, ledger.VerifyOptions{}); !rep.OK() {
 		t.Fatalf("open should have rebuilt the derived tables:\n%s", findings(rep))
@@ -158,8 +185,8 @@ func TestMetricsTableOfVersion1Rebuilt(t *testing.T) {
 	if err := db.QueryRow(`SELECT sql FROM sqlite_master WHERE name = 'metrics'`).Scan(&ddl); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Contains(ddl, "WITHOUT ROWID") {
-		t.Errorf("metrics after open is still version 1's:\n%s", ddl)
+	if strings.Contains(ddl, "WITHOUT ROWID") || !strings.Contains(ddl, "step_deltas") {
+		t.Errorf("metrics after open is still version %s's:\n%s", version, ddl)
 	}
 	l, err = ledger.Open(ctx, dir)
 	if err != nil {
@@ -172,5 +199,32 @@ func TestMetricsTableOfVersion1Rebuilt(t *testing.T) {
 	}
 	if diff := cmp.Diff([]ledger.MetricPoint{pts[0], pts[2]}, got); diff != "" {
 		t.Errorf("series loss after the rebuild (-appended +read):\n%s", diff)
+	}
+}
+
+// TestSeriesRefusesDamagedRows: a metrics row whose step deltas do not
+// decode to its n steps (a varint cut short) or whose values are not n
+// long is refused by Series, naming the entry, rather than read.
+func TestSeriesRefusesDamagedRows(t *testing.T) {
+	for _, edit := range []string{`UPDATE metrics SET step_deltas = x'ff'`, `UPDATE metrics SET step_deltas = x'0202'`, `UPDATE metrics SET vals = zeroblob(8)`} {
+		dir := t.TempDir()
+		l, err := ledger.Init(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		pts := []ledger.MetricPoint{{Step: 1, Key: "loss", Value: 2}, {Step: 2, Key: "loss", Value: 1.5}, {Step: 3, Key: "loss", Value: 1}}
+		if _, err := l.Append(ctx, ledger.Record{Kind: records.KindMetrics, Run: "rl", Body: ledger.PackMetrics(pts)}); err != nil {
+			t.Fatal(err)
+		}
+		l.Close()
+		rawExec(t, dir, edit)
+		l, err = ledger.Open(ctx, dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, _, err := l.Series(ctx, "rl", "loss"); err == nil || !strings.Contains(err.Error(), "packed row is damaged (run rlgate verify)") {
+			t.Errorf("%s: Series gave %v, want the row refused", edit, err)
+		}
+		l.Close()
 	}
 }

@@ -154,7 +154,7 @@ func (l *Ledger) verify(ctx context.Context, opts VerifyOptions) (*VerifyReport,
 	if _, err := tx.ExecContext(ctx, derivedDDL); err != nil {
 		return nil, err
 	}
-	d := newDeriver(ctx, tx)
+	d := newDeriver(ctx, tx, l.pg)
 	err = l.verifyChain(ctx, rep, refs, func(e *Entry) {
 		if err := d.apply(e, nil); err != nil && ctx.Err() == nil {
 			rep.add(Finding{Severity: SeverityError, Check: "derived", Seq: e.Seq, Message: "entry cannot be derived: " + err.Error()})

@@ -373,7 +373,7 @@ func TestDerivedRebuildOnOpen(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'derived_version'`).Scan(&v); err != nil || v != "2" {
+	if err := db.QueryRow(`SELECT value FROM meta WHERE key = 'derived_version'`).Scan(&v); err != nil || v != "3" {
 		t.Errorf("derived_version after the rebuild: %q, %v", v, err)
 	}
 }
