@@ -58,8 +58,10 @@ func (t *Tailer) readFramed(f *os.File, final bool) error {
 		}
 		r := llogReader{data: data, base: base, off: pos}
 		for {
-			if !reserved && r.off-start >= readChunk {
-				t.reserve(r.off-start, size-r.off)
+			// Judged from what is decoded, which trails what is read
+			// while batches are parsed.
+			if !reserved && t.cur.Offset-start >= readChunk {
+				t.reserve(t.cur.Offset-start, size-t.cur.Offset)
 				reserved = true
 			}
 			rec, err := r.next()
