@@ -254,13 +254,12 @@ func (l *Ledger) Series(ctx context.Context, run, key string) ([]MetricPoint, []
 		if err := rows.Scan(&seq, &n, &steps, &vals); err != nil {
 			return nil, nil, err
 		}
+		var bad error
 		if !l.pg {
-			if decoded, err = decodeVarintSteps(steps, decoded[:0]); err != nil {
-				decoded = nil // a damaged row: refused below
-			}
+			decoded, bad = decodeVarintSteps(steps, decoded[:0])
 			steps = decoded
 		}
-		if len(steps) != 8*n || len(vals) != 8*n {
+		if bad != nil || len(steps) != 8*n || len(vals) != 8*n {
 			return nil, nil, fmt.Errorf("series %s/%s: entry %d: packed row is damaged (run rlgate verify)", run, key, seq)
 		}
 		for i := range n {
