@@ -40,6 +40,16 @@ func CanonicalJSON(v any) ([]byte, error) {
 // one object, and the numbers docs/FORMAT.md "Canonical JSON" refuses;
 // none of these is ever changed into something else before hashing.
 func Canonicalize(raw []byte) ([]byte, error) {
+	if out, ok := canonicalFast(raw); ok {
+		return out, nil
+	}
+	return canonicalSlow(raw)
+}
+
+// canonicalSlow is Canonicalize through encoding/json: the text decoded
+// into Go values, which are written out in canonical form. It says why it
+// refuses what canonicalFast does not take on.
+func canonicalSlow(raw []byte) ([]byte, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.UseNumber()
 	var v any

@@ -173,6 +173,29 @@ func FuzzCanonicalJSON(f *testing.F) {
 	})
 }
 
+// FuzzCanonicalFast checks that whatever canonicalFast takes, the slow
+// road through encoding/json takes too, to the same bytes.
+func FuzzCanonicalFast(f *testing.F) {
+	for _, s := range []string{`{"b":1,"a":[1.5,"x",null]}`, ` [1e3, 1000 ,1000.0,-0, 0.1e-7]`, `"\u00e9\/\b\f\n\r\t\u0000"`,
+		`{"\ud83d\ude00":{},"z":false,"\u00e9":true,"e":{"y":1,"x":[{"b":2,"a":1}]}}`, `{"a":1,"a":2}`, `{"a":1,"\u0061":2}`,
+		`"\ud800"`, `"\udc00\ud800"`, `{"x":"\ud83d\u0041"}`, "\"\xff\"", `[1,]`, `{"a" 1}`, `01`, `1e400`, `9007199254740993`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		fast, ok := canonicalFast(raw)
+		if !ok {
+			return
+		}
+		slow, err := canonicalSlow(raw)
+		if err != nil {
+			t.Fatalf("canonicalFast took %q, which the slow road refuses: %v", raw, err)
+		}
+		if !bytes.Equal(fast, slow) {
+			t.Fatalf("%q:\nfast %s\nslow %s", raw, fast, slow)
+		}
+	})
+}
+
 // TestFormatES6FastPath checks that Go's shortest 'f' format, which
 // formatES6 uses for 1e-6 <= |f| < 1e21, equals the ECMAScript algorithm.
 func TestFormatES6FastPath(t *testing.T) {
