@@ -196,7 +196,7 @@ func TestImportRefusesDefectiveInputs(t *testing.T) {
 }
 
 // TestImportRefusesNonEmptyOut: importing BIRD over a Spider import is
-// refused; with --force it replaces the import's three files and leaves
+// refused; with --force it replaces the import's files and leaves
 // every other file as it was.
 func TestImportRefusesNonEmptyOut(t *testing.T) {
 	dir := t.TempDir()

@@ -16,14 +16,14 @@ import (
 
 // TestDataImportKeepsItsFiles: rlgate data import's dataset entry names,
 // besides its manifest blob (the bytes of the manifest.json it wrote), the
-// tasks and gold files it wrote as blobs, so the audits can read them back
+// tasks, gold and Spider schemas files it wrote as blobs, so the audits can read them back
 // by digest after the directory moved (docs/GATE.md, "Where the files are
 // found").
 func TestDataImportKeepsItsFiles(t *testing.T) {
 	t.Parallel()
 	ldir, data := spiderLedger(t)
 	var want []ledger.Digest
-	for _, f := range []string{dataset.ManifestFile, dataset.TasksFile, dataset.GoldFile} {
+	for _, f := range []string{dataset.ManifestFile, dataset.TasksFile, dataset.GoldFile, dataset.SpiderSchemasFile} {
 		d, _, err := manifests.HashFile(context.Background(), filepath.Join(data, f))
 		if err != nil {
 			t.Fatal(err)
@@ -37,7 +37,7 @@ func TestDataImportKeepsItsFiles(t *testing.T) {
 		}
 		if a.Role == "dataset" {
 			if d := cmp.Diff(want, e.Blobs, cmpopts.SortSlices(func(a, b ledger.Digest) bool { return a.String() < b.String() })); d != "" {
-				t.Errorf("dataset entry %d blobs (-manifest.json, tasks.jsonl, gold.jsonl +got):\n%s", e.Seq, d)
+				t.Errorf("dataset entry %d blobs (-manifest.json, tasks.jsonl, gold.jsonl, spider_schemas.json +got):\n%s", e.Seq, d)
 			}
 			return
 		}

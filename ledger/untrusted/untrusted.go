@@ -61,6 +61,9 @@ const (
 	ExampleIDsLimit = 64 << 20
 	// PredictionsLimit caps a predictions file (grade --predictions).
 	PredictionsLimit = 256 << 20
+	// SpiderSchemasLimit caps an import's spider_schemas.json, the
+	// columns and foreign keys of each of its databases.
+	SpiderSchemasLimit = 64 << 20
 	// SourceLimit caps a benchmark's source file (data import: questions,
 	// gold SQL, tables), the largest of which (BIRD's train.json) is tens
 	// of megabytes.

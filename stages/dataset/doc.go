@@ -4,7 +4,8 @@
 // position in the source file, db_id, question, evidence and a schema
 // rendered from the database), and gold.jsonl (id, db_id, SQL,
 // difficulty), with both digests and the source and database digests in
-// manifest.json. Questions whose database is missing are skipped and
+// manifest.json; a Spider-format import also records what exact match
+// reads of each database in spider_schemas.json. Questions whose database is missing are skipped and
 // listed, not fatal; every task keeps its position in the source file so
 // predictions aligned by position still find it.
 //
@@ -13,5 +14,5 @@
 // gold file out of line with the questions, or a tables.json without a
 // question's database is an error naming the file and line or item. An
 // import never writes into a directory that holds anything unless forced
-// (CheckOut), and then replaces only its own three files.
+// (CheckOut), and then replaces only its own files.
 package dataset

@@ -3,13 +3,17 @@ package dataset
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rlgate/rlgate/stages/spidersql"
+	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
 // officialHardness reads testdata/spider/dev_hardness.official.tsv: the
@@ -117,5 +121,55 @@ func TestVariantHardnessAtImport(t *testing.T) {
 				t.Errorf("%d queries not from Spider dev (want %d), %d unparsed (want 0)", rewritten, tt.rewritten, counts[UnparsedHardness])
 			}
 		})
+	}
+}
+
+// TestSpiderSchemasRecorded: a Spider import writes spider_schemas.json
+// with the schema and foreign keys ParseSchemaKeys reads from each of its
+// 19 databases, as the grader would read them, and names it in the
+// manifest; an import without schemas forced over it removes the file.
+func TestSpiderSchemasRecorded(t *testing.T) {
+	im, err := ImportSpider(ctx, SpiderOptions{Dev: spider + "/dev.json", Gold: spider + "/dev_gold.sql", DBRoot: spider + "/database"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := im.WriteDir(dir, false); err != nil {
+		t.Fatal(err)
+	}
+	man, err := ReadManifest(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := ReadSpiderSchemas(dir, man)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ex := sqlenv.NewExecutor(sqlenv.Options{})
+	defer ex.Close()
+	want := map[string]SpiderSchema{}
+	for id := range man.Databases {
+		var sc SpiderSchema
+		if sc.Schema, sc.Keys, err = ParseSchemaKeys(ctx, ex, DBPath(man.DBRoot, id)); err != nil {
+			t.Fatal(err)
+		}
+		want[id] = sc
+	}
+	if len(want) != 19 {
+		t.Fatalf("%d databases, want 19", len(want))
+	}
+	if d := cmp.Diff(want, got); d != "" {
+		t.Errorf("recorded schemas differ from the databases' (-read +recorded):\n%s", d)
+	}
+	im.SpiderSchemas = nil
+	im.Manifest.SpiderSchemas = nil
+	if err := im.WriteDir(dir, true); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, SpiderSchemasFile)); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("an import without schemas left the earlier one's file: %v", err)
+	}
+	if man, err := ReadManifest(dir); err != nil || man.SpiderSchemas != nil {
+		t.Errorf("manifest names schemas %+v (%v)", man, err)
 	}
 }

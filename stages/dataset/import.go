@@ -15,7 +15,6 @@ import (
 	"github.com/rlgate/rlgate/manifests"
 	"github.com/rlgate/rlgate/stages/gold"
 	"github.com/rlgate/rlgate/stages/jsonl"
-	"github.com/rlgate/rlgate/stages/spidersql"
 	"github.com/rlgate/rlgate/stages/sqlenv"
 	"github.com/rlgate/rlgate/stages/tasks"
 )
@@ -42,6 +41,8 @@ type Manifest struct {
 	Tasks     FileRef                  `json:"tasks"`
 	Gold      FileRef                  `json:"gold"`
 	Skipped   []Skipped                `json:"skipped"`
+	// SpiderSchemas is the SpiderSchemasFile of a Spider-format import.
+	SpiderSchemas *FileRef `json:"spider_schemas,omitempty"`
 }
 
 // FileRef names one written file by digest.
@@ -63,6 +64,9 @@ type Imported struct {
 	Tasks    []tasks.Task
 	Gold     []gold.Gold
 	Manifest Manifest
+	// SpiderSchemas are the databases' schemas and foreign keys, by db_id,
+	// of a Spider-format import (SpiderSchemasFile).
+	SpiderSchemas map[string]SpiderSchema
 }
 
 // row is one source question in any format.
@@ -118,7 +122,9 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 	// Spider-format gold has no difficulty of its own: its hardness is
 	// computed from the gold SQL as the official evaluator computes it.
 	hardness := kind == "spider" || strings.HasPrefix(kind, "spider-")
-	parsed := map[string]spidersql.Schema{}
+	if hardness {
+		im.SpiderSchemas = map[string]SpiderSchema{}
+	}
 	schemas := map[string]string{}
 	missing := map[string]string{}
 	for i, r := range rows {
@@ -145,14 +151,16 @@ func build(ctx context.Context, name, kind, dbRoot string, rows []row, sources m
 			}
 			schemas[r.dbID], im.Manifest.Databases[r.dbID] = schema, d
 			if hardness {
-				if parsed[r.dbID], err = ParseSchema(ctx, ex, path); err != nil {
+				var sc SpiderSchema
+				if sc.Schema, sc.Keys, err = ParseSchemaKeys(ctx, ex, path); err != nil {
 					return nil, err
 				}
+				im.SpiderSchemas[r.dbID] = sc
 			}
 		}
 		difficulty := r.difficulty
 		if hardness {
-			difficulty = goldHardness(parsed[r.dbID], r.sql)
+			difficulty = goldHardness(im.SpiderSchemas[r.dbID].Schema, r.sql)
 		}
 		id := fmt.Sprintf("%s-%04d", name, i)
 		im.Tasks = append(im.Tasks, tasks.Task{ID: id, Index: i, Dataset: name, DBID: r.dbID, Question: r.question, Evidence: r.evidence, Schema: schema})
@@ -184,16 +192,18 @@ func CheckOut(dir string, force bool) error {
 		return fmt.Errorf("import into %s: %w", dir, err)
 	case len(entries) > 0:
 		return &ledger.Error{Op: "import into", Path: dir, Err: ErrOutNotEmpty,
-			Hint: fmt.Sprintf("an empty or new --out, or --force to replace %s, %s and %s there (nothing else is touched)", TasksFile, GoldFile, ManifestFile)}
+			Hint: fmt.Sprintf("an empty or new --out, or --force to replace %s, %s, %s and %s there (nothing else is touched)", TasksFile, GoldFile, ManifestFile, SpiderSchemasFile)}
 	}
 	return nil
 }
 
-// WriteDir writes tasks.jsonl, gold.jsonl and manifest.json into dir,
-// which must be new or empty unless force (CheckOut); other files in dir
-// are never touched. Each file is written to a temporary name and
-// renamed, so a failed import never leaves a half-written file under the
-// final name.
+// WriteDir writes tasks.jsonl, gold.jsonl, a Spider-format import's
+// spider_schemas.json and manifest.json into dir, which must be new or
+// empty unless force (CheckOut); other files in dir are never touched,
+// but for an earlier import's spider_schemas.json, which an import
+// without one removes once its manifest is written. Each file is written
+// to a temporary name and renamed, so a failed import never leaves a
+// half-written file under the final name.
 func (im *Imported) WriteDir(dir string, force bool) error {
 	if err := CheckOut(dir, force); err != nil {
 		return err
@@ -208,13 +218,25 @@ func (im *Imported) WriteDir(dir string, force bool) error {
 	if im.Manifest.Gold, err = writeAtomic(dir, GoldFile, len(im.Gold), func(w io.Writer) error { return gold.Write(w, im.Gold) }); err != nil {
 		return err
 	}
+	if len(im.SpiderSchemas) > 0 {
+		if im.Manifest.SpiderSchemas, err = writeSpiderSchemas(dir, im.SpiderSchemas); err != nil {
+			return err
+		}
+	}
 	sort.Slice(im.Manifest.Skipped, func(i, j int) bool { return im.Manifest.Skipped[i].Index < im.Manifest.Skipped[j].Index })
 	body, err := ledger.CanonicalJSON(im.Manifest)
 	if err != nil {
 		return err
 	}
-	_, err = writeAtomic(dir, ManifestFile, 0, func(w io.Writer) error { _, err := w.Write(body); return err })
-	return err
+	if _, err = writeAtomic(dir, ManifestFile, 0, func(w io.Writer) error { _, err := w.Write(body); return err }); err != nil {
+		return err
+	}
+	if im.Manifest.SpiderSchemas == nil {
+		if err := os.Remove(filepath.Join(dir, SpiderSchemasFile)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("write dataset: %w", err)
+		}
+	}
+	return nil
 }
 
 func writeAtomic(dir, name string, count int, write func(io.Writer) error) (FileRef, error) {

@@ -85,10 +85,11 @@ var ErrNotFound = errors.New("not found")
 
 // ReadRecorded returns the bytes of the file the ledger recorded at path
 // with digest want: from the ledger's blob store when it holds them
-// (rlgate data import keeps tasks, gold and manifest there), else from
-// the first of Places whose bytes have that digest. A file found only with
-// other bytes is refused naming it and both digests; one found nowhere
-// (ErrNotFound) is named with its digest and where it was recorded.
+// (rlgate data import keeps tasks, gold, Spider schemas and manifest
+// there), else from the first of Places whose bytes have that digest. A
+// file found only with other bytes is refused naming it and both digests;
+// one found nowhere (ErrNotFound) is named with its digest and where it
+// was recorded.
 func ReadRecorded(ctx context.Context, l *ledger.Ledger, path string, want ledger.Digest) ([]byte, error) {
 	if b, err := readBlob(l, want); !errors.Is(err, ledger.ErrNotFound) {
 		return b, err
@@ -177,15 +178,19 @@ func (m *Manifest) Record(ctx context.Context, l *ledger.Ledger, dir string) (le
 	return l.RecordArtifact(ctx, "", ledger.Artifact{Role: records.RoleDataset, Name: m.Dataset, Kind: records.ArtifactBenchmark, Digest: m.Tasks.Digest}, m, kept...)
 }
 
-// Keep stores the tasks and gold files the import wrote into dir in the
-// ledger's blob store and returns their digests, for the import's entry
-// to name (the manifest, which manifest.json holds byte for byte, is the
-// entry's own blob): a gate, audit or report on another machine, or after
+// Keep stores the tasks, gold and Spider schemas files the import wrote
+// into dir in the ledger's blob store and returns their digests, for the
+// import's entry to name (the manifest, which manifest.json holds byte
+// for byte, is the entry's own blob): a gate, audit or report on another machine, or after
 // the directory moved, reads them back by digest (ReadRecorded). A file
 // whose bytes are no longer those the manifest recorded is refused.
 func (m *Manifest) Keep(l *ledger.Ledger, dir string) ([]ledger.Digest, error) {
 	var kept []ledger.Digest
-	for _, f := range []FileRef{m.Tasks, m.Gold} {
+	files := []FileRef{m.Tasks, m.Gold}
+	if m.SpiderSchemas != nil {
+		files = append(files, FileRef{Path: SpiderSchemasFile, Digest: m.SpiderSchemas.Digest})
+	}
+	for _, f := range files {
 		path := filepath.Join(dir, f.Path)
 		r, err := untrusted.Open(path)
 		if err != nil {

@@ -9,17 +9,6 @@ import (
 	"github.com/rlgate/rlgate/stages/sqlenv"
 )
 
-// ParseSchema reads a database's tables and columns as the Spider
-// evaluator's process_sql.get_schema does: every table in sqlite_master,
-// its columns in table_info order, names lower-cased.
-func ParseSchema(ctx context.Context, ex *sqlenv.Executor, dbPath string) (spidersql.Schema, error) {
-	cols, err := readColumns(ctx, ex, dbPath)
-	if err != nil {
-		return nil, err
-	}
-	return cols.schema(), nil
-}
-
 // columnList is a database's columns as get_schema lists them, each with
 // whether it is part of its table's primary key: one query serves both
 // the schema and the foreign-key map (exact match needs both of every
@@ -29,29 +18,15 @@ type columnList []struct {
 	pk          bool
 }
 
-// columnsQuery lists every column of every table in sqlite_master (table,
-// column, primary key position), in table_info order.
-const columnsQuery = "SELECT m.name, p.name, p.pk FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table'"
-
-// keysQuery is columnsQuery's rows, marked 0, then every foreign key of
-// every table (table, referenced table, from, to), marked 1, in one
-// statement: a second statement for the keys cost as much as the first
-// (most of it preparing the pragma join), for each database exact match
-// grades on.
+// keysQuery lists every column of every table in sqlite_master (table,
+// column, primary key position) in table_info order, marked 0, then every
+// foreign key of every table (table, referenced table, from, to), marked
+// 1, in one statement: a second statement for the keys cost as much as
+// the first (most of it preparing the pragma join).
 const keysQuery = "SELECT 0, m.name, p.name, p.pk, NULL FROM sqlite_master AS m, pragma_table_info(m.name) AS p WHERE m.type = 'table' " +
 	"UNION ALL SELECT 1, m.name, f.\"table\", f.\"from\", f.\"to\" FROM sqlite_master AS m, pragma_foreign_key_list(m.name) AS f WHERE m.type = 'table'"
 
-// readColumns reads every column of every table in sqlite_master, names
-// lower-cased, in table_info order.
-func readColumns(ctx context.Context, ex *sqlenv.Executor, dbPath string) (columnList, error) {
-	res, err := ex.Execute(ctx, dbPath, columnsQuery)
-	if err != nil {
-		return nil, fmt.Errorf("read schema of %s: %w", dbPath, err)
-	}
-	return columnRows(res.Rows), nil
-}
-
-// columnRows reads columnsQuery's rows.
+// columnRows reads keysQuery's column rows.
 func columnRows(rows [][]sqlenv.Cell) columnList {
 	cols := make(columnList, len(rows))
 	for i, row := range rows {
@@ -147,8 +122,10 @@ func exampleValue(c sqlenv.Cell) string {
 func quoteIdent(s string) string  { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }
 func quoteString(s string) string { return `'` + strings.ReplaceAll(s, `'`, `''`) + `'` }
 
-// ParseSchemaKeys reads a database's schema (as ParseSchema) and its
-// foreign keys as a spidersql.KeyMap: the columns in get_schema order (as
+// ParseSchemaKeys reads a database's tables and columns as the Spider
+// evaluator's process_sql.get_schema does (every table in sqlite_master,
+// its columns in table_info order, names lower-cased), and its foreign
+// keys as a spidersql.KeyMap: the columns in get_schema order (as
 // tables.json lists them), each foreign key (to its referenced column, or
 // the referenced table's first primary key column) a pair. For the 19
 // Spider dev databases the map equals the one tables.json's foreign_keys

@@ -80,9 +80,47 @@ func (g *Grader) emSchema(ctx context.Context, dbPath string) (*emSchema, error)
 	}
 	g.mu.Unlock()
 	s.once.Do(func() {
-		if s.schema, s.kmap, s.err = dataset.ParseSchemaKeys(ctx, g.exec, dbPath); s.err == nil && len(s.schema) == 0 {
-			s.err = errors.New("exact match: " + dbPath + " has no tables")
+		if s.schema, s.kmap, s.err = dataset.ParseSchemaKeys(ctx, g.exec, dbPath); s.err == nil {
+			s.err = noTables(dbPath, s.schema)
 		}
 	})
 	return s, s.err
+}
+
+// noTables refuses the schema of a database without tables, on which no
+// query can match.
+func noTables(dbPath string, schema spidersql.Schema) error {
+	if len(schema) == 0 {
+		return errors.New("exact match: " + dbPath + " has no tables")
+	}
+	return nil
+}
+
+// useSpiderSchemas gives exact match the schemas the import in dir
+// recorded (dataset.SpiderSchemasFile) of each database check found
+// unchanged since the import, so that grading opens none of them: the
+// same bytes give the same schema. The others, and every database of an
+// import that recorded none, are read from the database when first
+// graded on, as the official evaluator reads them. It returns the file's
+// digest when there is one, for the grading's run.start.
+func (g *Grader) useSpiderSchemas(dir string, man *dataset.Manifest, check *DatabaseCheck) (*ledger.Digest, error) {
+	schemas, err := dataset.ReadSpiderSchemas(dir, man)
+	if err != nil || schemas == nil {
+		return nil, err
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for id, sc := range schemas {
+		if d, ok := check.Digests[id]; !ok || d != man.Databases[id] {
+			continue
+		}
+		path := dataset.DBPath(check.Root, id)
+		if _, ok := g.emSchemas[path]; ok {
+			continue
+		}
+		s := &emSchema{}
+		s.once.Do(func() { s.schema, s.kmap, s.err = sc.Schema, sc.Keys, noTables(path, sc.Schema) })
+		g.emSchemas[path] = s
+	}
+	return &man.SpiderSchemas.Digest, nil
 }

@@ -82,6 +82,9 @@ type gradeStart struct {
 	GoldDigest  ledger.Digest   `json:"gold_digest"`
 	Options     RecordedOptions `json:"grader_options"`
 	Databases   *DatabaseCheck  `json:"database_check"`
+	// SpiderSchemas is the digest of the import's spider_schemas.json
+	// when exact match graded on the schemas it records.
+	SpiderSchemas *ledger.Digest `json:"spider_schemas_digest,omitempty"`
 }
 
 // gradeEnd is the body of its run.end entry. Reason says why a failed or
@@ -151,6 +154,12 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if s.Databases, err = g.Databases(ctx, man, dbRoot, o.AllowDBMismatch, o.Progress); err != nil {
 		return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
 	}
+	var spiderSchemas *ledger.Digest
+	if o.Metric == MetricSpiderEM {
+		if spiderSchemas, err = g.useSpiderSchemas(o.Dataset, man, s.Databases); err != nil {
+			return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
+		}
+	}
 
 	// The tasks are graded while the run's start is recorded: storing the
 	// predictions and starting the run wait mostly on fsync, grading on
@@ -171,7 +180,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err == nil {
 		run, err = l.StartRun(ctx, s.Run, gradeStart{RunStart: ledger.RunStart{Stage: "grade"}, Metric: o.Metric, Format: o.Format, Predictions: o.Predictions,
 			PredDigest: s.PredDigest, Dataset: man.Dataset, TasksDigest: man.Tasks.Digest, TaskSet: goldTaskSet(golds), GoldDigest: man.Gold.Digest,
-			Options: g.Options().Record(), Databases: s.Databases})
+			Options: g.Options().Record(), Databases: s.Databases, SpiderSchemas: spiderSchemas})
 	}
 	if err != nil {
 		cancel()
