@@ -70,19 +70,43 @@ type Column struct {
 // replaced by "1". A prediction the parser rejects is compared as an
 // empty query, as there, and parseErr says why; the gold must parse.
 func ExactMatch(schema Schema, kmap KeyMap, pred, gold string) (match bool, parseErr, goldErr error) {
-	g, err := Parse(schema, gold)
+	g, err := PrepareGold(schema, kmap, gold)
 	if err != nil {
 		return false, nil, err
 	}
+	p, parseErr := PreparePrediction(schema, kmap, pred)
+	return Match(p, g), parseErr, nil
+}
+
+// Prepared is a query parsed and rebuilt for exact match on one
+// database, so that a grading parses a query it meets again (the same
+// gold for two questions, the same prediction twice) once. It is only
+// read once made, so goroutines may match it at once.
+type Prepared struct{ e *em }
+
+// PrepareGold reads a gold query as ExactMatch does; it must parse.
+func PrepareGold(schema Schema, kmap KeyMap, gold string) (*Prepared, error) {
+	g, err := Parse(schema, gold)
+	if err != nil {
+		return nil, err
+	}
+	return &Prepared{rebuild(g, validColumns(schema, g), kmap, true)}, nil
+}
+
+// PreparePrediction reads a prediction as ExactMatch does; one the parser
+// rejects is prepared as the empty query, and parseErr says why.
+func PreparePrediction(schema Schema, kmap KeyMap, pred string) (_ *Prepared, parseErr error) {
 	pred, _, _ = strings.Cut(pred, "\t")
 	p, parseErr := Parse(schema, strings.ReplaceAll(pred, "value", "1"))
 	if parseErr != nil {
 		p = &Query{}
 	}
-	gv, pv := validColumns(schema, g), validColumns(schema, p)
-	ge, pe := rebuild(g, gv, kmap, true), rebuild(p, pv, kmap, true)
-	return exact(pe, ge), parseErr, nil
+	return &Prepared{rebuild(p, validColumns(schema, p), kmap, true)}, parseErr
 }
+
+// Match is the exact set match of a prepared prediction against a
+// prepared gold.
+func Match(pred, gold *Prepared) bool { return exact(pred.e, gold.e) }
 
 // validCols is build_valid_col_units: the ids of every column of the
 // tables q's outermost FROM names, tested in place (has) rather than
