@@ -519,7 +519,24 @@ type Masker struct {
 	rep     *strings.Replacer
 	held    []byte // may begin a known secret
 	line    []byte // known secrets masked; the value rule waits for the line's end
+
+	// masked are strings JSON masked before, each to what it gave: a
+	// chat request repeats every message of the turns before it, so a
+	// rollout met each message as many times as its episode had turns
+	// after it, and masking was a sixth of a rollout's CPU. maskedBytes
+	// counts their length, bounded by maxMasked.
+	mu          sync.Mutex
+	masked      map[string]string
+	maskedBytes int
 }
+
+// maxMasked bounds the bytes of the strings a Masker remembers; past it,
+// it forgets them all and starts again.
+const maxMasked = 64 << 20
+
+// minMasked is the shortest string a Masker remembers: a shorter one is
+// masked about as fast as it is looked up.
+const minMasked = 256
 
 // maxLine bounds the end of a line a Masker holds back: output that never
 // ends a line (a progress bar) still reaches the ledger. A token cut there
@@ -607,7 +624,7 @@ func (m *Masker) JSON(b []byte) ([]byte, error) {
 func (m *Masker) walk(v any, changed *bool) any {
 	switch x := v.(type) {
 	case string:
-		if s := m.String(x); s != x {
+		if s := m.remembered(x); s != x {
 			*changed = true
 			return s
 		}
@@ -621,6 +638,29 @@ func (m *Masker) walk(v any, changed *bool) any {
 		}
 	}
 	return v
+}
+
+// remembered is String(s), from what the masker remembers when it masked
+// s before: the result depends on s and the masker's secrets alone.
+func (m *Masker) remembered(s string) string {
+	if len(s) < minMasked {
+		return m.String(s)
+	}
+	m.mu.Lock()
+	out, ok := m.masked[s]
+	m.mu.Unlock()
+	if ok {
+		return out
+	}
+	out = m.String(s)
+	m.mu.Lock()
+	if m.masked == nil || m.maskedBytes+len(s) > maxMasked {
+		m.masked, m.maskedBytes = map[string]string{}, 0
+	}
+	m.masked[s] = out
+	m.maskedBytes += len(s)
+	m.mu.Unlock()
+	return out
 }
 
 // Known masks in b only the secrets the Redactor removed, not what the

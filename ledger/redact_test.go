@@ -230,3 +230,47 @@ func FuzzNamedRulePrefilter(f *testing.F) {
 		}
 	})
 }
+
+// TestMaskerJSONRemembers: a request that repeats the messages of the
+// turns before it is masked as a first sight of each message would be,
+// a secret in a repeated message included, while each long message is
+// masked once.
+func TestMaskerJSONRemembers(t *testing.T) {
+	system := strings.Repeat("You answer with SQL. ", 20)
+	leak := "the tool printed OPENAI_API_KEY=sk-abcdefghijklmnopqrstuvwx while it ran; " + strings.Repeat("more output ", 30)
+	turn := func(msgs ...string) []byte {
+		var b strings.Builder
+		b.WriteString(`{"model":"m","messages":[`)
+		for i, m := range msgs {
+			if i > 0 {
+				b.WriteString(",")
+			}
+			b.WriteString(`{"role":"user","content":"` + m + `"}`)
+		}
+		b.WriteString("]}")
+		return []byte(b.String())
+	}
+	fresh := func(b []byte) string {
+		out, err := (&Redactor{}).Masker().JSON(b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(out)
+	}
+	m := (&Redactor{}).Masker()
+	for _, req := range [][]byte{turn(system), turn(system, leak), turn(system, leak, "short"), turn(system, leak, "short")} {
+		got, err := m.JSON(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := fresh(req); string(got) != want {
+			t.Errorf("masked %s\nwant %s", got, want)
+		}
+		if strings.Contains(string(got), "sk-abc") {
+			t.Errorf("the key is left in %s", got)
+		}
+	}
+	if len(m.masked) != 2 || m.masked[system] != system || strings.Contains(m.masked[leak], "sk-abc") {
+		t.Errorf("remembered %d strings, want the system prompt unchanged and the leak masked: %q", len(m.masked), m.masked)
+	}
+}
