@@ -3,7 +3,7 @@ package audit
 import (
 	"encoding/json"
 
-	"github.com/rlgate/rlgate/stages/jsonl"
+	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/stages/rollout"
 )
 
@@ -11,8 +11,8 @@ import (
 // request: hundreds of megabytes of JSON strings per gate. encoding/json
 // validates and decodes through reflection; the functions here decode
 // the one layout rollout writes by hand (strings through
-// jsonl.AppendUnescaped) and give the same result as encoding/json, which
-// FuzzAppendUnescaped (stages/jsonl) and FuzzParseMessages check.
+// ledger.AppendUnescaped) and give the same result as encoding/json, which
+// FuzzAppendUnescaped (ledger) and FuzzParseMessages check.
 
 // appendUnquoted appends the value of the JSON string token tok (quotes
 // included) to dst as encoding/json decodes it; ok is false when tok is
@@ -27,7 +27,7 @@ func appendUnquoted(dst, tok []byte) (_ []byte, ok bool) {
 // appendUnescaped is appendUnquoted for what lies between the quotes, or
 // a prefix of it.
 func appendUnescaped(dst, s []byte) (_ []byte, ok bool) {
-	dst, n := jsonl.AppendUnescaped(dst, s)
+	dst, n := ledger.AppendUnescaped(dst, s)
 	return dst, n == len(s)
 }
 

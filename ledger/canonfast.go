@@ -3,7 +3,6 @@ package ledger
 import (
 	"bytes"
 	"slices"
-	"unicode/utf16"
 	"unicode/utf8"
 	"unsafe"
 )
@@ -23,6 +22,9 @@ const fastMaxDepth = 1000
 // its reason; FuzzCanonicalFast checks that the two give the same bytes
 // whenever this one succeeds.
 func canonicalFast(raw []byte) ([]byte, bool) {
+	if !utf8.Valid(raw) {
+		return nil, false
+	}
 	p := canonPass{in: raw}
 	p.out.Grow(len(raw))
 	if !p.value(0) {
@@ -233,107 +235,42 @@ func (p *canonPass) object(depth int) bool {
 	return true
 }
 
-// str reads the string at p.i. A string without escapes is returned as
-// the text's own bytes (never written while the pass runs); one with
-// escapes is unescaped into new bytes.
+// str reads the string at p.i: a string without escapes is returned as
+// the text's own bytes (never written while the pass runs), one with
+// escapes unescaped into new bytes. A \u escape of a surrogate, half of
+// a pair or not, is left to the slow road, which refuses a lone one (the
+// text is known to be UTF-8: canonicalFast checked it whole).
 func (p *canonPass) str() (string, bool) {
 	p.i++
-	start := p.i
-	for p.i < len(p.in) {
-		switch c := p.in[p.i]; {
-		case c == '"':
-			s := p.in[start:p.i]
-			p.i++
-			return unsafe.String(unsafe.SliceData(s), len(s)), utf8.Valid(s)
-		case c == '\\':
-			return p.escaped(start)
-		case c < 0x20:
-			return "", false
-		}
-		p.i++
+	rest := p.in[p.i:]
+	n := 0
+	for n < len(rest) && rest[n] != '"' && rest[n] != '\\' && rest[n] >= 0x20 {
+		n++
 	}
-	return "", false
+	if n < len(rest) && rest[n] == '"' {
+		p.i += n + 1
+		return unsafe.String(unsafe.SliceData(rest), n), true
+	}
+	b, n := AppendUnescaped(nil, rest)
+	if n == len(rest) || rest[n] != '"' || surrogateEscape(rest[:n]) {
+		return "", false
+	}
+	p.i += n + 1
+	return string(b), true
 }
 
-// escaped reads on from p.i, at the first escape of the string whose
-// text starts at start.
-func (p *canonPass) escaped(start int) (string, bool) {
-	b := append([]byte(nil), p.in[start:p.i]...)
-	for p.i < len(p.in) {
-		c := p.in[p.i]
-		switch {
-		case c == '"':
-			p.i++
-			return string(b), utf8.Valid(b)
-		case c < 0x20:
-			return "", false
-		case c != '\\':
-			b = append(b, c)
-			p.i++
-			continue
+// surrogateEscape reports whether s may hold a \u escape of a surrogate
+// (it may also be an escaped backslash before "ud8", which costs only the
+// slow road).
+func surrogateEscape(s []byte) bool {
+	for {
+		i := bytes.Index(s, []byte(`\u`))
+		if i < 0 || i+4 > len(s) {
+			return false
 		}
-		if p.i+1 >= len(p.in) {
-			return "", false
+		if c := s[i+3]; (s[i+2] == 'd' || s[i+2] == 'D') && (c >= '8' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return true
 		}
-		e := p.in[p.i+1]
-		p.i += 2
-		switch e {
-		case '"', '\\', '/':
-			b = append(b, e)
-		case 'b':
-			b = append(b, '\b')
-		case 'f':
-			b = append(b, '\f')
-		case 'n':
-			b = append(b, '\n')
-		case 'r':
-			b = append(b, '\r')
-		case 't':
-			b = append(b, '\t')
-		case 'u':
-			r, ok := p.hex4()
-			if !ok {
-				return "", false
-			}
-			if utf16.IsSurrogate(r) {
-				// Only a high half followed by an escaped low half is
-				// taken; the slow road refuses any other surrogate.
-				if r >= 0xdc00 || !bytes.HasPrefix(p.in[p.i:], []byte(`\u`)) {
-					return "", false
-				}
-				p.i += 2
-				lo, ok := p.hex4()
-				if !ok || lo < 0xdc00 || lo > 0xdfff {
-					return "", false
-				}
-				r = utf16.DecodeRune(r, lo)
-			}
-			b = utf8.AppendRune(b, r)
-		default:
-			return "", false
-		}
+		s = s[i+2:]
 	}
-	return "", false
-}
-
-// hex4 reads four hex digits at p.i.
-func (p *canonPass) hex4() (rune, bool) {
-	if p.i+4 > len(p.in) {
-		return 0, false
-	}
-	var r rune
-	for _, c := range p.in[p.i : p.i+4] {
-		switch {
-		case c >= '0' && c <= '9':
-			r = r<<4 | rune(c-'0')
-		case c >= 'a' && c <= 'f':
-			r = r<<4 | rune(c-'a'+10)
-		case c >= 'A' && c <= 'F':
-			r = r<<4 | rune(c-'A'+10)
-		default:
-			return 0, false
-		}
-	}
-	p.i += 4
-	return r, true
 }

@@ -156,16 +156,12 @@ func checkIJSON(raw []byte) error {
 // how many bytes after the 'u' it read, and refuses a surrogate that is
 // not one half of such a pair.
 func checkSurrogate(esc []byte) (int, error) {
-	hex4 := func(b []byte) rune {
-		n, _ := strconv.ParseUint(string(b), 16, 32)
-		return rune(n)
-	}
-	r := hex4(esc[2:6])
+	r, _ := hex4(esc[2:])
 	if !utf16.IsSurrogate(r) {
 		return 4, nil
 	}
 	if r < 0xdc00 && len(esc) >= 12 && esc[6] == '\\' && esc[7] == 'u' {
-		if lo := hex4(esc[8:12]); lo >= 0xdc00 && lo <= 0xdfff {
+		if lo, _ := hex4(esc[8:]); lo >= 0xdc00 && lo <= 0xdfff {
 			return 10, nil
 		}
 	}

@@ -22,12 +22,4 @@
 // CheckText is exported for readers of other inputs that want the same
 // refusal: whole source files at import (JSON arrays, SQL text), parquet
 // strings, and predictions files.
-//
-// # JSON strings
-//
-// AppendUnescaped decodes the content of a JSON string by hand, as
-// encoding/json would, for the two readers too hot for reflection: the
-// gold audit's scan of recorded requests (audit) and the trainer-metrics
-// scanner (stages/metrics). It lives here, the lowest package of JSON text
-// both may import.
 package jsonl

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"unicode/utf8"
 
-	"github.com/rlgate/rlgate/stages/jsonl"
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // errJSONEnd is returned by the scanner when the input stops inside a value.
@@ -297,7 +297,7 @@ func (s *jsonScanner) string() ([]byte, error) {
 			s.pos = i + 1
 			b := s.data[start:i]
 			if !ascii && !utf8.Valid(b) {
-				s.str, _ = jsonl.AppendUnescaped(s.str[:0], b)
+				s.str, _ = ledger.AppendUnescaped(s.str[:0], b)
 				return s.str, nil
 			}
 			return b, nil
@@ -315,12 +315,12 @@ func (s *jsonScanner) string() ([]byte, error) {
 }
 
 // escapedString finishes a string that contains escapes, decoded by
-// jsonl.AppendUnescaped; start is at the first byte of the string's
+// ledger.AppendUnescaped; start is at the first byte of the string's
 // content. An escape cut short by the end of the input is errJSONEnd (the
 // writer is not done yet); one that is wrong is a syntax error at it.
 func (s *jsonScanner) escapedString(start int) ([]byte, error) {
 	d := s.data
-	out, n := jsonl.AppendUnescaped(s.str[:0], d[start:])
+	out, n := ledger.AppendUnescaped(s.str[:0], d[start:])
 	s.str = out
 	s.pos = start + n
 	if s.pos == len(d) {

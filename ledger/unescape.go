@@ -1,4 +1,4 @@
-package jsonl
+package ledger
 
 import (
 	"unicode/utf16"
@@ -25,9 +25,10 @@ var plainByte = func() (t [256]bool) {
 // when s holds none: so s is a valid string's whole content exactly when
 // n == len(s), and the string closes at s[n] when s[n] is a quote.
 //
-// Both the gold audit (hundreds of megabytes of recorded messages per
-// gate) and the trainer-metrics scanner decode strings here, by hand,
-// rather than through encoding/json's reflection.
+// The readers too hot for encoding/json's reflection decode strings here:
+// the gold audit (hundreds of megabytes of recorded messages per gate),
+// the trainer-metrics scanner and canonicalFast, which writes every
+// ledger body.
 func AppendUnescaped(dst, s []byte) (_ []byte, n int) {
 	i := 0
 	for i < len(s) {
