@@ -352,7 +352,7 @@ const (
 // They are compiled when first used, not at every rlgate start.
 var valueRules = sync.OnceValue(func() []valueRule {
 	return []valueRule{
-		{regexp.MustCompile(tokenShape), false, containsAny("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "akia", "asia", "eyj")},
+		{regexp.MustCompile(tokenShape), false, wordStarting("sk-", "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_", "hf_", "xox", "AKIA", "ASIA", "eyJ")},
 		{regexp.MustCompile(bearer), false, containsAny("bearer")},
 		{regexp.MustCompile(authorization), false, containsAny("authorization")},
 		{regexp.MustCompile(webhook), false, containsAny("hooks.slack.com", "discord", "webhook.office.com")},
@@ -366,6 +366,32 @@ type valueRule struct {
 	re    *regexp.Regexp
 	named bool
 	may   func(s, lower string) bool
+}
+
+// wordStarting: one of prefixes, in its case, starts a word of s (at its
+// start, or after a byte other than a letter, digit or underscore): the
+// only places tokenShape, which is case-sensitive, can match. Text that
+// merely holds "Asia" or "task-" is not searched.
+func wordStarting(prefixes ...string) func(s, lower string) bool {
+	return func(s, _ string) bool {
+		for _, p := range prefixes {
+			for at := 0; ; {
+				i := strings.Index(s[at:], p)
+				if i < 0 {
+					break
+				}
+				if i += at; i == 0 || !isWordByte(s[i-1]) {
+					return true
+				}
+				at = i + 1
+			}
+		}
+		return false
+	}
+}
+
+func isWordByte(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 func containsAny(subs ...string) func(string, string) bool {

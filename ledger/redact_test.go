@@ -203,26 +203,31 @@ func TestValueRule(t *testing.T) {
 	}
 }
 
-// FuzzNamedRulePrefilter: the cheap check that lets maskLine skip a named
-// rule (secretNameBefore) never skips a line on which the rule would mask
-// a value: for every match whose name is secret, the check sees the name
-// before its separator.
-func FuzzNamedRulePrefilter(f *testing.F) {
+// FuzzRulePrefilter: the cheap check that lets maskLine skip a rule never
+// skips a line on which the rule would mask a value: for a named rule
+// (secretNameBefore), every match whose name is secret has the name seen
+// before its separator; for the others, the rule finds no match at all.
+func FuzzRulePrefilter(f *testing.F) {
 	for _, s := range []string{
 		"MYSQL_PWD=hunter2", `{"password" : "v", "n": 1}`, "X-Api-Key: abc123", "a.x-pass=v",
 		"ApiKeyId=3", "--access-token=abc", `"api_key":"s"`, "Authorization: Bearer xyz",
 		"config.db_password = x", `CREATE TABLE t (id INTEGER PRIMARY KEY); SELECT a=b`, "GH_PAT=ghp_x",
 		"x-amz-signature :\tdeadbeef", `"ÄpiKey": "ü"`, "hf_token=\"q\"",
+		"key sk-abcdefghijklmnopqrstu", "task-sk-abcdefghijklmnopqrstu", "Asia ASIAABCDEFGHIJKLMNOP", "(AKIAABCDEFGHIJKLMNOP)",
+		"eyJabcdefghij.eyJabcdefghij.abcdefghij", "xoxb-1234567890ab", "https://hooks.slack.com/services/T0/B0/x",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		lower := strings.ToLower(s)
 		for _, r := range valueRules() {
-			if !r.named || r.may(s, lower) {
+			if r.may(s, lower) {
 				continue
 			}
 			for _, m := range r.re.FindAllStringSubmatchIndex(s, -1) {
+				if !r.named {
+					t.Fatalf("rule %s skipped on %q, which would mask %q", r.re, s, s[m[len(m)-2]:m[len(m)-1]])
+				}
 				if SecretName(s[m[2]:m[3]]) {
 					t.Fatalf("rule %s skipped on %q, which would mask %q", r.re, s, s[m[4]:m[5]])
 				}
