@@ -56,16 +56,7 @@ type member struct {
 	start, end int
 }
 
-func (p *canonPass) space() {
-	for p.i < len(p.in) {
-		switch p.in[p.i] {
-		case ' ', '\t', '\n', '\r':
-			p.i++
-		default:
-			return
-		}
-	}
-}
+func (p *canonPass) space() { p.i = SkipSpace(p.in, p.i) }
 
 // next skips white space and consumes c when it comes next.
 func (p *canonPass) next(c byte) bool {

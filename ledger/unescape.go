@@ -99,6 +99,20 @@ func AppendUnescaped(dst, s []byte) (_ []byte, n int) {
 	return dst, i
 }
 
+// SkipSpace returns the index of the first byte of b at or after i that
+// is not JSON white space (space, tab, newline, carriage return).
+func SkipSpace(b []byte, i int) int {
+	for i < len(b) {
+		switch b[i] {
+		case ' ', '\t', '\n', '\r':
+			i++
+		default:
+			return i
+		}
+	}
+	return i
+}
+
 // hex4 reads the four hex digits of a \u escape.
 func hex4(s []byte) (rune, bool) {
 	if len(s) < 4 {

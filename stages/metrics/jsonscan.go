@@ -62,16 +62,7 @@ func (s *jsonScanner) unexpected(context string) error {
 	return s.errorf("invalid character %q %s", s.data[s.pos], context)
 }
 
-func (s *jsonScanner) skipSpace() {
-	for s.pos < len(s.data) {
-		switch s.data[s.pos] {
-		case ' ', '\t', '\n', '\r':
-			s.pos++
-		default:
-			return
-		}
-	}
-}
+func (s *jsonScanner) skipSpace() { s.pos = ledger.SkipSpace(s.data, s.pos) }
 
 // expectEnd fails unless only white space remains.
 func (s *jsonScanner) expectEnd() error {

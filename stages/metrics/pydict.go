@@ -3,6 +3,8 @@ package metrics
 import (
 	"bytes"
 	"strconv"
+
+	"github.com/rlgate/rlgate/ledger"
 )
 
 // pyDict reads the dict literal that Python's repr or pprint.pformat wrote
@@ -36,16 +38,7 @@ func (p *pyDict) read(sk *sink, data []byte) bool {
 	return p.items(sk, 0)
 }
 
-func (p *pyDict) space() {
-	for p.pos < len(p.data) {
-		switch p.data[p.pos] {
-		case ' ', '\t', '\n', '\r':
-			p.pos++
-		default:
-			return
-		}
-	}
-}
+func (p *pyDict) space() { p.pos = ledger.SkipSpace(p.data, p.pos) }
 
 // items reads "key: value" items up to the closing brace.
 func (p *pyDict) items(sk *sink, depth int) bool {
