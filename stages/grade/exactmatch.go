@@ -23,9 +23,15 @@ type emSchema struct {
 	kmap   spidersql.KeyMap
 	err    error
 
-	mu    sync.Mutex
-	golds map[string]preparedQuery
-	preds map[string]preparedQuery
+	mu      sync.Mutex
+	queries map[queryKey]preparedQuery
+}
+
+// queryKey names a query met on a database: a gold and a prediction of
+// the same text are prepared differently.
+type queryKey struct {
+	gold bool
+	sql  string
 }
 
 // preparedQuery is a query prepared for exact match, with why it did not
@@ -35,22 +41,28 @@ type preparedQuery struct {
 	err error
 }
 
-// prepared returns the query sql prepared by prepare, from memo when it
-// was prepared before. Two workers meeting a new query at once may both
-// prepare it, to the same result.
-func (s *emSchema) prepared(memo *map[string]preparedQuery, sql string, prepare func(spidersql.Schema, spidersql.KeyMap, string) (*spidersql.Prepared, error)) (*spidersql.Prepared, error) {
+// prepared returns the gold or prediction sql prepared, from what s
+// remembers when it was prepared before. Two workers meeting a new query
+// at once may both prepare it, to the same result.
+func (s *emSchema) prepared(gold bool, sql string) (*spidersql.Prepared, error) {
+	key := queryKey{gold, sql}
 	s.mu.Lock()
-	p, ok := (*memo)[sql]
+	p, ok := s.queries[key]
 	s.mu.Unlock()
-	if !ok {
-		p.q, p.err = prepare(s.schema, s.kmap, sql)
-		s.mu.Lock()
-		if *memo == nil {
-			*memo = map[string]preparedQuery{}
-		}
-		(*memo)[sql] = p
-		s.mu.Unlock()
+	if ok {
+		return p.q, p.err
 	}
+	if gold {
+		p.q, p.err = spidersql.PrepareGold(s.schema, s.kmap, sql)
+	} else {
+		p.q, p.err = spidersql.PreparePrediction(s.schema, s.kmap, sql)
+	}
+	s.mu.Lock()
+	if s.queries == nil {
+		s.queries = map[queryKey]preparedQuery{}
+	}
+	s.queries[key] = p
+	s.mu.Unlock()
 	return p.q, p.err
 }
 
@@ -63,11 +75,11 @@ func (g *Grader) exactMatch(ctx context.Context, dbPath, predSQL, goldSQL string
 		return Judgement{}, err
 	}
 	o := Judgement{Metric: MetricSpiderEM}
-	gold, goldErr := s.prepared(&s.golds, goldSQL, spidersql.PrepareGold)
+	gold, goldErr := s.prepared(true, goldSQL)
 	var pred *spidersql.Prepared
 	var predErr error
 	if goldErr == nil {
-		pred, predErr = s.prepared(&s.preds, predSQL, spidersql.PreparePrediction)
+		pred, predErr = s.prepared(false, predSQL)
 	}
 	switch {
 	case goldErr != nil:
