@@ -134,34 +134,25 @@ func (g *Grader) Databases(ctx context.Context, man *dataset.Manifest, root stri
 	if err != nil {
 		return nil, err
 	}
-	return c, g.UseDatabases(ctx, c)
+	g.UseDatabases(c)
+	return c, nil
 }
 
 // UseDatabases makes the grader trust the digests c hashed, so no
 // database is hashed twice in one command, and records in c the SQLite
-// version the grader executes with.
-func (g *Grader) UseDatabases(ctx context.Context, c *DatabaseCheck) error {
-	first := ""
+// version the grader executes with (none when c checked no database).
+func (g *Grader) UseDatabases(c *DatabaseCheck) {
 	g.mu.Lock()
 	for id, d := range c.Digests {
-		if first == "" || id < first {
-			first = id
-		}
 		path := g.abs(dataset.DBPath(c.Root, id))
 		e := &digestEntry{}
 		e.once.Do(func() { e.d = d })
 		g.digests[path], g.known[path] = e, d
 	}
 	g.mu.Unlock()
-	if first == "" {
-		return nil
+	if len(c.Digests) > 0 {
+		c.SQLiteVersion = g.exec.SQLiteVersion()
 	}
-	res, err := g.exec.Execute(ctx, dataset.DBPath(c.Root, first), "SELECT sqlite_version()")
-	if err != nil {
-		return fmt.Errorf("sqlite version: %w", err)
-	}
-	c.SQLiteVersion = res.Rows[0][0].String()
-	return nil
 }
 
 // abs is path made absolute, as the grader keys databases; a path that

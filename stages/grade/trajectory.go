@@ -181,9 +181,7 @@ func GradeTrajectories(ctx context.Context, l *ledger.Ledger, g *Grader, o Traje
 	}
 
 	if o.Databases != nil {
-		if err := g.UseDatabases(ctx, o.Databases); err != nil {
-			return nil, err
-		}
+		g.UseDatabases(o.Databases)
 	}
 	dbs, err := g.Databases(ctx, man, dbRoot, o.AllowDBMismatch, o.Progress)
 	if err != nil {

@@ -8,6 +8,8 @@ import (
 	"runtime"
 	"sync"
 	"time"
+
+	sqlite3 "modernc.org/sqlite/lib"
 )
 
 // Options bound what one query may cost. A zero field takes its value
@@ -114,6 +116,11 @@ func NewExecutor(opts Options) *Executor {
 	limitHeap()
 	return &Executor{opts: opts.withDefaults(), pools: make(map[string]*pool)}
 }
+
+// SQLiteVersion is the version of the SQLite every query runs on: the
+// library linked into this binary, so what SELECT sqlite_version() returns
+// on any connection, known without opening a database.
+func (e *Executor) SQLiteVersion() string { return sqlite3.SQLITE_VERSION }
 
 // Options returns the options in force, defaults filled in, so a caller
 // can record them.

@@ -55,6 +55,18 @@ func TestExecuteTypedCells(t *testing.T) {
 	}
 }
 
+// SQLiteVersion answers without a database what a query on one answers.
+func TestSQLiteVersionIsTheQueriedOne(t *testing.T) {
+	e := newTestExecutor(t, Options{})
+	res, err := e.Execute(context.Background(), dogKennels, "SELECT sqlite_version()")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([][]Cell{{Text(e.SQLiteVersion())}}, res.Rows); diff != "" {
+		t.Errorf("sqlite_version() (-SQLiteVersion +query):\n%s", diff)
+	}
+}
+
 func TestExecuteColumnsAndOrder(t *testing.T) {
 	e := newTestExecutor(t, Options{})
 	res, err := e.Execute(context.Background(), dogKennels,
