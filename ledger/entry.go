@@ -228,9 +228,14 @@ func (l *Ledger) prepare(r Record) (Entry, error) {
 	}
 	var body []byte
 	var err error
-	if m, ok := r.Body.(canonicalBody); ok {
+	switch m := r.Body.(type) {
+	case canonicalBody:
 		body, err = m.canonical() // large batches: skip the generic re-encoding
-	} else {
+	case CanonicalEncoder:
+		w := &CanonicalWriter{}
+		m.EncodeCanonical(w)
+		body, err = w.Bytes()
+	default:
 		body, err = CanonicalJSON(r.Body)
 	}
 	if err != nil {

@@ -97,6 +97,7 @@ func TestSpiderAgreesWithOfficialVerdicts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkStoredOutcomes(t, l, s)
 	for _, it := range s.Items {
 		if it.Verdict == VerdictGoldDefect {
 			t.Errorf("item %d: gold defect: %s", it.Index, it.Error)
@@ -156,6 +157,7 @@ func birdAgreement(t *testing.T, l *ledger.Ledger, g *Grader, dir string) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			checkStoredOutcomes(t, l, s)
 			t.Logf("bird %s: %d/%d correct; by difficulty %+v", tt.file, s.Correct, s.Total, s.ByDifficulty)
 			if s.Total != 140 || s.Correct != tt.want {
 				t.Errorf("%d/%d correct, want %d/140", s.Correct, s.Total, tt.want)

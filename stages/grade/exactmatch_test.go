@@ -40,6 +40,7 @@ func TestExactMatchOnRecordedSchemas(t *testing.T) {
 	if err != nil || recorded.Correct != 681 || recorded.Total != 972 {
 		t.Fatalf("graded on recorded schemas: %v, %+v", err, recorded)
 	}
+	checkStoredOutcomes(t, l, recorded)
 	var start gradeStart
 	if err := l.DecodeBody(ctx, recorded.StartSeq, &start); err != nil || start.SpiderSchemas == nil || *start.SpiderSchemas != man.SpiderSchemas.Digest {
 		t.Errorf("run.start names schemas %v, want %s (%v)", start.SpiderSchemas, man.SpiderSchemas.Digest, err)

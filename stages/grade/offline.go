@@ -204,7 +204,7 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	}
 	for i := 0; i < len(s.Items); i += outcomeBatch {
 		batch := s.Items[i:min(i+outcomeBatch, len(s.Items))]
-		recs = append(recs, ledger.Record{Kind: records.KindOutcomes, Run: s.Run, Body: map[string]any{"items": batch}})
+		recs = append(recs, ledger.Record{Kind: records.KindOutcomes, Run: s.Run, Body: outcomesBody(batch)})
 	}
 	s.tally()
 	end, err := run.EndWith(ctx, recs, gradeEnd{RunEnd: ledger.RunEnd{Status: records.StatusOK}, Correct: s.Correct, Total: s.Total,
