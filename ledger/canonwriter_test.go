@@ -94,8 +94,22 @@ func TestCanonicalWriterRefusesMistakes(t *testing.T) {
 		write func(w *CanonicalWriter)
 		want  string
 	}{
-		{"names out of order", func(w *CanonicalWriter) { w.Object(); w.Name("b"); w.Int(1); w.Name("a"); w.Int(2); w.End() }, "UTF-16 order"},
-		{"a name twice", func(w *CanonicalWriter) { w.Object(); w.Name("a"); w.Int(1); w.Name("a"); w.Int(2); w.End() }, "unique"},
+		{"names out of order", func(w *CanonicalWriter) {
+			w.Object()
+			w.Name("b")
+			w.Int(1)
+			w.Name("a")
+			w.Int(2)
+			w.End()
+		}, "UTF-16 order"},
+		{"a name twice", func(w *CanonicalWriter) {
+			w.Object()
+			w.Name("a")
+			w.Int(1)
+			w.Name("a")
+			w.Int(2)
+			w.End()
+		}, "unique"},
 		{"byte order, not UTF-16 order", func(w *CanonicalWriter) {
 			w.Object()
 			w.Name("\uffff")
