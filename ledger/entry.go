@@ -6,7 +6,6 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -73,7 +72,23 @@ func computeHash(e *Entry) Digest {
 	return SumDigest(h)
 }
 
-var kindPattern = regexp.MustCompile(`^[a-z][a-z0-9_.-]{0,63}$`)
+// kindRule is what an entry kind must be: a lower-case letter, then up
+// to 63 of lower-case letters, digits and "_.-". validKind checks it by
+// hand: as a regular expression, its bounded repetition compiled to 64
+// copies at every rlgate start.
+const kindRule = "^[a-z][a-z0-9_.-]{0,63}$"
+
+func validKind(k string) bool {
+	if len(k) == 0 || len(k) > 64 || k[0] < 'a' || k[0] > 'z' {
+		return false
+	}
+	for i := 1; i < len(k); i++ {
+		if c := k[i]; !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '_' || c == '.' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
 
 // timeFormat keeps entry times in UTC with fixed width, so they sort as text.
 const timeFormat = "2006-01-02T15:04:05.000000000Z"
@@ -223,8 +238,8 @@ func (l *Ledger) prepareAll(ctx context.Context, recs []Record) ([]Entry, error)
 // referenced blob is already stored (in a directory, as a regular file),
 // which is the write-ordering rule.
 func (l *Ledger) prepare(r Record) (Entry, error) {
-	if !kindPattern.MatchString(r.Kind) {
-		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindPattern)
+	if !validKind(r.Kind) {
+		return Entry{}, fmt.Errorf("%w: kind %q must match %s", ErrBadRecord, r.Kind, kindRule)
 	}
 	var body []byte
 	var err error

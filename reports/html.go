@@ -7,6 +7,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // HTML renders the report as one self-contained page: inline CSS and
@@ -29,15 +30,20 @@ func (r *Report) HTML() ([]byte, error) {
 			data.Curves = append(data.Curves, c)
 		}
 	}
-	if err := page.Execute(&b, data); err != nil {
+	if err := page().Execute(&b, data); err != nil {
 		return nil, fmt.Errorf("render html: %w", err)
 	}
 	return b.Bytes(), nil
 }
 
-var page = template.Must(template.New("report").Funcs(template.FuncMap{
-	"cellClass": cellClass,
-}).Parse(`<!DOCTYPE html>
+// page is parsed when first used: every rlgate command starts with this
+// package linked, and few render HTML.
+var page = sync.OnceValue(parsePage)
+
+func parsePage() *template.Template {
+	return template.Must(template.New("report").Funcs(template.FuncMap{
+		"cellClass": cellClass,
+	}).Parse(`<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
@@ -90,6 +96,7 @@ svg text { font: 12px system-ui, sans-serif; fill: #1d2330; }
 {{end}}{{end}}</body>
 </html>
 `))
+}
 
 // labelColor gives each model label its colour in every chart.
 func labelColor(label string) string {

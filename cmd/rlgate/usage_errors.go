@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/urfave/cli/v3"
 )
@@ -50,13 +51,14 @@ func commandPath(cmd *cli.Command) string {
 	return strings.TrimPrefix(cmd.FullName(), cmd.Root().Name+" ")
 }
 
-// urfave/cli's flag-parsing and help errors, which cliError rewords.
+// urfave/cli's flag-parsing and help errors, which cliError rewords,
+// compiled at the first error rather than at every start.
 var (
-	flagUnknownRE  = regexp.MustCompile(`^flag provided but not defined: -+(.*)$`)
-	flagNoValueRE  = regexp.MustCompile(`^flag needs an argument: -+(.*)$`)
-	flagBadValueRE = regexp.MustCompile(`^invalid value (".*") for flag -+([^:]*): (.*)$`)
-	flagRequiredRE = regexp.MustCompile(`^Required flags? "(.*)" not set$`)
-	helpTopicRE    = regexp.MustCompile(`^No help topic for '(.*)'`)
+	flagUnknownRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag provided but not defined: -+(.*)$`) })
+	flagNoValueRE  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^flag needs an argument: -+(.*)$`) })
+	flagBadValueRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^invalid value (".*") for flag -+([^:]*): (.*)$`) })
+	flagRequiredRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Required flags? "(.*)" not set$`) })
+	helpTopicRE    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^No help topic for '(.*)'`) })
 )
 
 // cliError rewords an error of urfave/cli as rlgate's other errors read,
@@ -64,16 +66,16 @@ var (
 // parse functions ("strconv.ParseFloat: parsing ...").
 func cliError(err error) string {
 	msg := err.Error()
-	if m := helpTopicRE.FindStringSubmatch(msg); m != nil {
+	if m := helpTopicRE().FindStringSubmatch(msg); m != nil {
 		return fmt.Sprintf("no command %q", m[1])
 	}
-	if m := flagUnknownRE.FindStringSubmatch(msg); m != nil {
+	if m := flagUnknownRE().FindStringSubmatch(msg); m != nil {
 		return "unknown flag " + dashed(m[1])
 	}
-	if m := flagNoValueRE.FindStringSubmatch(msg); m != nil {
+	if m := flagNoValueRE().FindStringSubmatch(msg); m != nil {
 		return dashed(m[1]) + " needs a value"
 	}
-	if m := flagRequiredRE.FindStringSubmatch(msg); m != nil {
+	if m := flagRequiredRE().FindStringSubmatch(msg); m != nil {
 		names := strings.Split(m[1], ", ")
 		for i, n := range names {
 			names[i] = dashed(n)
@@ -83,7 +85,7 @@ func cliError(err error) string {
 		}
 		return strings.Join(names, ", ") + " are required"
 	}
-	if m := flagBadValueRE.FindStringSubmatch(msg); m != nil {
+	if m := flagBadValueRE().FindStringSubmatch(msg); m != nil {
 		why := m[3]
 		switch {
 		case strings.Contains(why, "value out of range"):

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/rlgate/rlgate/stages/rollout"
 	"github.com/rlgate/rlgate/stages/sqlenv"
@@ -14,8 +15,8 @@ import (
 const DefaultTurns = 6
 
 var (
-	turnsLeftRe = regexp.MustCompile(`You have (\d+) turns? left`)
-	maxTurnsRe  = regexp.MustCompile(`at most (\d+) turns`)
+	turnsLeftRe = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`You have (\d+) turns? left`) })
+	maxTurnsRe  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`at most (\d+) turns`) })
 )
 
 // Reply answers a conversation of the protocol: the first user message
@@ -31,13 +32,13 @@ func (pol *Model) Reply(msgs []rollout.Message, s Sampler) string {
 	for i, m := range msgs {
 		switch m.Role {
 		case "system":
-			if g := maxTurnsRe.FindStringSubmatch(m.Content); g != nil {
+			if g := maxTurnsRe().FindStringSubmatch(m.Content); g != nil {
 				turnsLeft, _ = strconv.Atoi(g[1])
 			}
 		case "user":
 			if first {
 				p, first = pol.prompt(m.Content), false
-			} else if g := turnsLeftRe.FindStringSubmatch(m.Content); g != nil {
+			} else if g := turnsLeftRe().FindStringSubmatch(m.Content); g != nil {
 				turnsLeft, _ = strconv.Atoi(g[1])
 			}
 		case "assistant":

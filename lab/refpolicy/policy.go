@@ -326,12 +326,12 @@ func softmax(xs []float64, t float64) []float64 {
 	return out
 }
 
-var rowCount = regexp.MustCompile(`(?m)^ROW_COUNT: (\d+)`)
+var rowCount = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?m)^ROW_COUNT: (\d+)`) })
 
 // hasRows reports whether an observation shows a result with a row that
 // is not all NULL.
 func hasRows(obs string) bool {
-	m := rowCount.FindStringSubmatch(obs)
+	m := rowCount().FindStringSubmatch(obs)
 	if !strings.HasPrefix(obs, "STATUS: OK") || m == nil || m[1] == "0" {
 		return false
 	}

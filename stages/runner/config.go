@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 
 	"github.com/rlgate/rlgate/ledger"
 	"github.com/rlgate/rlgate/ledger/records"
@@ -88,7 +89,7 @@ func loadConfig(path string) (*storedConfig, error) {
 	masked := c.red.Masker().All(raw)
 	if ok && !bytes.Equal(masked, raw) {
 		if tree != nil && strings.HasSuffix(strings.ToLower(path), "ml") {
-			masked = yamlPlainRedacted.ReplaceAll(masked, []byte(`${1}"`+ledger.Redacted+`"`))
+			masked = yamlPlainRedacted().ReplaceAll(masked, []byte(`${1}"`+ledger.Redacted+`"`))
 		}
 		back, _, err := canonicalConfig(path, masked)
 		var canon []byte
@@ -109,7 +110,9 @@ func loadConfig(path string) (*storedConfig, error) {
 // yamlPlainRedacted finds ledger.Redacted where it replaced a whole plain
 // YAML scalar (key: SECRET, - SECRET), which YAML would read as a list:
 // it is quoted there.
-var yamlPlainRedacted = regexp.MustCompile(`(?m)((?:^\s*-|[:,\[{])[ \t]*)` + regexp.QuoteMeta(ledger.Redacted))
+var yamlPlainRedacted = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?m)((?:^\s*-|[:,\[{])[ \t]*)` + regexp.QuoteMeta(ledger.Redacted))
+})
 
 // redactTree applies the redaction rule to a config tree, noting in r the
 // fields changed by their path ("openai.api_key", "headers[0]").

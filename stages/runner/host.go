@@ -22,16 +22,17 @@ type Host struct {
 }
 
 // toolProbes are the version commands run for Host.Tools, with a pattern
-// picking the version out of their output.
+// picking the version out of their output (compiled where used, next to
+// running the command, rather than at every rlgate start).
 var toolProbes = []struct {
-	name string
-	argv []string
-	re   *regexp.Regexp
+	name    string
+	argv    []string
+	pattern string
 }{
-	{"python3", []string{"python3", "--version"}, regexp.MustCompile(`Python (\S+)`)},
-	{"cuda", []string{"nvcc", "--version"}, regexp.MustCompile(`release ([0-9.]+)`)},
-	{"nvidia-driver", []string{"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}, regexp.MustCompile(`(\S+)`)},
-	{"git", []string{"git", "--version"}, regexp.MustCompile(`git version (\S+)`)},
+	{"python3", []string{"python3", "--version"}, `Python (\S+)`},
+	{"cuda", []string{"nvcc", "--version"}, `release ([0-9.]+)`},
+	{"nvidia-driver", []string{"nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"}, `(\S+)`},
+	{"git", []string{"git", "--version"}, `git version (\S+)`},
 }
 
 // probeTimeout bounds each version command; a hung driver must not hang a run.
@@ -80,7 +81,7 @@ func describeHost(ctx context.Context) Host {
 		if err != nil {
 			continue
 		}
-		if m := p.re.FindStringSubmatch(strings.TrimSpace(string(out))); m != nil {
+		if m := regexp.MustCompile(p.pattern).FindStringSubmatch(strings.TrimSpace(string(out))); m != nil {
 			h.Tools[p.name] = m[1]
 		}
 	}
