@@ -54,3 +54,32 @@ func TestForEachCanceled(t *testing.T) {
 		t.Errorf("%d of %d calls made, want at most the %d running when ctx was canceled", c, n, runtime.GOMAXPROCS(0))
 	}
 }
+
+// TestForEachCallsEachOnce: every i once, however n compares with the
+// number of goroutines, never more than GOMAXPROCS calls at a time.
+func TestForEachCallsEachOnce(t *testing.T) {
+	for _, n := range []int{0, 1, runtime.GOMAXPROCS(0) + 1, 5000} {
+		calls := make([]atomic.Int32, n)
+		var running, most atomic.Int32
+		err := ForEach(t.Context(), n, func(_ context.Context, i int) error {
+			r := running.Add(1)
+			for m := most.Load(); r > m && !most.CompareAndSwap(m, r); m = most.Load() {
+			}
+			calls[i].Add(1)
+			runtime.Gosched()
+			running.Add(-1)
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("n=%d: %v", n, err)
+		}
+		for i := range calls {
+			if c := calls[i].Load(); c != 1 {
+				t.Fatalf("n=%d: fn(%d) called %d times, want once", n, i, c)
+			}
+		}
+		if m := most.Load(); m > int32(runtime.GOMAXPROCS(0)) {
+			t.Errorf("n=%d: %d calls at once, want at most GOMAXPROCS=%d", n, m, runtime.GOMAXPROCS(0))
+		}
+	}
+}
