@@ -190,16 +190,14 @@ type InterruptedBody struct {
 
 // recoverInterrupted closes every run that is still marked running but
 // whose lock nobody holds (see tryLockRun): its recorder was killed or
-// crashed. What it logged before dying stays in the ledger.
+// crashed. What it logged before dying stays in the ledger. It runs at
+// every open, so it reads only the running runs, not the whole table.
 func (l *Ledger) recoverInterrupted(ctx context.Context) error {
-	runs, err := l.Runs(ctx)
+	runs, err := l.queryRuns(ctx, "WHERE status = ? ORDER BY started_seq", string(records.StatusRunning))
 	if err != nil {
 		return err
 	}
 	for _, r := range runs {
-		if r.Status != records.StatusRunning {
-			continue
-		}
 		unlock, ok, err := l.tryLockRun(ctx, r.Run)
 		if err != nil {
 			return err
@@ -217,18 +215,16 @@ func (l *Ledger) recoverInterrupted(ctx context.Context) error {
 }
 
 func (l *Ledger) closeInterrupted(ctx context.Context, run string) error {
-	runs, err := l.Runs(ctx)
-	if err != nil {
+	r, err := l.RunStatus(ctx, run)
+	switch {
+	case errors.Is(err, ErrNotFound):
+		return nil
+	case err != nil || r.Status != records.StatusRunning: // re-checked under the lock
 		return err
 	}
-	for _, r := range runs {
-		if r.Run == run && r.Status == records.StatusRunning { // re-checked under the lock
-			_, err := l.Append(ctx, Record{Kind: records.KindRunEnd, Run: run, Body: InterruptedBody{
-				RunEnd: RunEnd{Status: records.StatusInterrupted},
-				Reason: "the process recording this run ended without closing it (killed or crashed)",
-			}})
-			return err
-		}
-	}
-	return nil
+	_, err = l.Append(ctx, Record{Kind: records.KindRunEnd, Run: run, Body: InterruptedBody{
+		RunEnd: RunEnd{Status: records.StatusInterrupted},
+		Reason: "the process recording this run ended without closing it (killed or crashed)",
+	}})
+	return err
 }
