@@ -117,22 +117,26 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	if err != nil {
 		return nil, err
 	}
-	golds, err := readGold(o.Dataset, man)
+	// The gold and the predictions are read side by side (a tenth of an
+	// exact-match grading is reading them); a defect in the gold is named
+	// first, as when they were read in turn.
+	var golds []gold.Gold
+	goldRead := make(chan error, 1)
+	go func() {
+		var err error
+		golds, err = readGold(o.Dataset, man)
+		goldRead <- err
+	}()
+	raw, preds, warns, err := readPredictions(o, man)
+	if gerr := <-goldRead; gerr != nil {
+		return nil, gerr
+	}
 	if err != nil {
 		return nil, err
 	}
 	dbRoot := o.DBRoot
 	if dbRoot == "" {
 		dbRoot = man.DBRoot
-	}
-	raw, err := untrusted.ReadFile(o.Predictions, untrusted.PredictionsLimit)
-	if err != nil {
-		return nil, fmt.Errorf("grade: %w", err)
-	}
-	sourceCount := man.Tasks.Count + len(man.Skipped)
-	preds, warns, err := ReadPredictions(bytes.NewReader(raw), o.Format, sourceCount)
-	if err != nil {
-		return nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
 	}
 	if len(warns) > 0 && !o.Lenient {
 		return nil, fmt.Errorf("grade %s: %d defects, first %s: %s: %w. Try: fix the file, or --lenient to read it as the official evaluator does (the defects are then recorded as warnings)",
@@ -214,6 +218,20 @@ func GradeFile(ctx context.Context, l *ledger.Ledger, g *Grader, o FileOptions) 
 	}
 	s.EndSeq = end.Seq
 	return s, nil
+}
+
+// readPredictions reads o's predictions file, whole (its bytes are
+// stored and hashed), and parses it in o's format.
+func readPredictions(o FileOptions, man *dataset.Manifest) ([]byte, []Prediction, []Warning, error) {
+	raw, err := untrusted.ReadFile(o.Predictions, untrusted.PredictionsLimit)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("grade: %w", err)
+	}
+	preds, warns, err := ReadPredictions(bytes.NewReader(raw), o.Format, man.Tasks.Count+len(man.Skipped))
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("grade %s: %w", o.Predictions, err)
+	}
+	return raw, preds, warns, nil
 }
 
 // readGold reads the dataset's gold.jsonl and refuses it unless it is the
