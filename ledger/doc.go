@@ -11,7 +11,11 @@
 // of the entry before it (prev), a kind, an optional run id, a UTC time, the
 // blobs it names, and a canonical JSON body (RFC 8785, see CanonicalJSON);
 // its hash covers all of these (docs/FORMAT.md, "Entry hash"). The first
-// entry is always a ledger.init entry naming the ledger's random id.
+// entry is always a ledger.init entry naming the ledger's random id. A
+// body too large for the generic encoding (encoding/json, then
+// Canonicalize) writes itself: metrics batches inside this package, and
+// through CanonicalWriter, which checks what makes its output canonical,
+// any CanonicalEncoder (a grading's outcomes).
 //
 // The query tables (runs, artifacts, metrics, outcomes, blob_refs) are derived from
 // entries by one deriver, in the same transaction as the entries, so they
@@ -61,7 +65,8 @@
 // Tests get a ledger that verifies itself at cleanup from package
 // ledgertest.
 //
-// ForEach is the worker pool (an errgroup with SetLimit) that Append uses
-// to prepare records and that the packages above use for their parallel
-// work: the first error, or Ctrl-C, stops every worker.
+// ForEach is the worker pool (GOMAXPROCS goroutines of an errgroup taking
+// indices in turn) that Append uses to prepare records and that the
+// packages above use for their parallel work: the first error, or Ctrl-C,
+// stops every worker.
 package ledger
