@@ -32,7 +32,12 @@ func newRunCommand() *cli.Command {
 			"output missing fails it with exit 1. A metrics file that does not parse,\n" +
 			"is never written or writes a key twice in one step is a warning, printed\n" +
 			"as soon as it is seen and recorded in run.end's metric_findings for the\n" +
-			"training audit; it does not change the stage's status. A stage whose\n" +
+			"training audit; it does not change the stage's status. A metrics file\n" +
+			"already there when the stage starts (an earlier run's, when repro runs the\n" +
+			"stage again) is read once the stage has written to it, from where the\n" +
+			"stage's own lines start (all of it when the stage truncated or replaced\n" +
+			"it), or, left unchanged, whole once the stage exits; run.end's\n" +
+			"metric_prior_files says which. A stage whose\n" +
 			"recorder is killed is marked interrupted at the ledger's next open.\n\n" +
 			"Pre-flight: when an input is a dataset directory written by rlgate data\n" +
 			"import, before CMD starts rlgate checks that every database its gold needs\n" +

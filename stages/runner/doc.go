@@ -12,7 +12,10 @@
 // never through a shell it did not ask for), its output is teed to the
 // terminal and to the ledger in chunks, declared
 // metrics files are tailed into metrics entries and nvidia-smi is sampled,
-// every FlushEvery: what was logged before a crash survives it. Afterwards
+// every FlushEvery: what was logged before a crash survives it. (A metrics
+// file already there when the command starts is read only from where the
+// command's own writing starts, or whole if it leaves it alone: see
+// priorFile.) Afterwards
 // the outputs are hashed and the run is closed as ok, failed (non-zero exit,
 // timeout, a declared output missing) or interrupted.
 //

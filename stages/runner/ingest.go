@@ -33,7 +33,10 @@ type ingester struct {
 	tailer   *metrics.Tailer
 	points   int64
 	findings []string
-	stopped  bool // a parse error ended ingestion of this file
+	stopped  bool           // a parse error ended ingestion of this file
+	prior    *priorFile     // the file as it was before the stage started, until the stage touches it
+	from     metrics.Cursor // where reading starts: past a prior file's lines when the stage appended
+	priorHow string         // how a prior file was read (run.end's metric_prior_files)
 }
 
 // finding records a problem with the metrics file and reports it at once.
@@ -61,7 +64,24 @@ func (g *ingester) poll(ctx context.Context, l *ledger.Ledger, run string, final
 			}
 			return nil
 		}
-		t, err := metrics.NewTailer(g.file.Path, metrics.Options{Format: g.file.Format}, metrics.Cursor{})
+		if g.prior != nil {
+			// Decided once: a file found truncated stays read from the
+			// start, however it looks by the time its format shows.
+			from, how, wait, err := g.prior.start(g.file.Path, final)
+			switch {
+			case err != nil:
+				g.stopped = true
+				g.finding("%v; it was not ingested", err)
+				return nil
+			case wait:
+				return nil
+			}
+			g.prior, g.from, g.priorHow = nil, from, how
+			if g.warn != nil {
+				fmt.Fprintf(g.warn, "rlgate: metrics %s: %s\n", g.file.Path, how)
+			}
+		}
+		t, err := metrics.NewTailer(g.file.Path, metrics.Options{Format: g.file.Format}, g.from)
 		if err != nil {
 			// An empty or just-created file may not show its format yet.
 			if final {

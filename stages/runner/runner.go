@@ -132,6 +132,11 @@ type EndBody struct {
 	// mlflow) to what the tracker recorded about it: identity, times and
 	// end state, which need not be the stage's own.
 	MetricRuns map[string]ImportedRun `json:"metric_runs,omitempty"`
+	// MetricPriorFiles says, of each metrics file that was there before
+	// the stage started, how it was read (priorFile): whole, when the stage
+	// left it alone; from where the stage's bytes start, when it appended;
+	// from the start, when it rewrote or replaced it.
+	MetricPriorFiles map[string]string `json:"metric_prior_files,omitempty"`
 
 	ownExit bool // failed because the stage itself exited non-zero
 }
@@ -333,7 +338,12 @@ func execute(ctx, rec context.Context, l *ledger.Ledger, spec Spec, red *ledger.
 	}
 	ingesters := make([]*ingester, len(spec.Metrics))
 	for i, m := range spec.Metrics {
-		ingesters[i] = &ingester{file: m, warn: warn}
+		prior, err := notePrior(m.Path)
+		if err != nil {
+			end.Status, end.Reason = records.StatusFailed, err.Error()
+			return end
+		}
+		ingesters[i] = &ingester{file: m, warn: warn, prior: prior}
 	}
 
 	if err := cmd.Start(); err != nil {
@@ -394,6 +404,12 @@ loop:
 	for _, g := range ingesters {
 		end.MetricPoints += g.points
 		end.MetricFindings = append(end.MetricFindings, g.findings...)
+		if g.priorHow != "" {
+			if end.MetricPriorFiles == nil {
+				end.MetricPriorFiles = map[string]string{}
+			}
+			end.MetricPriorFiles[g.file.Path] = g.priorHow
+		}
 		if g.tailer != nil {
 			if end.MetricFormats == nil {
 				end.MetricFormats = map[string]metrics.Format{}

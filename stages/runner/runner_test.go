@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"github.com/rlgate/rlgate/ledger/records"
 	"os"
 	"path/filepath"
@@ -232,5 +233,69 @@ func TestCaptureEnv(t *testing.T) {
 	}
 	if d := cmp.Diff([]string{"env.HF_TOKEN", "env.VLLM_SECRET", "env.WANDB_API_KEY"}, r.Fields()); d != "" {
 		t.Errorf("redacted (-want +got):\n%s", d)
+	}
+}
+
+// TestRunReadsAPriorMetricsFileAsTheStageLeavesIt: a metrics file already
+// there when the stage starts is an earlier run's if the stage writes it
+// again (repro running a stage again), and the file to record if the stage
+// leaves it alone. The run records the stage's points only, whether it
+// truncates the file, appends to it, replaces it or rewrites the same
+// bytes between two reads, and the file whole when untouched.
+func TestRunReadsAPriorMetricsFileAsTheStageLeavesIt(t *testing.T) {
+	prior := `{"step":0,"loss":9}` + "\n" + `{"step":1,"loss":9}` + "\n" + `{"step":2,"loss":9}` + "\n"
+	ours := [][2]float64{{0, 1}, {1, 2}}
+	// Each stage waits past several reads before it writes, as a trainer
+	// loading its model does.
+	const write = `sleep 0.4; printf '{"step":0,"loss":1}\n' %s m.jsonl; sleep 0.2; printf '{"step":1,"loss":2}\n' >> m.jsonl`
+	for _, tt := range []struct {
+		name, script string
+		flush        time.Duration
+		want         [][2]float64
+		how          string
+	}{
+		{"truncating trainer", fmt.Sprintf(write, ">"), 50 * time.Millisecond, ours, "rewritten by the stage"},
+		{"appending trainer", fmt.Sprintf(write, ">>"), 50 * time.Millisecond, ours, "appended to by the stage: read from byte 60"},
+		{"replacing trainer", `sleep 0.4; printf '{"step":0,"loss":1}\n{"step":1,"loss":2}\n' > new.jsonl; mv new.jsonl m.jsonl`, 50 * time.Millisecond, ours, "replaced by the stage"},
+		// A deterministic re-run writes the earlier bytes again; with no
+		// read between the truncation and the end, only the file's time
+		// shows it was written.
+		{"same bytes again", `sleep 0.05; printf '` + strings.ReplaceAll(prior, "\n", `\n`) + `' > m.jsonl`, time.Hour, [][2]float64{{0, 9}, {1, 9}, {2, 9}}, "rewritten by the stage"},
+		{"untouched", "sleep 0.3", 50 * time.Millisecond, [][2]float64{{0, 9}, {1, 9}, {2, 9}}, "which left it unchanged: read whole"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l := ledgertest.New(t)
+			dir := t.TempDir()
+			path := filepath.Join(dir, "m.jsonl")
+			if err := os.WriteFile(path, []byte(prior), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			old := time.Now().Add(-time.Minute) // a later write shows in the time, however coarse the clock
+			os.Chtimes(path, old, old)
+			var term bytes.Buffer
+			res, err := Execute(ctx, l, Spec{Stage: "rl", Run: "rl-again", Argv: []string{"sh", "-c", tt.script}, Dir: dir,
+				Metrics: []MetricFile{{Path: path, Format: metrics.FormatJSONL}}, Environ: []string{"PATH=" + os.Getenv("PATH")},
+				Stderr: &term, FlushEvery: tt.flush})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if res.Status != "ok" || len(res.MetricFindings) > 0 {
+				t.Fatalf("status %s (%s), findings %q", res.Status, res.Reason, res.MetricFindings)
+			}
+			series, _, err := l.Series(ctx, "rl-again", "loss")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got [][2]float64
+			for _, p := range series {
+				got = append(got, [2]float64{float64(p.Step), p.Value})
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("loss recorded (-want +recorded):\n%s", diff)
+			}
+			if how := res.MetricPriorFiles[path]; !strings.Contains(how, tt.how) || !strings.Contains(term.String(), how) {
+				t.Errorf("run.end metric_prior_files %q, stderr %q; want %q said in both", res.MetricPriorFiles, term.String(), tt.how)
+			}
+		})
 	}
 }
