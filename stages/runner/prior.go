@@ -14,12 +14,12 @@ import (
 // an earlier run's when the stage writes the file again (repro running a
 // training stage again), or the file the user means to record when the
 // stage leaves it alone (rlgate run --metrics FILE -- true). Every run
-// reads its metrics files from the start, so read in place as soon as it
-// was seen, an earlier run's points were recorded as this run's (a trainer
-// that appends), or the reader found the file shorter than what it had
-// read and stopped (a trainer that truncates: ErrRewound). So it is not
-// read until the stage is done with it or has written to it, and then
-// from where the stage's own bytes start.
+// reads its metrics files from the start; when such a file was read as
+// soon as it was seen, an earlier run's points were recorded as this
+// run's (a trainer that appends), or the reader found the file shorter
+// than what it had read and stopped (a trainer that truncates:
+// ErrRewound). So it is read only once the stage has written to it or
+// exited, and then from where the stage's own bytes start.
 type priorFile struct {
 	info   os.FileInfo
 	digest ledger.Digest // of its bytes when the stage started
